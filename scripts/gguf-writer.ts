@@ -1,0 +1,276 @@
+// Minimal streaming GGUF v3 writer (little-endian) and ggml block quantizers used by
+// make-test-model.ts. Tensor data is produced chunk by chunk, so multi-GB files never sit in memory.
+import { open, rename, rm } from "node:fs/promises";
+
+export const GGUF_MAGIC = 0x46554747; // "GGUF" read as little-endian u32
+
+export enum GgufValueType {
+  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
+  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+}
+
+/** ggml tensor types written by this tool: [ggml id, block size, bytes per block]. */
+export const WRITABLE_TYPES = {
+  F32: { id: 0, block: 1, size: 4 },
+  F16: { id: 1, block: 1, size: 2 },
+  Q4_0: { id: 2, block: 32, size: 18 },
+  Q8_0: { id: 8, block: 32, size: 34 },
+} as const;
+export type WritableType = keyof typeof WRITABLE_TYPES;
+
+export type KvEntry =
+  | { key: string; type: GgufValueType.UINT32 | GgufValueType.INT32 | GgufValueType.FLOAT32 | GgufValueType.UINT8 | GgufValueType.INT8 | GgufValueType.UINT16 | GgufValueType.INT16 | GgufValueType.FLOAT64; value: number }
+  | { key: string; type: GgufValueType.UINT64 | GgufValueType.INT64; value: bigint }
+  | { key: string; type: GgufValueType.BOOL; value: boolean }
+  | { key: string; type: GgufValueType.STRING; value: string }
+  | { key: string; type: GgufValueType.ARRAY; itemType: GgufValueType.STRING; value: string[] }
+  | { key: string; type: GgufValueType.ARRAY; itemType: GgufValueType.FLOAT32 | GgufValueType.INT32 | GgufValueType.UINT32; value: number[] };
+
+export const kv = {
+  u32: (key: string, value: number): KvEntry => ({ key, type: GgufValueType.UINT32, value }),
+  f32: (key: string, value: number): KvEntry => ({ key, type: GgufValueType.FLOAT32, value }),
+  bool: (key: string, value: boolean): KvEntry => ({ key, type: GgufValueType.BOOL, value }),
+  str: (key: string, value: string): KvEntry => ({ key, type: GgufValueType.STRING, value }),
+  strs: (key: string, value: string[]): KvEntry => ({ key, type: GgufValueType.ARRAY, itemType: GgufValueType.STRING, value }),
+  f32s: (key: string, value: number[]): KvEntry => ({ key, type: GgufValueType.ARRAY, itemType: GgufValueType.FLOAT32, value }),
+  i32s: (key: string, value: number[]): KvEntry => ({ key, type: GgufValueType.ARRAY, itemType: GgufValueType.INT32, value }),
+};
+
+export interface TensorSpec {
+  name: string;
+  /** ggml order: dims[0] is the contiguous (row) dimension. */
+  dims: number[];
+  type: WritableType;
+  /** Yields the tensor's encoded bytes in order; their total must equal tensorBytes(). */
+  data: () => Iterable<Uint8Array>;
+}
+
+export function tensorBytes(t: Pick<TensorSpec, "dims" | "type">): number {
+  const { block, size } = WRITABLE_TYPES[t.type];
+  if (t.dims[0]! % block !== 0) throw new Error(`dims[0]=${t.dims[0]} not a multiple of ${block} for ${t.type}`);
+  return (t.dims.reduce((a, b) => a * b, 1) / block) * size;
+}
+
+/** Growable little-endian byte buffer for the header. */
+class ByteSink {
+  buf = Buffer.alloc(1 << 16);
+  len = 0;
+  private ensure(n: number) {
+    if (this.len + n <= this.buf.length) return;
+    const next = Buffer.alloc(Math.max(this.buf.length * 2, this.len + n));
+    this.buf.copy(next, 0, 0, this.len);
+    this.buf = next;
+  }
+  u8(v: number) { this.ensure(1); this.buf.writeUInt8(v, this.len); this.len += 1; }
+  i8(v: number) { this.ensure(1); this.buf.writeInt8(v, this.len); this.len += 1; }
+  u16(v: number) { this.ensure(2); this.buf.writeUInt16LE(v, this.len); this.len += 2; }
+  i16(v: number) { this.ensure(2); this.buf.writeInt16LE(v, this.len); this.len += 2; }
+  u32(v: number) { this.ensure(4); this.buf.writeUInt32LE(v, this.len); this.len += 4; }
+  i32(v: number) { this.ensure(4); this.buf.writeInt32LE(v, this.len); this.len += 4; }
+  f32(v: number) { this.ensure(4); this.buf.writeFloatLE(v, this.len); this.len += 4; }
+  f64(v: number) { this.ensure(8); this.buf.writeDoubleLE(v, this.len); this.len += 8; }
+  u64(v: number | bigint) { this.ensure(8); this.buf.writeBigUInt64LE(BigInt(v), this.len); this.len += 8; }
+  i64(v: bigint) { this.ensure(8); this.buf.writeBigInt64LE(v, this.len); this.len += 8; }
+  str(s: string) { const b = Buffer.from(s, "utf8"); this.u64(b.length); this.ensure(b.length); b.copy(this.buf, this.len); this.len += b.length; }
+  pad(align: number) { const n = (align - (this.len % align)) % align; this.ensure(n); this.buf.fill(0, this.len, this.len + n); this.len += n; }
+  bytes(): Buffer { return this.buf.subarray(0, this.len); }
+}
+
+function writeScalar(s: ByteSink, type: GgufValueType, v: number | bigint | boolean | string): void {
+  switch (type) {
+    case GgufValueType.UINT8: return s.u8(v as number);
+    case GgufValueType.INT8: return s.i8(v as number);
+    case GgufValueType.UINT16: return s.u16(v as number);
+    case GgufValueType.INT16: return s.i16(v as number);
+    case GgufValueType.UINT32: return s.u32(v as number);
+    case GgufValueType.INT32: return s.i32(v as number);
+    case GgufValueType.FLOAT32: return s.f32(v as number);
+    case GgufValueType.FLOAT64: return s.f64(v as number);
+    case GgufValueType.UINT64: return s.u64(v as bigint);
+    case GgufValueType.INT64: return s.i64(v as bigint);
+    case GgufValueType.BOOL: return s.u8(v ? 1 : 0);
+    case GgufValueType.STRING: return s.str(v as string);
+    default: throw new Error(`cannot write scalar of type ${type}`);
+  }
+}
+
+export interface GgufLayout { header: Buffer; dataOffset: number; offsets: number[]; sizes: number[]; totalSize: number }
+
+/** Serialises the header (magic .. tensor infos, padded) and computes where each tensor goes. */
+export function ggufLayout(kvs: KvEntry[], tensors: TensorSpec[], alignment = 32): GgufLayout {
+  const s = new ByteSink();
+  s.u32(GGUF_MAGIC);
+  s.u32(3);
+  s.u64(tensors.length);
+  s.u64(kvs.length);
+  for (const e of kvs) {
+    s.str(e.key);
+    s.u32(e.type);
+    if (e.type === GgufValueType.ARRAY) {
+      s.u32(e.itemType);
+      s.u64(e.value.length);
+      for (const item of e.value) writeScalar(s, e.itemType, item);
+    } else {
+      writeScalar(s, e.type, e.value);
+    }
+  }
+  const offsets: number[] = [];
+  const sizes: number[] = [];
+  let off = 0;
+  for (const t of tensors) {
+    const bytes = tensorBytes(t);
+    s.str(t.name);
+    s.u32(t.dims.length);
+    for (const d of t.dims) s.u64(d);
+    s.u32(WRITABLE_TYPES[t.type].id);
+    s.u64(off);
+    offsets.push(off);
+    sizes.push(bytes);
+    off += bytes;
+    off += (alignment - (off % alignment)) % alignment;
+  }
+  s.pad(alignment);
+  const header = Buffer.from(s.bytes());
+  const last = tensors.length ? offsets[offsets.length - 1]! + sizes[sizes.length - 1]! : 0;
+  return { header, dataOffset: header.length, offsets, sizes, totalSize: header.length + last };
+}
+
+/**
+ * Writes a GGUF file: header first, then each tensor's chunks in order. Writes to `path.tmp-<pid>-…`
+ * and renames at the end, so an interrupted run never leaves a partial file under `path`.
+ */
+export async function writeGguf(path: string, kvs: KvEntry[], tensors: TensorSpec[], alignment = 32): Promise<number> {
+  const layout = ggufLayout(kvs, tensors, alignment);
+  const tmp = `${path}.tmp-${process.pid}-${Date.now().toString(36)}`;
+  const fh = await open(tmp, "w");
+  try {
+    let pos = 0;
+    const pending: Uint8Array[] = [];
+    let pendingBytes = 0;
+    const flush = async () => {
+      if (!pendingBytes) return;
+      const buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
+      await fh.write(buf, 0, buf.length, pos);
+      pos += buf.length;
+      pending.length = 0;
+      pendingBytes = 0;
+    };
+    const push = async (b: Uint8Array) => {
+      pending.push(b);
+      pendingBytes += b.length;
+      if (pendingBytes >= 1 << 22) await flush();
+    };
+    await push(layout.header);
+    for (let i = 0; i < tensors.length; i++) {
+      const t = tensors[i]!;
+      const start = layout.dataOffset + layout.offsets[i]!;
+      const padTo = start - (pos + pendingBytes);
+      if (padTo < 0) throw new Error("internal: tensor layout overlap");
+      if (padTo) await push(new Uint8Array(padTo));
+      let written = 0;
+      for (const chunk of t.data()) {
+        // copy: generators may reuse their chunk buffers
+        await push(Uint8Array.prototype.slice.call(chunk));
+        written += chunk.length;
+      }
+      if (written !== layout.sizes[i]) throw new Error(`tensor ${t.name}: wrote ${written} bytes, expected ${layout.sizes[i]}`);
+    }
+    await flush();
+    if (pos !== layout.totalSize) throw new Error(`internal: wrote ${pos} bytes, expected ${layout.totalSize}`);
+    await fh.close();
+    await rename(tmp, path);
+    return pos;
+  } catch (err) {
+    await fh.close().catch(() => {});
+    await rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+// ---------- float16 and block quantizers (ggml reference layouts) ----------
+
+const f32buf = new Float32Array(1);
+const u32buf = new Uint32Array(f32buf.buffer);
+
+/** IEEE float32 -> float16 bits, round to nearest even (like ggml's GGML_FP32_TO_FP16). */
+export function toHalf(v: number): number {
+  f32buf[0] = v;
+  const x = u32buf[0]!;
+  const sign = (x >>> 16) & 0x8000;
+  const exp = (x >>> 23) & 0xff;
+  let mant = x & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  let e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mant |= 0x800000;
+    const shift = 14 - e;
+    let h = mant >>> shift;
+    const rem = mant & ((1 << shift) - 1);
+    const half = 1 << (shift - 1);
+    if (rem > half || (rem === half && (h & 1))) h++;
+    return sign | h;
+  }
+  let h = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
+  return sign | h;
+}
+
+/** Encodes `src` (length a multiple of the block size) into `out` (pre-sized). */
+export function encode(type: WritableType, src: Float32Array, out: Uint8Array): void {
+  const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  const n = src.length;
+  if (type === "F32") {
+    for (let i = 0; i < n; i++) dv.setFloat32(i * 4, src[i]!, true);
+  } else if (type === "F16") {
+    for (let i = 0; i < n; i++) dv.setUint16(i * 2, toHalf(src[i]!), true);
+  } else if (type === "Q8_0") {
+    for (let b = 0, o = 0; b < n; b += 32, o += 34) {
+      let amax = 0;
+      for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(src[b + j]!));
+      const d = amax / 127;
+      const id = d ? 1 / d : 0;
+      dv.setUint16(o, toHalf(d), true);
+      for (let j = 0; j < 32; j++) dv.setInt8(o + 2 + j, Math.round(src[b + j]! * id));
+    }
+  } else {
+    // Q4_0: d = max / -8 where max is the signed value of largest magnitude; q = clamp(x/d + 8.5)
+    for (let b = 0, o = 0; b < n; b += 32, o += 18) {
+      let amax = 0, max = 0;
+      for (let j = 0; j < 32; j++) {
+        const v = src[b + j]!;
+        if (Math.abs(v) > amax) { amax = Math.abs(v); max = v; }
+      }
+      const d = max / -8;
+      const id = d ? 1 / d : 0;
+      dv.setUint16(o, toHalf(d), true);
+      for (let j = 0; j < 16; j++) {
+        const lo = Math.min(15, Math.trunc(src[b + j]! * id + 8.5));
+        const hi = Math.min(15, Math.trunc(src[b + j + 16]! * id + 8.5));
+        out[o + 2 + j] = lo | (hi << 4);
+      }
+    }
+  }
+}
+
+/** Reuses-a-buffer: tensor bytes for `elements` values produced by `fill(dst, startIndex)`. */
+export function* encodedChunks(
+  type: WritableType, elements: number, rowLen: number,
+  fill: (dst: Float32Array, start: number) => void, chunkElements = 1 << 20,
+): Generator<Uint8Array> {
+  const { block, size } = WRITABLE_TYPES[type];
+  const rowsPerChunk = Math.max(1, Math.floor(chunkElements / rowLen));
+  const maxChunk = rowsPerChunk * rowLen;
+  const src = new Float32Array(Math.min(maxChunk, elements));
+  const out = new Uint8Array((src.length / block) * size);
+  for (let start = 0; start < elements; start += maxChunk) {
+    const n = Math.min(maxChunk, elements - start);
+    const view = n === src.length ? src : src.subarray(0, n);
+    fill(view, start);
+    const bytes = (n / block) * size;
+    encode(type, view, out.subarray(0, bytes));
+    yield out.subarray(0, bytes);
+  }
+}

@@ -1,0 +1,307 @@
+// The REST client the CLI uses to talk to a running daemon (Ollama's api/client.go, in TypeScript).
+// Non-streamed calls decode one JSON body; streamed calls read NDJSON line by line, and a line that
+// carries `error` ends the stream with that message.
+
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { STATUS_CODES } from "node:http";
+import { Transform } from "node:stream";
+import { Agent, request, type Dispatcher } from "undici";
+import type {
+  ChatRequest,
+  ChatResponse,
+  CreateRequest,
+  GenerateRequest,
+  GenerateResponse,
+  ListResponse,
+  ProcessResponse,
+  ProgressResponse,
+  ShowRequest,
+  ShowResponse,
+  VersionResponse,
+} from "./types.js";
+
+export interface DeleteRequest {
+  model: string;
+}
+export interface CopyRequest {
+  source: string;
+  destination: string;
+}
+export interface PullRequest {
+  model: string;
+  insecure?: boolean;
+  stream?: boolean;
+}
+export type PushRequest = PullRequest;
+export interface EmbedRequest {
+  model: string;
+  input: string | string[];
+  truncate?: boolean;
+  dimensions?: number;
+  keep_alive?: number | string;
+  options?: Record<string, unknown>;
+}
+export interface EmbedResponse {
+  model: string;
+  embeddings: number[][];
+  total_duration?: number;
+  load_duration?: number;
+  prompt_eval_count?: number;
+}
+
+/** The server answered with HTTP >= 400 (or a stream ended with an `error` line). */
+export class ResponseError extends Error {
+  /** HTTP status; 0 when the error arrived as a line inside a 200 stream. */
+  readonly status: number;
+  /** The server's own message (the `error` field, or the raw body when it is not JSON). */
+  readonly error: string;
+  constructor(status: number, error: string, statusLine?: string) {
+    super(statusLine ? `${statusLine}: ${error}` : error || "something went wrong, please see the ollamats server logs for details");
+    this.name = "ResponseError";
+    this.status = status;
+    this.error = error;
+  }
+}
+
+export const SERVER_UNREACHABLE_MESSAGE = "could not connect to ollamats server, run 'ollamats serve' to start it";
+
+/** Nothing listens at the configured host (connection refused). */
+export class ServerUnreachableError extends Error {
+  constructor(readonly url: string, options?: { cause?: unknown }) {
+    super(SERVER_UNREACHABLE_MESSAGE, options);
+    this.name = "ServerUnreachableError";
+  }
+}
+
+export interface ClientOptions {
+  userAgent?: string;
+  /** Override the undici dispatcher (tests). */
+  dispatcher?: Dispatcher;
+}
+
+/** Most bytes one NDJSON line may hold (Ollama's client uses 8 MB). */
+export const MAX_LINE_BYTES = 8 * 1000 * 1000;
+
+type Method = "GET" | "HEAD" | "POST" | "DELETE";
+
+export class Client {
+  readonly baseUrl: string;
+  private readonly userAgent: string;
+  private readonly dispatcher: Dispatcher;
+
+  constructor(baseUrl: string, options: ClientOptions = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.userAgent = options.userAgent ?? `ollamats (${process.arch} ${process.platform}) Node/${process.version}`;
+    // No timeouts: a model load can keep the headers waiting for minutes, and a stream can pause.
+    this.dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  }
+
+  /** HEAD / — resolves when the server answers. */
+  async heartbeat(signal?: AbortSignal): Promise<void> {
+    await this.json("HEAD", "/", undefined, signal);
+  }
+
+  async version(signal?: AbortSignal): Promise<string> {
+    const res = await this.json<VersionResponse>("GET", "/api/version", undefined, signal);
+    return res?.version ?? "";
+  }
+
+  async list(signal?: AbortSignal): Promise<ListResponse> {
+    return (await this.json<ListResponse>("GET", "/api/tags", undefined, signal)) ?? { models: [] };
+  }
+
+  async ps(signal?: AbortSignal): Promise<ProcessResponse> {
+    return (await this.json<ProcessResponse>("GET", "/api/ps", undefined, signal)) ?? { models: [] };
+  }
+
+  async show(req: ShowRequest, signal?: AbortSignal): Promise<ShowResponse> {
+    const res = await this.json<ShowResponse>("POST", "/api/show", req, signal);
+    if (!res) throw new ResponseError(500, "empty response from /api/show");
+    return res;
+  }
+
+  async delete(req: DeleteRequest, signal?: AbortSignal): Promise<void> {
+    await this.json("DELETE", "/api/delete", req, signal);
+  }
+
+  async copy(req: CopyRequest, signal?: AbortSignal): Promise<void> {
+    await this.json("POST", "/api/copy", req, signal);
+  }
+
+  async embed(req: EmbedRequest, signal?: AbortSignal): Promise<EmbedResponse> {
+    const res = await this.json<EmbedResponse>("POST", "/api/embed", req, signal);
+    if (!res) throw new ResponseError(500, "empty response from /api/embed");
+    return res;
+  }
+
+  generate(req: GenerateRequest, onChunk: (chunk: GenerateResponse) => void, signal?: AbortSignal): Promise<void> {
+    return this.stream("/api/generate", req, onChunk, signal);
+  }
+
+  chat(req: ChatRequest, onChunk: (chunk: ChatResponse) => void, signal?: AbortSignal): Promise<void> {
+    return this.stream("/api/chat", req, onChunk, signal);
+  }
+
+  create(req: CreateRequest, onProgress: (p: ProgressResponse) => void, signal?: AbortSignal): Promise<void> {
+    return this.stream("/api/create", req, onProgress, signal);
+  }
+
+  pull(req: PullRequest, onProgress: (p: ProgressResponse) => void, signal?: AbortSignal): Promise<void> {
+    return this.stream("/api/pull", req, onProgress, signal);
+  }
+
+  push(req: PushRequest, onProgress: (p: ProgressResponse) => void, signal?: AbortSignal): Promise<void> {
+    return this.stream("/api/push", req, onProgress, signal);
+  }
+
+  /** True when the server already holds the blob (HEAD /api/blobs/:digest answers 200). */
+  async hasBlob(digest: string, signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.json("HEAD", `/api/blobs/${digest}`, undefined, signal);
+      return true;
+    } catch (err) {
+      if (err instanceof ResponseError && err.status === 404) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Upload a local file as blob `digest` ("sha256:<hex>") unless the server has it already.
+   * onProgress receives (bytes sent, file size); it is called once with (size, size) when done.
+   */
+  async createBlob(
+    digest: string,
+    filePath: string,
+    onProgress?: (sent: number, total: number) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const { size } = await stat(filePath);
+    if (await this.hasBlob(digest, signal)) {
+      onProgress?.(size, size);
+      return;
+    }
+    let sent = 0;
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        sent += chunk.length;
+        onProgress?.(sent, size);
+        cb(null, chunk);
+      },
+    });
+    const body = createReadStream(filePath).pipe(counter);
+    const res = await this.send("POST", `/api/blobs/${digest}`, {
+      body,
+      headers: { "content-type": "application/octet-stream", "content-length": String(size) },
+      signal,
+    });
+    const text = await res.body.text();
+    if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
+    onProgress?.(size, size);
+  }
+
+  // ---- plumbing ----------------------------------------------------------------------------
+
+  private url(path: string): string {
+    return this.baseUrl + path;
+  }
+
+  private async send(
+    method: Method,
+    path: string,
+    opts: { body?: string | NodeJS.ReadableStream; headers?: Record<string, string>; signal?: AbortSignal },
+  ): Promise<Dispatcher.ResponseData> {
+    const url = this.url(path);
+    try {
+      return await request(url, {
+        method,
+        body: opts.body as Dispatcher.DispatchOptions["body"],
+        headers: { "user-agent": this.userAgent, ...opts.headers },
+        signal: opts.signal,
+        dispatcher: this.dispatcher,
+      });
+    } catch (err) {
+      if (isConnectionRefused(err)) throw new ServerUnreachableError(url, { cause: err });
+      throw err;
+    }
+  }
+
+  private async json<T>(method: Method, path: string, data: unknown, signal?: AbortSignal): Promise<T | undefined> {
+    const res = await this.send(method, path, {
+      body: data === undefined ? undefined : JSON.stringify(data),
+      headers: { "content-type": "application/json", accept: "application/json" },
+      signal,
+    });
+    const text = method === "HEAD" ? (await res.body.dump(), "") : await res.body.text();
+    if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
+    if (text.trim() === "") return undefined;
+    return JSON.parse(text) as T;
+  }
+
+  private async stream<T>(path: string, data: unknown, onChunk: (chunk: T) => void, signal?: AbortSignal): Promise<void> {
+    const res = await this.send("POST", path, {
+      body: JSON.stringify(data),
+      headers: { "content-type": "application/json", accept: "application/x-ndjson" },
+      signal,
+    });
+    if (res.statusCode >= 400) {
+      const text = await res.body.text();
+      const firstLine = text.split("\n").find((l) => l.trim() !== "") ?? "";
+      throw errorFromBody(res.statusCode, firstLine, true);
+    }
+    for await (const line of readLines(res.body as AsyncIterable<Buffer>)) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        throw new ResponseError(0, line);
+      }
+      if (parsed !== null && typeof parsed === "object" && typeof (parsed as { error?: unknown }).error === "string") {
+        const message = (parsed as { error: string }).error;
+        if (message !== "") throw new ResponseError(0, message);
+      }
+      onChunk(parsed as T);
+    }
+  }
+}
+
+/** Split a byte stream into non-empty text lines (NDJSON). */
+export async function* readLines(body: AsyncIterable<Buffer | Uint8Array | string>, maxLine = MAX_LINE_BYTES): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let pending = "";
+  for await (const chunk of body) {
+    pending += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = pending.indexOf("\n")) >= 0) {
+      const line = pending.slice(0, nl).replace(/\r$/, "");
+      pending = pending.slice(nl + 1);
+      if (line.trim() !== "") yield line;
+    }
+    if (pending.length > maxLine) throw new Error("stream line too long");
+  }
+  pending += decoder.decode();
+  if (pending.trim() !== "") yield pending.replace(/\r$/, "");
+}
+
+function errorFromBody(status: number, text: string, withStatusLine: boolean): ResponseError {
+  let message = text;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed !== null && typeof parsed === "object" && typeof (parsed as { error?: unknown }).error === "string") {
+      message = (parsed as { error: string }).error;
+    }
+  } catch {
+    // not JSON: the raw body is the message, as Ollama's client does
+  }
+  message = message.trim();
+  const statusLine = withStatusLine ? `${status} ${STATUS_CODES[status] ?? ""}`.trim() : undefined;
+  return new ResponseError(status, message, statusLine);
+}
+
+function isConnectionRefused(err: unknown, depth = 0): boolean {
+  if (err === null || typeof err !== "object" || depth > 4) return false;
+  const e = err as { code?: unknown; cause?: unknown; errors?: unknown };
+  if (e.code === "ECONNREFUSED") return true;
+  if (Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every((x) => isConnectionRefused(x, depth + 1))) return true;
+  return isConnectionRefused(e.cause, depth + 1);
+}

@@ -1,0 +1,105 @@
+// The seam between the daemon and an inference engine (DESIGN.md §4).
+// A Backend loads a model into a Runner; a Runner serves generation on its slots.
+
+export interface DeviceInfo {
+  id: string;
+  kind: "cpu" | "gpu";
+  name: string;
+  totalBytes: number;
+  freeBytes: number;
+}
+
+/** Options fixed when a runner is loaded; a request that differs forces a reload. */
+export interface LoadOptions {
+  numCtx: number; // per slot
+  numBatch: number;
+  numGpu: number; // -1 = automatic
+  numThread: number; // 0 = all cores
+  useMmap: boolean | undefined;
+  slots: number;
+  flashAttention: boolean | undefined; // undefined = auto
+  kvCacheTypeK: string; // "" | f16 | q8_0 | q4_0
+  kvCacheTypeV: string;
+  embedding: boolean;
+}
+
+export interface LoadPlan {
+  gpuLayers: number;
+}
+
+export interface LoadedInfo {
+  contextLength: number; // per slot, as allocated
+  gpuLayers: number;
+  sizeBytes: number; // weights + KV + compute, as allocated
+  vramBytes: number;
+  threads: number;
+}
+
+/** Sampling options of one request, already defaulted (Ollama's DefaultOptions). */
+export interface SamplingOptions {
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  seed: number; // -1 = random
+  repeatLastN: number; // 0 = off, -1 = num_ctx
+  repeatPenalty: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+}
+
+export interface GenerateJob {
+  /** Rendered prompt text; special tokens in it are parsed as tokens. */
+  prompt: string;
+  /** Extra tokens placed before the prompt (the deprecated `context` of /api/generate). */
+  prefixTokens?: number[];
+  sampling: SamplingOptions;
+  numPredict: number; // -1 = until stop (capped by the runner)
+  stop: string[];
+  /** Return prompt + output token ids in the done event (/api/generate `context`). */
+  wantContext: boolean;
+}
+
+export interface GenerateStats {
+  doneReason: "stop" | "length";
+  promptEvalCount: number;
+  promptEvalDurationNs: number;
+  evalCount: number;
+  evalDurationNs: number;
+  context?: number[];
+}
+
+export type RunnerEvent = { type: "text"; text: string } | ({ type: "done" } & GenerateStats);
+
+export interface EmbedResult {
+  embeddings: number[][];
+  promptEvalCount: number;
+}
+
+export interface RunnerExit {
+  code: number | null;
+  signal: string | null;
+  message: string;
+}
+
+export interface Runner {
+  readonly slots: number;
+  readonly info: LoadedInfo;
+  generate(job: GenerateJob, signal: AbortSignal): AsyncIterable<RunnerEvent>;
+  embed(inputs: string[]): Promise<EmbedResult>;
+  tokenize(text: string): Promise<number[]>;
+  detokenize(tokens: number[]): Promise<string>;
+  /** Frees every byte it held; safe to call twice. */
+  close(): Promise<void>;
+  /** Resolves when the runner process ends, for whatever reason. */
+  readonly exited: Promise<RunnerExit>;
+}
+
+export interface Backend {
+  readonly name: string;
+  devices(): Promise<DeviceInfo[]>;
+  load(modelPath: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal): Promise<Runner>;
+}
+
+/** Raised for failures a client should see as the message of an error line / 500. */
+export class RunnerError extends Error {}

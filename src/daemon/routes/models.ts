@@ -1,0 +1,93 @@
+// GET /api/tags, POST /api/show, DELETE /api/delete, POST /api/copy.
+import { Hono } from "hono";
+import type { ListModel } from "../../api/types.js";
+import { ggufModelInfo } from "../../registry/gguf.js";
+import { ModelResolver } from "../../registry/model-spec.js";
+import { displayName, parseModelName } from "../../registry/name.js";
+import { parseBody } from "../body.js";
+import type { Deps } from "../deps.js";
+import { badRequest, notFound } from "../errors.js";
+import { copySchema, deleteSchema, showSchema } from "../schemas.js";
+import { jsonResponse } from "../stream.js";
+import { detailsOf, localTime } from "./details.js";
+import { showModelfile, showParameters } from "./show-format.js";
+
+export function modelRoutes(deps: Deps): Hono {
+  const app = new Hono();
+
+  app.on(["GET", "HEAD"], "/api/tags", async (c) => {
+    const models: ListModel[] = [];
+    for (const m of await deps.store.listManifests()) {
+      let spec;
+      try {
+        spec = await deps.models.fromManifest(m);
+      } catch {
+        continue; // a model whose weights are unreadable is not listed
+      }
+      models.push({
+        name: displayName(m.name),
+        model: displayName(m.name),
+        modified_at: localTime(m.mtime),
+        size: m.size,
+        digest: m.digest,
+        details: detailsOf(spec),
+      });
+    }
+    models.sort((a, b) => Date.parse(b.modified_at) - Date.parse(a.modified_at));
+    return c.json({ models });
+  });
+
+  app.post("/api/show", async (c) => {
+    const body = await parseBody(c, showSchema);
+    const raw = body.model ?? body.name ?? "";
+    if (raw === "") throw badRequest("model is required");
+    const name = parseModelName(raw);
+    if (!name) throw badRequest("invalid model name");
+    const spec = await deps.models.resolve(raw);
+    if (!spec) throw notFound(`model '${displayName(name)}' not found`);
+    const system = body.system ?? spec.system;
+    const params = { ...spec.params, ...(body.options ?? {}) };
+    const template = spec.template ?? spec.facts.chatTemplate;
+    return jsonResponse({
+      ...(spec.licenses.length ? { license: spec.licenses.join("\n") } : {}),
+      modelfile: showModelfile(spec, deps.store, system, params),
+      ...(Object.keys(params).length ? { parameters: showParameters(params) } : {}),
+      ...(template ? { template } : {}),
+      ...(system ? { system } : {}),
+      details: detailsOf(spec),
+      ...(spec.messages.length ? { messages: spec.messages } : {}),
+      model_info: ggufModelInfo(spec.gguf, body.verbose === true),
+      ...(body.verbose ? { tensors: spec.gguf.tensors.map((t) => ({ name: t.name, type: t.typeName, shape: t.dims })) } : {}),
+      capabilities: spec.capabilities,
+      modified_at: localTime(spec.manifest.mtime),
+    });
+  });
+
+  app.delete("/api/delete", async (c) => {
+    const body = await parseBody(c, deleteSchema);
+    const raw = body.model ?? body.name ?? "";
+    const name = parseModelName(raw);
+    if (!name) throw badRequest(`name "${raw}" is invalid`);
+    const stored = await deps.store.readManifest(name);
+    if (!stored) throw notFound(`model '${raw}' not found`);
+    const spec = await new ModelResolver(deps.store).fromManifest(stored).catch(() => null);
+    if (spec) await deps.scheduler.expire(spec);
+    await deps.store.deleteManifest(stored.name);
+    await deps.store.pruneUnreferencedBlobs([stored.manifest.config, ...stored.manifest.layers].map((l) => l.digest));
+    return c.body(null, 200);
+  });
+
+  app.post("/api/copy", async (c) => {
+    const body = await parseBody(c, copySchema);
+    const src = parseModelName(body.source);
+    if (!src) throw badRequest(`source "${body.source}" is invalid`);
+    const dst = parseModelName(body.destination);
+    if (!dst) throw badRequest(`destination "${body.destination}" is invalid`);
+    const stored = await deps.store.readManifest(src);
+    if (!stored) throw notFound(`model "${body.source}" not found`);
+    await deps.store.writeManifestRaw(dst, stored.raw);
+    return c.body(null, 200);
+  });
+
+  return app;
+}

@@ -1,0 +1,85 @@
+// One schema per request type. Unknown fields are ignored, as Ollama's JSON decoder does.
+import { z } from "zod";
+
+const keepAlive = z.union([z.number(), z.string()]).optional();
+const think = z.union([z.boolean(), z.string()]).optional();
+const format = z.union([z.string(), z.record(z.string(), z.unknown()), z.null()]).optional();
+const options = z.record(z.string(), z.unknown()).optional();
+
+const toolCall = z.object({
+  id: z.string().optional(),
+  type: z.string().optional(),
+  function: z.object({
+    index: z.number().int().optional(),
+    name: z.string(),
+    arguments: z.union([z.record(z.string(), z.unknown()), z.string()]).optional(),
+  }),
+});
+
+export const messageSchema = z.object({
+  role: z.string().transform((r) => r.toLowerCase()),
+  content: z.string().nullish().transform((c) => c ?? ""),
+  thinking: z.string().optional(),
+  images: z.array(z.string()).nullish(),
+  tool_calls: z.array(toolCall).nullish(),
+  tool_name: z.string().optional(),
+  tool_call_id: z.string().optional(),
+});
+export type ChatMessage = z.infer<typeof messageSchema>;
+
+export const generateSchema = z.object({
+  model: z.string().default(""),
+  prompt: z.string().default(""),
+  suffix: z.string().optional(),
+  system: z.string().optional(),
+  template: z.string().optional(),
+  context: z.array(z.number().int()).nullish(),
+  stream: z.boolean().nullish(),
+  raw: z.boolean().optional(),
+  format,
+  keep_alive: keepAlive,
+  images: z.array(z.string()).nullish(),
+  options,
+  think,
+});
+export type GenerateBody = z.infer<typeof generateSchema>;
+
+export const chatSchema = z.object({
+  model: z.string().default(""),
+  messages: z.array(messageSchema).nullish().transform((m) => m ?? []),
+  tools: z.array(z.unknown()).nullish(),
+  stream: z.boolean().nullish(),
+  format,
+  keep_alive: keepAlive,
+  options,
+  think,
+});
+export type ChatBody = z.infer<typeof chatSchema>;
+
+export const showSchema = z.object({
+  model: z.string().optional(),
+  name: z.string().optional(),
+  verbose: z.boolean().optional(),
+  system: z.string().optional(),
+  options,
+});
+
+export const createSchema = z.object({
+  model: z.string().optional(),
+  name: z.string().optional(),
+  from: z.string().optional(),
+  files: z.record(z.string(), z.string()).optional(),
+  adapters: z.record(z.string(), z.string()).optional(),
+  template: z.string().optional(),
+  system: z.string().optional(),
+  license: z.union([z.string(), z.array(z.string())]).optional(),
+  parameters: z.record(z.string(), z.unknown()).optional(),
+  messages: z.array(z.object({ role: z.string(), content: z.string() })).optional(),
+  quantize: z.string().optional(),
+  quantization: z.string().optional(),
+  stream: z.boolean().nullish(),
+});
+export type CreateBody = z.infer<typeof createSchema>;
+
+export const deleteSchema = z.object({ model: z.string().optional(), name: z.string().optional() });
+export const copySchema = z.object({ source: z.string().default(""), destination: z.string().default("") });

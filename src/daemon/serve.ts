@@ -1,0 +1,77 @@
+// `ollamats serve`: build the daemon from the config, listen, and drain on SIGINT/SIGTERM.
+import { serve as listen, type ServerType } from "@hono/node-server";
+import { readFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import type { Config } from "../config.js";
+import { LlamaCppBackend } from "../backends/llamacpp/backend.js";
+import { ModelResolver } from "../registry/model-spec.js";
+import { Store } from "../registry/store.js";
+import type { Deps } from "./deps.js";
+import { createLogger } from "./log.js";
+import { Scheduler } from "./scheduler/scheduler.js";
+import { createApp } from "./server.js";
+
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
+
+export function buildDeps(config: Config): Deps {
+  const log = createLogger(config.debug);
+  const store = new Store(config.models);
+  const backend = new LlamaCppBackend({ debug: config.debug >= 1 });
+  return {
+    config,
+    store,
+    models: new ModelResolver(store),
+    scheduler: new Scheduler({ backend, config, log }),
+    log,
+    version: packageVersion(),
+  };
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  deps: Deps;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config): Promise<RunningServer> {
+  const deps = buildDeps(config);
+  const app = createApp(deps);
+  const hostname = config.host.host === "" ? "0.0.0.0" : config.host.host;
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const s = listen({ fetch: app.fetch, hostname, port: config.host.port }, () => resolve(s));
+    s.once("error", reject);
+  });
+  // Streams may stay silent for minutes while a model loads or thinks.
+  if ("requestTimeout" in server) server.requestTimeout = 0;
+  const port = (server.address() as AddressInfo).port;
+  deps.log.info(`Listening on ${hostname}:${port} (version ${deps.version})`, { models: config.models });
+  return {
+    url: `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`,
+    port,
+    deps,
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await deps.scheduler.shutdown();
+    },
+  };
+}
+
+export async function serveForever(config: Config): Promise<void> {
+  const running = await startServer(config);
+  await new Promise<void>((resolve) => {
+    const stop = (sig: string) => {
+      running.deps.log.info(`received ${sig}, shutting down`);
+      const force = setTimeout(() => process.exit(1), 10_000);
+      force.unref();
+      void running.close().then(resolve);
+      // A second signal means "now".
+      process.once(sig as NodeJS.Signals, () => process.exit(1));
+    };
+    process.once("SIGINT", () => stop("SIGINT"));
+    process.once("SIGTERM", () => stop("SIGTERM"));
+  });
+}

@@ -1,0 +1,43 @@
+// createApp(deps) composes middleware and route groups into the hono app.
+import { Hono } from "hono";
+import { allowedOrigins } from "../config.js";
+import type { Deps } from "./deps.js";
+import { ApiError, errorMessage } from "./errors.js";
+import { cors } from "./middleware/cors.js";
+import { hostGuard } from "./middleware/host-guard.js";
+import { requestLog } from "./middleware/request-log.js";
+import { blobRoutes } from "./routes/blobs.js";
+import { chatRoutes } from "./routes/chat.js";
+import { createRoutes } from "./routes/create.js";
+import { generateRoutes } from "./routes/generate.js";
+import { healthRoutes } from "./routes/health.js";
+import { modelRoutes } from "./routes/models.js";
+import { psRoutes } from "./routes/ps.js";
+
+// Paths we serve, so a wrong method gets Ollama's 405 instead of 404.
+const KNOWN_PATHS = new Set(["/", "/api/version", "/api/tags", "/api/ps", "/api/show", "/api/generate", "/api/chat", "/api/create", "/api/delete", "/api/copy"]);
+
+export function createApp(deps: Deps): Hono {
+  const app = new Hono();
+  app.use("*", hostGuard(deps.config.host.host));
+  app.use("*", cors(allowedOrigins(deps.config)));
+  app.use("*", requestLog(deps.log));
+  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes]) {
+    app.route("/", routes(deps));
+  }
+  app.notFound((c) => {
+    if (KNOWN_PATHS.has(c.req.path) || c.req.path.startsWith("/api/blobs/")) {
+      return c.text("405 method not allowed", 405);
+    }
+    return c.text("404 page not found", 404);
+  });
+  app.onError((err, c) => {
+    if (err instanceof ApiError) {
+      if (err.status >= 500) deps.log.error(err.message);
+      return c.json({ error: err.message }, err.status as 400);
+    }
+    deps.log.error(`internal error: ${errorMessage(err)}`, { stack: deps.log.level < 0 ? (err as Error).stack : undefined });
+    return c.json({ error: errorMessage(err) }, 500);
+  });
+  return app;
+}

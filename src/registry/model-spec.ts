@@ -1,0 +1,130 @@
+// Resolves a model name to a ModelSpec: the immutable description of a model that the rest of
+// the daemon consumes (weights path, template, system, params, messages, GGUF facts).
+import { readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
+import { parseModelName, displayName, type ModelName } from "./name.js";
+import {
+  MEDIA_TYPE_LICENSE,
+  MEDIA_TYPE_MESSAGES,
+  MEDIA_TYPE_MODEL,
+  MEDIA_TYPE_PARAMS,
+  MEDIA_TYPE_SYSTEM,
+  MEDIA_TYPE_TEMPLATE,
+  type ModelConfigBlob,
+  type Store,
+  type StoredManifest,
+} from "./store.js";
+
+export interface SpecMessage {
+  role: string;
+  content: string;
+}
+
+export interface ModelSpec {
+  name: ModelName;
+  shortName: string;
+  manifest: StoredManifest;
+  modelPath: string;
+  modelDigest: string;
+  template?: string;
+  system?: string;
+  params: Record<string, unknown>;
+  messages: SpecMessage[];
+  licenses: string[];
+  config: Partial<ModelConfigBlob>;
+  gguf: GgufInfo;
+  facts: GgufFacts;
+  capabilities: string[];
+}
+
+export class InvalidModelNameError extends Error {
+  constructor() {
+    super("invalid model name");
+  }
+}
+
+const LEGACY_TEMPLATE = "application/vnd.ollama.image.prompt";
+
+export class ModelResolver {
+  // GGUF headers are parsed once per blob; a blob's content never changes.
+  private readonly ggufCache = new Map<string, Promise<GgufInfo>>();
+
+  constructor(private readonly store: Store) {}
+
+  /** null when the model is not in the store; throws InvalidModelNameError for a bad name. */
+  async resolve(raw: string): Promise<ModelSpec | null> {
+    const name = parseModelName(raw);
+    if (!name) throw new InvalidModelNameError();
+    const stored = await this.store.readManifest(name);
+    if (!stored) return null;
+    return this.fromManifest(stored);
+  }
+
+  async fromManifest(stored: StoredManifest): Promise<ModelSpec> {
+    const layers = stored.manifest.layers;
+    const modelLayer = layers.find((l) => l.mediaType === MEDIA_TYPE_MODEL);
+    if (!modelLayer) throw new Error(`model ${displayName(stored.name)} has no GGUF weights layer`);
+    const modelPath = this.store.blobPath(modelLayer.digest);
+    const gguf = await this.gguf(modelLayer.digest, modelPath);
+    const facts = ggufFacts(gguf);
+
+    const textOf = async (mediaTypes: string[]) => {
+      const layer = [...layers].reverse().find((l) => mediaTypes.includes(l.mediaType));
+      return layer ? this.store.readBlobText(layer.digest) : undefined;
+    };
+    const template = await textOf([MEDIA_TYPE_TEMPLATE, LEGACY_TEMPLATE]);
+    const system = await textOf([MEDIA_TYPE_SYSTEM]);
+    const paramsLayer = layers.find((l) => l.mediaType === MEDIA_TYPE_PARAMS);
+    const params = paramsLayer ? ((await this.store.readBlobJson(paramsLayer.digest)) as Record<string, unknown>) : {};
+    const messagesLayer = layers.find((l) => l.mediaType === MEDIA_TYPE_MESSAGES);
+    const messages = messagesLayer ? ((await this.store.readBlobJson(messagesLayer.digest)) as SpecMessage[]) : [];
+    const licenses: string[] = [];
+    for (const l of layers) if (l.mediaType === MEDIA_TYPE_LICENSE) licenses.push(await this.store.readBlobText(l.digest));
+    let config: Partial<ModelConfigBlob> = {};
+    try {
+      config = (await this.store.readBlobJson(stored.manifest.config.digest)) as Partial<ModelConfigBlob>;
+    } catch {
+      // A missing config blob only loses the details shown by /api/tags; the model still runs.
+    }
+
+    const spec: ModelSpec = {
+      name: stored.name,
+      shortName: displayName(stored.name),
+      manifest: stored,
+      modelPath,
+      modelDigest: modelLayer.digest,
+      template,
+      system,
+      params: params ?? {},
+      messages: Array.isArray(messages) ? messages : [],
+      licenses,
+      config,
+      gguf,
+      facts,
+      capabilities: [],
+    };
+    spec.capabilities = capabilitiesOf(spec);
+    return spec;
+  }
+
+  private gguf(digest: string, path: string): Promise<GgufInfo> {
+    let p = this.ggufCache.get(digest);
+    if (!p) {
+      p = readGgufInfo(path);
+      p.catch(() => this.ggufCache.delete(digest));
+      this.ggufCache.set(digest, p);
+    }
+    return p;
+  }
+}
+
+/** Ollama's capability derivation (reference §1.11), from the GGUF and the template. */
+export function capabilitiesOf(spec: Pick<ModelSpec, "facts" | "template">): string[] {
+  const caps: string[] = [];
+  caps.push(spec.facts.isEmbedding ? "embedding" : "completion");
+  const goTemplate = spec.template;
+  const jinja = spec.facts.chatTemplate ?? "";
+  if (goTemplate !== undefined ? /\.Tools\b/.test(goTemplate) : /tools|tool_call/.test(jinja)) caps.push("tools");
+  if (goTemplate !== undefined && /\.Suffix\b/.test(goTemplate)) caps.push("insert");
+  if (goTemplate !== undefined ? /\.Think\b/.test(goTemplate) : /<think>/.test(jinja)) caps.push("thinking");
+  return caps;
+}

@@ -1,0 +1,530 @@
+// Ollama's on-disk model store: `manifests/<host>/<namespace>/<model>/<tag>` and
+// `blobs/sha256-<hex>`. Every path comes from a validated ModelName or digest (name.ts); writes go
+// to a temp file that is fsynced and renamed, so readers never see a half-written file.
+import { createHash, randomBytes } from "node:crypto";
+import { promises as fs, type Dirent } from "node:fs";
+import path from "node:path";
+import lockfile from "proper-lockfile";
+import { digestFileName, manifestPathParts, nameFromPathParts, parseDigest, type ModelName } from "./name.js";
+
+export const MEDIA_TYPE_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json";
+export const MEDIA_TYPE_CONFIG = "application/vnd.docker.container.image.v1+json";
+export const MEDIA_TYPE_MODEL = "application/vnd.ollama.image.model";
+export const MEDIA_TYPE_ADAPTER = "application/vnd.ollama.image.adapter";
+export const MEDIA_TYPE_PROJECTOR = "application/vnd.ollama.image.projector";
+export const MEDIA_TYPE_TEMPLATE = "application/vnd.ollama.image.template";
+/** Legacy alias of the template layer. */
+export const MEDIA_TYPE_PROMPT = "application/vnd.ollama.image.prompt";
+export const MEDIA_TYPE_SYSTEM = "application/vnd.ollama.image.system";
+export const MEDIA_TYPE_PARAMS = "application/vnd.ollama.image.params";
+export const MEDIA_TYPE_MESSAGES = "application/vnd.ollama.image.messages";
+export const MEDIA_TYPE_LICENSE = "application/vnd.ollama.image.license";
+export const MEDIA_TYPE_DRAFT = "application/vnd.ollama.image.draft";
+
+export interface Layer {
+  mediaType: string;
+  digest: string;
+  size: number;
+  from?: string;
+  name?: string;
+}
+
+export interface Manifest {
+  schemaVersion: 2;
+  mediaType: string;
+  config: Layer;
+  layers: Layer[];
+}
+
+export interface ModelConfigBlob {
+  model_format: string;
+  model_family: string;
+  model_families: string[];
+  model_type: string;
+  file_type: string;
+  architecture: string;
+  os: string;
+  rootfs: { type: "layers"; diff_ids: string[] };
+  renderer?: string;
+  parser?: string;
+  requires?: string;
+  remote_host?: string;
+  remote_model?: string;
+  context_length?: number;
+  embedding_length?: number;
+  base_name?: string;
+  capabilities?: string[];
+}
+
+export interface StoredManifest {
+  /** The name with the casing found on disk. */
+  name: ModelName;
+  manifest: Manifest;
+  raw: Buffer;
+  /** Hex sha256 of the manifest file bytes (what /api/tags reports as `digest`). */
+  digest: string;
+  mtime: Date;
+  /** Sum of layer sizes plus the config size. */
+  size: number;
+}
+
+export class DigestMismatchError extends Error {
+  override name = "DigestMismatchError";
+  constructor(
+    readonly expected: string,
+    readonly actual: string,
+  ) {
+    super(`digest mismatch, expected "${expected}", got "${actual}"`);
+  }
+}
+
+export class BlobTooLargeError extends Error {
+  override name = "BlobTooLargeError";
+}
+
+export class CorruptManifestError extends Error {
+  override name = "CorruptManifestError";
+  constructor(
+    readonly file: string,
+    reason: string,
+  ) {
+    super(`corrupt manifest ${file}: ${reason}`);
+  }
+}
+
+export type StoreLogger = (level: "debug" | "info" | "warn", msg: string, meta?: Record<string, unknown>) => void;
+
+export interface PruneOptions {
+  /** Leave blobs modified more recently than this alone (full scan default 1 h, as Ollama). */
+  graceMs?: number;
+}
+
+const isNotFound = (e: unknown): boolean => {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === "ENOENT" || code === "ENOTDIR";
+};
+
+/** Go's encoding/json output (json.Encoder adds "\n" and escapes <, >, & and U+2028/9). */
+export function encodeManifest(m: Manifest): Buffer {
+  const layer = (l: Layer) => ({
+    mediaType: l.mediaType,
+    digest: l.digest,
+    size: l.size,
+    ...(l.from ? { from: l.from } : {}),
+    ...(l.name ? { name: l.name } : {}),
+  });
+  const json = JSON.stringify({
+    schemaVersion: m.schemaVersion,
+    mediaType: m.mediaType,
+    config: layer(m.config),
+    layers: m.layers.map(layer),
+  });
+  const escaped = json.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return Buffer.from(`${escaped}\n`, "utf8");
+}
+
+/** Parse manifest bytes with Go's leniency (missing fields are zero) but reject wrong types. */
+export function decodeManifest(raw: Buffer | string, file: string): Manifest {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw.toString());
+  } catch (e) {
+    throw new CorruptManifestError(file, (e as Error).message);
+  }
+  const obj = (x: unknown, what: string): Record<string, unknown> => {
+    if (typeof x !== "object" || x === null || Array.isArray(x)) throw new CorruptManifestError(file, `${what} is not an object`);
+    return x as Record<string, unknown>;
+  };
+  const field = <T>(o: Record<string, unknown>, key: string, type: string, dflt: T): T => {
+    const x = o[key];
+    if (x === undefined || x === null) return dflt;
+    if (typeof x !== type) throw new CorruptManifestError(file, `"${key}" is not a ${type}`);
+    return x as T;
+  };
+  const layer = (x: unknown, what: string): Layer => {
+    const o = obj(x, what);
+    const l: Layer = {
+      mediaType: field(o, "mediaType", "string", ""),
+      digest: field(o, "digest", "string", ""),
+      size: field(o, "size", "number", 0),
+    };
+    const from = field(o, "from", "string", "");
+    const name = field(o, "name", "string", "");
+    if (from) l.from = from;
+    if (name) l.name = name;
+    return l;
+  };
+  const top = obj(v, "manifest");
+  const layers = top.layers ?? [];
+  if (!Array.isArray(layers)) throw new CorruptManifestError(file, `"layers" is not an array`);
+  return {
+    schemaVersion: field(top, "schemaVersion", "number", 0) as 2,
+    mediaType: field(top, "mediaType", "string", ""),
+    config: top.config == null ? { mediaType: "", digest: "", size: 0 } : layer(top.config, "config"),
+    layers: layers.map((l, i) => layer(l, `layers[${i}]`)),
+  };
+}
+
+/** Directory entry matching `part`: exact first, else case-insensitive (on-disk casing wins). */
+async function findEntry(dir: string, part: string): Promise<string | null> {
+  let names: string[];
+  try {
+    names = await fs.readdir(dir);
+  } catch (e) {
+    if (isNotFound(e)) return null;
+    throw e;
+  }
+  if (names.includes(part)) return part;
+  const lower = part.toLowerCase();
+  return names.sort().find((n) => n.toLowerCase() === lower) ?? null;
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  // Makes the rename durable; not supported everywhere (e.g. Windows), where it is best effort.
+  try {
+    const fh = await fs.open(dir, "r");
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    /* best effort */
+  }
+}
+
+/** Write `data` to a fresh temp file next to `file`, fsync, chmod 0644, rename over `file`. */
+async function atomicWrite(file: string, data: Uint8Array): Promise<void> {
+  const dir = path.dirname(file);
+  const tmp = path.join(dir, `.${path.basename(file)}.tmp-${randomBytes(6).toString("hex")}`);
+  try {
+    const fh = await fs.open(tmp, "wx", 0o644);
+    try {
+      await fh.writeFile(data);
+      await fh.chmod(0o644);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fs.rename(tmp, file);
+  } catch (e) {
+    await fs.rm(tmp, { force: true });
+    throw e;
+  }
+  await fsyncDir(dir);
+}
+
+export class Store {
+  readonly root: string;
+  readonly blobsDir: string;
+  readonly manifestsDir: string;
+  private readonly log: StoreLogger;
+
+  constructor(root: string, opts: { log?: StoreLogger } = {}) {
+    this.root = path.resolve(root);
+    this.blobsDir = path.join(this.root, "blobs");
+    this.manifestsDir = path.join(this.root, "manifests");
+    this.log = opts.log ?? (() => {});
+  }
+
+  // ---- blobs ----------------------------------------------------------------------------------
+
+  /** `blobs/sha256-<hex>`; throws on anything that is not a sha256 digest. */
+  blobPath(digest: string): string {
+    return path.join(this.blobsDir, digestFileName(digest));
+  }
+
+  async blobSize(digest: string): Promise<number | null> {
+    try {
+      const st = await fs.stat(this.blobPath(digest));
+      return st.isFile() ? st.size : null;
+    } catch (e) {
+      if (isNotFound(e)) return null;
+      throw e;
+    }
+  }
+
+  async hasBlob(digest: string): Promise<boolean> {
+    return (await this.blobSize(digest)) !== null;
+  }
+
+  /**
+   * Stream `body` into the blob for `expectedDigest`, verifying the hash as it goes. An existing
+   * blob returns created:false without reading the body. A lock on the blob path makes concurrent
+   * writers (in any process) take turns: the second finds the blob already there.
+   */
+  async writeBlobStream(
+    expectedDigest: string,
+    body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    opts: { maxBytes?: number } = {},
+  ): Promise<{ created: boolean; size: number }> {
+    const digest = parseDigest(expectedDigest);
+    if (digest === null) throw new Error("invalid digest format");
+    const final = this.blobPath(digest);
+    const existing = await this.blobSize(digest);
+    if (existing !== null) return { created: false, size: existing };
+
+    await fs.mkdir(this.blobsDir, { recursive: true, mode: 0o755 });
+    let compromised: Error | undefined;
+    const release = await lockfile.lock(final, {
+      realpath: false,
+      retries: { forever: true, minTimeout: 20, maxTimeout: 500, factor: 1.5 },
+      onCompromised: (err) => {
+        compromised = err;
+      },
+    });
+    try {
+      const again = await this.blobSize(digest);
+      if (again !== null) return { created: false, size: again };
+      const size = await this.streamToBlob(final, digest, body, opts.maxBytes, () => compromised);
+      return { created: true, size };
+    } finally {
+      await release().catch(() => {});
+    }
+  }
+
+  private async streamToBlob(
+    final: string,
+    digest: string,
+    body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    maxBytes: number | undefined,
+    lockLost: () => Error | undefined,
+  ): Promise<number> {
+    // Distinct from Ollama's own `-partial` / `-partial-<N>` download files; Ollama's startup
+    // prune removes leftovers because the name is not a valid digest.
+    const tmp = `${final}-partial-tmp${randomBytes(6).toString("hex")}`;
+    const fh = await fs.open(tmp, "wx", 0o644);
+    let closed = false;
+    try {
+      const hash = createHash("sha256");
+      let size = 0;
+      for await (const chunk of body) {
+        const buf = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+        size += buf.byteLength;
+        if (maxBytes !== undefined && size > maxBytes) {
+          throw new BlobTooLargeError(`blob exceeds the maximum size of ${maxBytes} bytes`);
+        }
+        hash.update(buf);
+        for (let off = 0; off < buf.byteLength; ) {
+          off += (await fh.write(buf, off, buf.byteLength - off)).bytesWritten;
+        }
+      }
+      await fh.chmod(0o644);
+      await fh.sync();
+      closed = true;
+      await fh.close();
+      const actual = `sha256:${hash.digest("hex")}`;
+      if (actual !== digest) throw new DigestMismatchError(digest, actual);
+      const lost = lockLost();
+      if (lost) throw new Error(`blob lock lost while writing ${digest}: ${lost.message}`);
+      await fs.rename(tmp, final);
+      await fsyncDir(this.blobsDir);
+      return size;
+    } catch (e) {
+      if (!closed) await fh.close().catch(() => {});
+      await fs.rm(tmp, { force: true });
+      throw e;
+    }
+  }
+
+  /** Content-addressed write of an in-memory blob (template, params, config …). */
+  async writeBlobBytes(data: Uint8Array | string): Promise<{ digest: string; size: number }> {
+    const buf = typeof data === "string" ? Buffer.from(data, "utf8") : data;
+    const digest = `sha256:${createHash("sha256").update(buf).digest("hex")}`;
+    await this.writeBlobStream(digest, [buf]);
+    return { digest, size: buf.byteLength };
+  }
+
+  async readBlobText(digest: string): Promise<string> {
+    return fs.readFile(this.blobPath(digest), "utf8");
+  }
+
+  async readBlobJson<T = unknown>(digest: string): Promise<T> {
+    const text = await this.readBlobText(digest);
+    try {
+      return JSON.parse(text) as T;
+    } catch (e) {
+      throw new Error(`invalid JSON in blob ${digest}: ${(e as Error).message}`);
+    }
+  }
+
+  // ---- manifests ------------------------------------------------------------------------------
+
+  /** Lexical manifest path for a name (no case resolution). */
+  manifestPath(name: ModelName): string {
+    return path.join(this.manifestsDir, ...manifestPathParts(name));
+  }
+
+  /** The existing manifest file for `name`, matched case-insensitively per part. */
+  private async resolveManifest(name: ModelName): Promise<{ name: ModelName; file: string } | null> {
+    const parts = manifestPathParts(name);
+    const found: string[] = [];
+    let dir = this.manifestsDir;
+    for (const part of parts) {
+      const entry = await findEntry(dir, part);
+      if (entry === null) return null;
+      found.push(entry);
+      dir = path.join(dir, entry);
+    }
+    const [host, namespace, model, tag] = found as [string, string, string, string];
+    return { name: { ...name, host, namespace, model, tag }, file: dir };
+  }
+
+  private async loadManifest(name: ModelName, file: string): Promise<StoredManifest> {
+    const raw = await fs.readFile(file);
+    const st = await fs.stat(file);
+    const manifest = decodeManifest(raw, file);
+    const size = [manifest.config, ...manifest.layers].reduce((n, l) => n + l.size, 0);
+    const digest = createHash("sha256").update(raw).digest("hex");
+    return { name, manifest, raw, digest, mtime: st.mtime, size };
+  }
+
+  /** null when there is no such manifest; throws CorruptManifestError on unreadable JSON. */
+  async readManifest(name: ModelName): Promise<StoredManifest | null> {
+    const found = await this.resolveManifest(name);
+    if (!found) return null;
+    try {
+      return await this.loadManifest(found.name, found.file);
+    } catch (e) {
+      if (isNotFound(e) || (e as NodeJS.ErrnoException).code === "EISDIR") return null;
+      throw e;
+    }
+  }
+
+  async writeManifest(name: ModelName, manifest: Manifest): Promise<void> {
+    await this.writeManifestRaw(name, encodeManifest(manifest));
+  }
+
+  /** Write manifest bytes verbatim (a pulled manifest keeps the registry's bytes and digest). */
+  async writeManifestRaw(name: ModelName, raw: Uint8Array): Promise<void> {
+    const parts = manifestPathParts(name);
+    decodeManifest(Buffer.from(raw), `manifest for ${parts.join("/")}`);
+    // Reuse the on-disk casing of each existing part, so `Foo` does not sit beside `foo`.
+    let dir = this.manifestsDir;
+    for (const part of parts.slice(0, 3)) dir = path.join(dir, (await findEntry(dir, part)) ?? part);
+    await fs.mkdir(dir, { recursive: true, mode: 0o755 });
+    const tag = parts[3];
+    await atomicWrite(path.join(dir, (await findEntry(dir, tag)) ?? tag), raw);
+  }
+
+  /** Remove the manifest (matched case-insensitively) and any directories left empty. */
+  async deleteManifest(name: ModelName): Promise<boolean> {
+    const found = await this.resolveManifest(name);
+    if (!found) return false;
+    try {
+      await fs.unlink(found.file);
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw e;
+    }
+    for (let dir = path.dirname(found.file); dir !== this.manifestsDir; dir = path.dirname(dir)) {
+      try {
+        await fs.rmdir(dir);
+      } catch {
+        break; // not empty (or already gone): stop climbing
+      }
+    }
+    return true;
+  }
+
+  private async scanManifests(): Promise<{ ok: StoredManifest[]; bad: string[] }> {
+    const ok: StoredManifest[] = [];
+    const bad: string[] = [];
+    const list = async (dir: string) => {
+      try {
+        return await fs.readdir(dir);
+      } catch (e) {
+        if (isNotFound(e) || (e as NodeJS.ErrnoException).code === "ENOTDIR") return [];
+        throw e;
+      }
+    };
+    for (const host of await list(this.manifestsDir)) {
+      for (const ns of await list(path.join(this.manifestsDir, host))) {
+        for (const model of await list(path.join(this.manifestsDir, host, ns))) {
+          for (const tag of await list(path.join(this.manifestsDir, host, ns, model))) {
+            const file = path.join(this.manifestsDir, host, ns, model, tag);
+            const name = nameFromPathParts(host, ns, model, tag);
+            try {
+              if (!(await fs.stat(file)).isFile()) continue;
+              if (name === null) {
+                this.log("warn", "bad manifest name", { path: file });
+                continue;
+              }
+              ok.push(await this.loadManifest(name, file));
+            } catch (e) {
+              this.log("warn", "bad manifest", { path: file, error: (e as Error).message });
+              bad.push(file);
+            }
+          }
+        }
+      }
+    }
+    return { ok, bad };
+  }
+
+  /** Every readable manifest, newest first; unreadable ones are logged and skipped. */
+  async listManifests(): Promise<StoredManifest[]> {
+    const { ok } = await this.scanManifests();
+    return ok.sort((a, b) => b.mtime.getTime() - a.mtime.getTime());
+  }
+
+  /**
+   * Delete blobs no manifest references. With `candidates` (the digests of a deleted or replaced
+   * manifest), only those are considered, immediately. Without, the whole blobs/ directory is
+   * swept as at Ollama's startup: only files older than the grace period, stale non-digest files
+   * (abandoned partial downloads) included, and nothing at all if any manifest is unreadable.
+   * Returns the digests removed.
+   */
+  async pruneUnreferencedBlobs(candidates?: string[], opts: PruneOptions = {}): Promise<string[]> {
+    const { ok, bad } = await this.scanManifests();
+    const used = new Set<string>();
+    for (const m of ok) {
+      for (const l of [m.manifest.config, ...m.manifest.layers]) {
+        const d = parseDigest(l.digest);
+        if (d) used.add(d);
+      }
+    }
+    const removed: string[] = [];
+    const remove = async (file: string, digest: string | null) => {
+      try {
+        await fs.unlink(file);
+        if (digest) removed.push(digest);
+        else this.log("info", "removed stale blob file", { path: file });
+      } catch (e) {
+        if (!isNotFound(e)) this.log("warn", "could not remove blob", { path: file, error: (e as Error).message });
+      }
+    };
+
+    if (candidates) {
+      for (const c of new Set(candidates.map(parseDigest))) {
+        if (c && !used.has(c)) await remove(this.blobPath(c), c);
+      }
+      return removed;
+    }
+    if (bad.length > 0) {
+      this.log("warn", "corrupt manifests detected, skipping prune", { manifests: bad });
+      return removed;
+    }
+    const grace = opts.graceMs ?? 60 * 60_000;
+    let entries: Dirent[];
+    try {
+      entries = await fs.readdir(this.blobsDir, { withFileTypes: true });
+    } catch (e) {
+      if (isNotFound(e)) return removed;
+      throw e;
+    }
+    const now = Date.now();
+    for (const e of entries) {
+      if (!e.isFile()) continue; // lock directories, anything odd
+      const file = path.join(this.blobsDir, e.name);
+      try {
+        if (now - (await fs.stat(file)).mtimeMs < grace) continue;
+      } catch {
+        continue;
+      }
+      const d = parseDigest(e.name);
+      if (d === null || !used.has(d)) await remove(file, d);
+    }
+    return removed;
+  }
+}

@@ -135,6 +135,9 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
     kv.u32("tokenizer.ggml.unknown_token_id", UNK_ID),
     kv.bool("tokenizer.ggml.add_bos_token", true),
     kv.bool("tokenizer.ggml.add_eos_token", false),
+    // no implicit leading space: text after a special token is not turned into "▁text", so
+    // tokenize/detokenize round-trips exactly ("<|im_start|>user\n" stays "user", not " user")
+    kv.bool("tokenizer.ggml.add_space_prefix", false),
     kv.str("tokenizer.chat_template", CHATML_TEMPLATE),
   ];
   const inStd = 1 / Math.sqrt(s.embd);

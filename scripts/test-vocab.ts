@@ -26,7 +26,7 @@ const SPACE = "\u2581";
 
 // Roughly frequency-ordered common English words.
 const WORDS = (
-  "the of and to a in is it you that he was for on are with as I his they be at one have this from " +
+  "user assistant system the of and to a in is it you that he was for on are with as I his they be at one have this from " +
   "or had by hot word but what some we can out other were all there when up use your how said an each " +
   "she which do their time if will way about many then them write would like so these her long make " +
   "thing see him two has look more day could go come did number sound no most people my over know " +
@@ -54,7 +54,7 @@ const WORDS = (
   "course stay wheel full force blue object decide surface deep moon island foot system busy test " +
   "record boat common gold possible plane stead dry wonder laugh thousand ago ran check game shape " +
   "equate hi miss brought heat snow tire bring yes distant fill east paint language among model " +
-  "token server request response stream chat user assistant system hello world data file memory"
+  "token server request response stream chat hello data file memory"
 ).split(" ");
 
 const SUFFIXES = ["s", "es", "ed", "ing", "er", "est", "ly", "tion", "ment", "ness", "able", "al", "ful", "less", "ity", "ive", "ous", "y"];

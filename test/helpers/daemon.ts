@@ -1,0 +1,96 @@
+// Starts the real built daemon (`node dist/cli/main.js serve`) on an ephemeral port with a
+// temporary OLLAMA_MODELS, and creates models in it from generated GGUF files.
+import { spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const CLI = path.join(REPO, "dist/cli/main.js");
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestDaemon {
+  url: string;
+  host: string;
+  models: string;
+  proc: ChildProcess;
+  logs: () => string;
+  env: NodeJS.ProcessEnv;
+  stop(): Promise<void>;
+}
+
+export async function startDaemon(extraEnv: Record<string, string> = {}): Promise<TestDaemon> {
+  const models = await mkdtemp(path.join(os.tmpdir(), "ollamats-models-"));
+  const port = await freePort();
+  const host = `127.0.0.1:${port}`;
+  const env = { ...process.env, OLLAMA_HOST: host, OLLAMA_MODELS: models, ...extraEnv };
+  const proc = spawn(process.execPath, [CLI, "serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  proc.stdout?.on("data", (d: Buffer) => (out += d.toString()));
+  proc.stderr?.on("data", (d: Buffer) => (out += d.toString()));
+  const url = `http://${host}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`daemon exited early: ${out}`);
+    try {
+      const r = await fetch(url);
+      if (r.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`daemon did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    host,
+    models,
+    proc,
+    env,
+    logs: () => out,
+    stop: async () => {
+      if (proc.exitCode === null) {
+        proc.kill("SIGTERM");
+        await new Promise((r) => proc.once("exit", r));
+      }
+      await rm(models, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function sha256File(file: string): Promise<string> {
+  const h = createHash("sha256");
+  for await (const chunk of createReadStream(file)) h.update(chunk as Buffer);
+  return `sha256:${h.digest("hex")}`;
+}
+
+/** Uploads a GGUF as a blob and creates a model from it, as `ollamats create` does. */
+export async function createModelFromFile(url: string, name: string, file: string, extra: Record<string, unknown> = {}): Promise<Response> {
+  const digest = await sha256File(file);
+  const up = await fetch(`${url}/api/blobs/${digest}`, { method: "POST", body: await readFile(file) });
+  if (up.status !== 201 && up.status !== 200) throw new Error(`blob upload failed: ${up.status} ${await up.text()}`);
+  return fetch(`${url}/api/create`, {
+    method: "POST",
+    body: JSON.stringify({ model: name, files: { [path.basename(file)]: digest }, stream: false, ...extra }),
+  });
+}
+
+/** The runner processes the daemon started (its direct children). */
+export async function childPids(pid: number): Promise<number[]> {
+  const text = await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => "");
+  return text.trim().split(/\s+/).filter(Boolean).map(Number);
+}

@@ -1,0 +1,254 @@
+// The real daemon, a real runner on a generated GGUF, driven by the real `ollama` npm client.
+import { readdir } from "node:fs/promises";
+import path from "node:path";
+import { Ollama } from "ollama";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestModel } from "../../scripts/make-test-model.js";
+import { childPids, createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+
+let d: TestDaemon;
+let ollama: Ollama;
+const opts = { seed: 7, num_predict: 12, temperature: 0.8 };
+
+beforeAll(async () => {
+  const file = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 });
+  d = await startDaemon();
+  ollama = new Ollama({ host: d.url });
+  const res = await createModelFromFile(d.url, "tiny", file, { system: "You are a tiny test model." });
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ status: "success" });
+}, 60_000);
+
+afterAll(async () => {
+  await d?.stop();
+});
+
+describe("generate", () => {
+  it("answers non-streamed with content and stats", async () => {
+    const r = await ollama.generate({ model: "tiny", prompt: "Tell me a story", options: opts, stream: false });
+    expect(r.model).toBe("tiny");
+    expect(r.response.length).toBeGreaterThan(0);
+    expect(r.done).toBe(true);
+    expect(["stop", "length"]).toContain(r.done_reason);
+    expect(r.eval_count).toBeGreaterThan(0);
+    expect(r.eval_count).toBeLessThanOrEqual(12);
+    expect(r.prompt_eval_count).toBeGreaterThan(0);
+    for (const k of ["total_duration", "load_duration", "prompt_eval_duration", "eval_duration"] as const) {
+      expect(Number.isInteger(r[k])).toBe(true);
+      expect(r[k]).toBeGreaterThan(0);
+    }
+    expect(r.total_duration).toBeGreaterThanOrEqual(r.load_duration);
+    expect(Array.isArray(r.context) && r.context.length).toBeGreaterThan(r.prompt_eval_count);
+    expect(new Date(r.created_at).getTime()).not.toBeNaN();
+  });
+
+  it("streams chunks whose text equals the non-streamed answer for the same seed", async () => {
+    const whole = await ollama.generate({ model: "tiny", prompt: "Same seed", options: opts, stream: false });
+    const stream = await ollama.generate({ model: "tiny", prompt: "Same seed", options: opts, stream: true });
+    let text = "";
+    let chunks = 0;
+    let last;
+    for await (const ch of stream) {
+      chunks++;
+      text += ch.response;
+      last = ch;
+    }
+    expect(chunks).toBeGreaterThan(1);
+    expect(last?.done).toBe(true);
+    expect(last?.eval_count).toBe(whole.eval_count);
+    expect(text).toBe(whole.response);
+  });
+
+  it("different seeds give different text; the model echo is exact", async () => {
+    const a = await ollama.generate({ model: "tiny:latest", prompt: "Seeds", options: { ...opts, seed: 1, num_predict: 24 }, stream: false });
+    const b = await ollama.generate({ model: "tiny:latest", prompt: "Seeds", options: { ...opts, seed: 2, num_predict: 24 }, stream: false });
+    expect(a.model).toBe("tiny:latest");
+    expect(a.response).not.toBe(b.response);
+  });
+
+  it("num_predict ends with done_reason length", async () => {
+    const r = await ollama.generate({ model: "tiny", prompt: "Count", options: { ...opts, num_predict: 3 }, stream: false });
+    expect(r.eval_count).toBeLessThanOrEqual(3);
+    if (r.eval_count === 3) expect(r.done_reason).toBe("length");
+  });
+
+  it("loads with an empty prompt and unloads with keep_alive 0", async () => {
+    const load = await ollama.generate({ model: "tiny", prompt: "", stream: false });
+    expect(load.done_reason).toBe("load");
+    expect((await ollama.ps()).models.map((m) => m.name)).toContain("tiny:latest");
+    const unload = await ollama.generate({ model: "tiny", prompt: "", keep_alive: 0, stream: false });
+    expect(unload.done_reason).toBe("unload");
+    expect((await ollama.ps()).models).toHaveLength(0);
+  });
+});
+
+describe("chat", () => {
+  it("answers with a system prompt, non-streamed and streamed, deterministically", async () => {
+    const messages = [
+      { role: "system", content: "You are terse." },
+      { role: "user", content: "Hi there" },
+    ];
+    const a = await ollama.chat({ model: "tiny", messages, options: opts, stream: false });
+    const b = await ollama.chat({ model: "tiny", messages, options: opts, stream: false });
+    expect(a.message.role).toBe("assistant");
+    expect(a.message.content.length).toBeGreaterThan(0);
+    expect(a.message.content).toBe(b.message.content);
+    expect(a.done).toBe(true);
+    expect(a.eval_count).toBeGreaterThan(0);
+    expect(a.prompt_eval_count).toBeGreaterThan(0);
+
+    const stream = await ollama.chat({ model: "tiny", messages, options: opts, stream: true });
+    let text = "";
+    let final;
+    for await (const ch of stream) {
+      expect(ch.message.role).toBe("assistant");
+      expect(typeof ch.message.content).toBe("string");
+      text += ch.message.content;
+      final = ch;
+    }
+    expect(text).toBe(a.message.content);
+    expect(final?.done_reason).toBeDefined();
+    expect(final?.eval_duration).toBeGreaterThan(0);
+  });
+
+  it("the model's SYSTEM changes the prompt unless the request sends its own", async () => {
+    const user = [{ role: "user", content: "Hello" }];
+    const withModelSystem = await ollama.chat({ model: "tiny", messages: user, options: opts, stream: false });
+    const withOwn = await ollama.chat({ model: "tiny", messages: [{ role: "system", content: "x" }, ...user], options: opts, stream: false });
+    expect(withModelSystem.prompt_eval_count).not.toBe(withOwn.prompt_eval_count);
+  });
+});
+
+describe("bad input", () => {
+  const post = (p: string, body: string) => fetch(`${d.url}${p}`, { method: "POST", body });
+
+  it("malformed JSON and empty bodies are 400 with an error message", async () => {
+    const r = await post("/api/generate", "{nope");
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toMatch(/invalid JSON/);
+    const e = await post("/api/chat", "");
+    expect(e.status).toBe(400);
+    expect(await e.json()).toEqual({ error: "missing request body" });
+  });
+
+  it("a missing model is 404 with Ollama's message; an invalid name is 400", async () => {
+    const r = await post("/api/generate", JSON.stringify({ model: "x", prompt: "hi" }));
+    expect(r.status).toBe(404);
+    expect(await r.json()).toEqual({ error: "model 'x' not found" });
+    await expect(ollama.chat({ model: "nope", messages: [{ role: "user", content: "hi" }] })).rejects.toMatchObject({ status_code: 404 });
+    const bad = await post("/api/generate", JSON.stringify({ model: "bad name!", prompt: "hi" }));
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: "invalid model name" });
+  });
+
+  it("wrong option types are rejected", async () => {
+    const r = await post("/api/generate", JSON.stringify({ model: "tiny", prompt: "hi", options: { num_ctx: "big" } }));
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toBe('option "num_ctx" must be of type integer');
+  });
+
+  it("unknown paths and wrong methods get Ollama's plain-text replies", async () => {
+    const r = await fetch(`${d.url}/api/nope`);
+    expect(r.status).toBe(404);
+    expect(await r.text()).toBe("404 page not found");
+    const m = await fetch(`${d.url}/api/generate`);
+    expect(m.status).toBe(405);
+  });
+});
+
+describe("runner crash", () => {
+  it("kill -9 of the runner mid-stream gives an error line; the daemon keeps serving", async () => {
+    const stream = await ollama.generate({ model: "tiny", prompt: "A long story", options: { num_predict: 100000, num_ctx: 4096 }, stream: true });
+    let killed = false;
+    let error: Error | undefined;
+    try {
+      for await (const _ of stream) {
+        if (!killed) {
+          const pids = await childPids(d.proc.pid as number);
+          expect(pids.length).toBeGreaterThan(0);
+          for (const p of pids) process.kill(p, "SIGKILL");
+          killed = true;
+        }
+      }
+    } catch (err) {
+      error = err as Error;
+    }
+    expect(killed).toBe(true);
+    expect(error?.message).toMatch(/llama runner process has terminated/);
+    const after = await ollama.generate({ model: "tiny", prompt: "Still there?", options: opts, stream: false });
+    expect(after.response.length).toBeGreaterThan(0);
+    expect(d.proc.exitCode).toBeNull();
+  }, 30_000);
+
+  it("a client that disconnects mid-stream frees the slot for the next request", async () => {
+    const stream = await ollama.generate({ model: "tiny", prompt: "Go on forever", options: { num_predict: 100000 }, stream: true });
+    for await (const _ of stream) {
+      stream.abort();
+      break;
+    }
+    // With one slot, this would wait for the abandoned generation if its slot were not freed.
+    const next = await ollama.generate({ model: "tiny", prompt: "Next", options: opts, stream: false });
+    expect(next.eval_count).toBeGreaterThan(0);
+  }, 30_000);
+});
+
+describe("create rejects bad files and leaves nothing behind", () => {
+  it("a truncated GGUF is refused with 400 and no manifest or blob stays", async () => {
+    const file = await makeTestModel({ shape: "tiny", type: "F16", seed: 3 });
+    const { readFile } = await import("node:fs/promises");
+    const bytes = await readFile(file);
+    const truncated = bytes.subarray(0, Math.floor(bytes.length / 2));
+    const { createHash } = await import("node:crypto");
+    const digest = `sha256:${createHash("sha256").update(truncated).digest("hex")}`;
+    const before = await readdir(path.join(d.models, "blobs"));
+    const up = await fetch(`${d.url}/api/blobs/${digest}`, { method: "POST", body: truncated });
+    expect(up.status).toBe(201);
+    const r = await fetch(`${d.url}/api/create`, { method: "POST", body: JSON.stringify({ model: "broken", files: { "m.gguf": digest } }) });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toMatch(/truncated/);
+    expect(await readdir(path.join(d.models, "blobs"))).toEqual(before);
+    const show = await fetch(`${d.url}/api/show`, { method: "POST", body: JSON.stringify({ model: "broken" }) });
+    expect(show.status).toBe(404);
+  });
+
+  it("a digest that does not match the body is 400 and stores nothing", async () => {
+    const before = await readdir(path.join(d.models, "blobs"));
+    const digest = `sha256:${"0".repeat(64)}`;
+    const r = await fetch(`${d.url}/api/blobs/${digest}`, { method: "POST", body: "not the right bytes" });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toMatch(/^digest mismatch, expected "sha256:0{64}", got "sha256:[0-9a-f]{64}"$/);
+    expect(await readdir(path.join(d.models, "blobs"))).toEqual(before);
+    const bad = await fetch(`${d.url}/api/blobs/sha256:..%2F..%2Fetc`, { method: "POST", body: "x" });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: "invalid digest format" });
+  });
+
+  it("a fake GGUF (random bytes) is refused", async () => {
+    const fake = Buffer.from("GGUF this is not really a model file at all".repeat(10));
+    const { createHash } = await import("node:crypto");
+    const digest = `sha256:${createHash("sha256").update(fake).digest("hex")}`;
+    await fetch(`${d.url}/api/blobs/${digest}`, { method: "POST", body: fake });
+    const r = await fetch(`${d.url}/api/create`, { method: "POST", body: JSON.stringify({ model: "fake", files: { "f.gguf": digest }, stream: false }) });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toMatch(/GGUF/);
+    const blobs = await readdir(path.join(d.models, "blobs"));
+    expect(blobs).not.toContain(digest.replace(":", "-"));
+  });
+});
+
+describe("listing", () => {
+  it("/api/tags, /api/show and /api/version describe the created model", async () => {
+    const tags = await ollama.list();
+    const tiny = tags.models.find((m) => m.name === "tiny:latest");
+    expect(tiny?.digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(tiny?.size).toBeGreaterThan(10_000);
+    expect(tiny?.details.family).toBe("llama");
+    expect(tiny?.details.quantization_level).toBe("Q4_0");
+    const show = await ollama.show({ model: "tiny" });
+    expect(show.system).toBe("You are a tiny test model.");
+    expect(show.capabilities).toContain("completion");
+    expect(show.modelfile).toContain("FROM ");
+    expect(show.model_info["general.architecture"]).toBe("llama");
+    expect((await ollama.version()).version).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});

@@ -192,15 +192,13 @@ export async function writeGguf(path: string, kvs: KvEntry[], tensors: TensorSpe
 const f32buf = new Float32Array(1);
 const u32buf = new Uint32Array(f32buf.buffer);
 
-/** IEEE float32 -> float16 bits, round to nearest even (like ggml's GGML_FP32_TO_FP16). */
-export function toHalf(v: number): number {
-  f32buf[0] = v;
-  const x = u32buf[0]!;
+/** float32 bit pattern -> float16 bits, round to nearest even (like ggml's GGML_FP32_TO_FP16). */
+function halfBits(x: number): number {
   const sign = (x >>> 16) & 0x8000;
   const exp = (x >>> 23) & 0xff;
   let mant = x & 0x7fffff;
   if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  let e = exp - 127 + 15;
+  const e = exp - 127 + 15;
   if (e >= 0x1f) return sign | 0x7c00;
   if (e <= 0) {
     if (e < -10) return sign;
@@ -218,37 +216,56 @@ export function toHalf(v: number): number {
   return sign | h;
 }
 
-/** Encodes `src` (length a multiple of the block size) into `out` (pre-sized). */
+/** IEEE float32 value -> float16 bits. */
+export function toHalf(v: number): number {
+  f32buf[0] = v;
+  return halfBits(u32buf[0]!);
+}
+
+/** Encodes `src` (length a multiple of the block size) into `out` (pre-sized), little-endian. */
 export function encode(type: WritableType, src: Float32Array, out: Uint8Array): void {
-  const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
   const n = src.length;
   if (type === "F32") {
+    const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
     for (let i = 0; i < n; i++) dv.setFloat32(i * 4, src[i]!, true);
   } else if (type === "F16") {
-    for (let i = 0; i < n; i++) dv.setUint16(i * 2, toHalf(src[i]!), true);
+    const bits = new Uint32Array(src.buffer, src.byteOffset, n);
+    for (let i = 0; i < n; i++) {
+      const h = halfBits(bits[i]!);
+      out[2 * i] = h & 0xff;
+      out[2 * i + 1] = h >>> 8;
+    }
   } else if (type === "Q8_0") {
     for (let b = 0, o = 0; b < n; b += 32, o += 34) {
       let amax = 0;
-      for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(src[b + j]!));
+      for (let j = 0; j < 32; j++) { const a = Math.abs(src[b + j]!); if (a > amax) amax = a; }
       const d = amax / 127;
       const id = d ? 1 / d : 0;
-      dv.setUint16(o, toHalf(d), true);
-      for (let j = 0; j < 32; j++) dv.setInt8(o + 2 + j, Math.round(src[b + j]! * id));
+      const h = toHalf(d);
+      out[o] = h & 0xff;
+      out[o + 1] = h >>> 8;
+      for (let j = 0; j < 32; j++) {
+        const q = src[b + j]! * id; // round half away from zero, like roundf
+        out[o + 2 + j] = (q < 0 ? (q - 0.5) | 0 : (q + 0.5) | 0) & 0xff;
+      }
     }
   } else {
-    // Q4_0: d = max / -8 where max is the signed value of largest magnitude; q = clamp(x/d + 8.5)
+    // Q4_0: d = max / -8 where max is the signed value of largest magnitude; q = min(15, trunc(x/d + 8.5))
     for (let b = 0, o = 0; b < n; b += 32, o += 18) {
       let amax = 0, max = 0;
       for (let j = 0; j < 32; j++) {
         const v = src[b + j]!;
-        if (Math.abs(v) > amax) { amax = Math.abs(v); max = v; }
+        const a = v < 0 ? -v : v;
+        if (a > amax) { amax = a; max = v; }
       }
       const d = max / -8;
       const id = d ? 1 / d : 0;
-      dv.setUint16(o, toHalf(d), true);
+      const h = toHalf(d);
+      out[o] = h & 0xff;
+      out[o + 1] = h >>> 8;
       for (let j = 0; j < 16; j++) {
-        const lo = Math.min(15, Math.trunc(src[b + j]! * id + 8.5));
-        const hi = Math.min(15, Math.trunc(src[b + j + 16]! * id + 8.5));
+        const lo = Math.min(15, (src[b + j]! * id + 8.5) | 0);
+        const hi = Math.min(15, (src[b + j + 16]! * id + 8.5) | 0);
         out[o + 2 + j] = lo | (hi << 4);
       }
     }

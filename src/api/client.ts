@@ -6,7 +6,7 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { STATUS_CODES } from "node:http";
 import { Transform } from "node:stream";
-import { Agent, request, type Dispatcher } from "undici";
+import type { Dispatcher } from "undici";
 import type {
   ChatRequest,
   ChatResponse,
@@ -88,13 +88,12 @@ type Method = "GET" | "HEAD" | "POST" | "DELETE";
 export class Client {
   readonly baseUrl: string;
   private readonly userAgent: string;
-  private readonly dispatcher: Dispatcher;
+  private dispatcher: Dispatcher | undefined;
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.userAgent = options.userAgent ?? `ollamats (${process.arch} ${process.platform}) Node/${process.version}`;
-    // No timeouts: a model load can keep the headers waiting for minutes, and a stream can pause.
-    this.dispatcher = options.dispatcher ?? new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+    this.dispatcher = options.dispatcher;
   }
 
   /** HEAD / — resolves when the server answers. */
@@ -161,7 +160,8 @@ export class Client {
       await this.json("HEAD", `/api/blobs/${digest}`, undefined, signal);
       return true;
     } catch (err) {
-      if (err instanceof ResponseError && err.status === 404) return false;
+      // 404: missing; 405: a server without HEAD on this route (the POST then tells)
+      if (err instanceof ResponseError && (err.status === 404 || err.status === 405)) return false;
       throw err;
     }
   }
@@ -200,6 +200,11 @@ export class Client {
     onProgress?.(size, size);
   }
 
+  /** Close idle connections (the process can exit without waiting for keep-alive timers). */
+  async close(): Promise<void> {
+    await this.dispatcher?.close();
+  }
+
   // ---- plumbing ----------------------------------------------------------------------------
 
   private url(path: string): string {
@@ -212,6 +217,10 @@ export class Client {
     opts: { body?: string | NodeJS.ReadableStream; headers?: Record<string, string>; signal?: AbortSignal },
   ): Promise<Dispatcher.ResponseData> {
     const url = this.url(path);
+    // undici is loaded on first use, so commands that never reach the network start faster.
+    const { Agent, request } = await import("undici");
+    // No timeouts: a model load can keep the headers waiting for minutes, and a stream can pause.
+    this.dispatcher ??= new Agent({ headersTimeout: 0, bodyTimeout: 0 });
     try {
       return await request(url, {
         method,
@@ -294,8 +303,9 @@ function errorFromBody(status: number, text: string, withStatusLine: boolean): R
     // not JSON: the raw body is the message, as Ollama's client does
   }
   message = message.trim();
-  const statusLine = withStatusLine ? `${status} ${STATUS_CODES[status] ?? ""}`.trim() : undefined;
-  return new ResponseError(status, message, statusLine);
+  const statusLine = `${status} ${STATUS_CODES[status] ?? ""}`.trim();
+  if (message === "") return new ResponseError(status, statusLine);
+  return new ResponseError(status, message, withStatusLine ? statusLine : undefined);
 }
 
 function isConnectionRefused(err: unknown, depth = 0): boolean {

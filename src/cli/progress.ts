@@ -190,17 +190,19 @@ export class Progress {
   }
 
   private flushPlain(upTo: number): void {
-    const width = this.out.columns ?? 80;
+    const width = this.out.columns || 80;
     for (; this.flushed < upTo; this.flushed++) {
-      const line = this.states[this.flushed]?.render(width).trimEnd() ?? "";
+      const state = this.states[this.flushed];
+      state?.stop(); // printed once, so in its final form (no spinner frame)
+      const line = state?.render(width).trimEnd() ?? "";
       if (line !== "") this.out.write(line + "\n");
     }
   }
 
   private render(): void {
     if (this.states.length === 0 && this.pos === 0) return;
-    const width = this.out.columns ?? 80;
-    const height = this.out.rows ?? 24;
+    const width = this.out.columns || 80;
+    const height = this.out.rows || 24;
     let s = "\x1b[?2026h\x1b[?25l";
     for (let i = 0; i < this.pos - 1; i++) s += "\x1b[A";
     s += "\x1b[1G";

@@ -6,7 +6,7 @@ import type { ProgressResponse } from "../api/types.js";
 import { Bar, Progress, Spinner } from "./progress.js";
 
 /** Feed /api/pull (or /api/push, /api/create) progress events into a Progress display. */
-export function progressHandler(p: Progress, barLabel: (digest: string) => string, skipZero: boolean) {
+export function progressHandler(p: Progress, barLabel: (resp: ProgressResponse & { digest: string }) => string, skipZero: boolean) {
   const bars = new Map<string, Bar>();
   let status = "";
   let spinner: Spinner | undefined;
@@ -17,7 +17,7 @@ export function progressHandler(p: Progress, barLabel: (digest: string) => strin
       spinner?.stop();
       let bar = bars.get(resp.digest);
       if (!bar) {
-        bar = new Bar(barLabel(resp.digest), resp.total ?? 0, resp.completed ?? 0);
+        bar = new Bar(barLabel(resp as ProgressResponse & { digest: string }), resp.total ?? 0, resp.completed ?? 0);
         bars.set(resp.digest, bar);
         p.add(bar);
       }
@@ -31,7 +31,7 @@ export function progressHandler(p: Progress, barLabel: (digest: string) => strin
   };
 }
 
-export function pullLabel(digest: string): string {
+export function pullLabel({ digest }: { digest: string }): string {
   const isDigest = digest.startsWith("sha256:");
   const name = digest.replace(/^sha256:/, "").trim();
   return `pulling ${isDigest ? name.slice(0, 12) : name}:`;
@@ -53,4 +53,9 @@ export function isMissingRoute(err: unknown): boolean {
     (err.status === 404 || err.status === 405 || err.status === 501) &&
     /^\d{3} (page not found|method not allowed)$|^$|not implemented/i.test(err.error)
   );
+}
+
+/** Bar label for /api/create and /api/push events: the status, else `<verb> <12 hex>...`. */
+export function statusLabel(verb: string) {
+  return (resp: ProgressResponse & { digest: string }): string => resp.status || `${verb} ${resp.digest.slice(7, 19)}...`;
 }

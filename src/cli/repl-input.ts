@@ -1,7 +1,7 @@
 // The interactive `run` session's input handling as pure logic (cmd/interactive.go): one call per
 // line typed, returning what to print and what the terminal side must do next. No I/O here.
 
-import type { CreateRequest, Message, ShowResponse, ThinkValue } from "../api/types.js";
+import type { CreateRequest, Format, Message, ShowResponse, ThinkValue } from "../api/types.js";
 import { goFloatG, goValue } from "./format.js";
 import { formatShowInfo } from "./show-info.js";
 import type { ParameterParser } from "./modelfile-request.js";
@@ -17,7 +17,8 @@ export interface SessionState {
   options: Record<string, unknown>;
   wordWrap: boolean;
   verbose: boolean;
-  format: string;
+  /** "" for none; "json" or a JSON schema (from --format). */
+  format: Format | "";
   think: ThinkValue | undefined;
   thinkExplicit: boolean;
 }
@@ -124,11 +125,11 @@ export class ReplInput {
     private readonly parseParameter: ParameterParser,
   ) {}
 
-  /** Ctrl+C at the prompt: drop what was being typed. */
-  interrupt(currentLine: string): LineResult {
+  /** Ctrl+C at the prompt: drop what was being typed (Ollama's readline always reports an empty line). */
+  interrupt(): LineResult {
     this.buffer = "";
     this.multiline = "none";
-    return { stdout: currentLine === "" ? "\nUse Ctrl + d or /bye to exit.\n" : "", stderr: "", continuation: false };
+    return { stdout: "\nUse Ctrl + d or /bye to exit.\n", stderr: "", continuation: false };
   }
 
   /** Record the assistant's answer after a chat turn. */
@@ -254,7 +255,7 @@ export class ReplInput {
         break;
       case "think": {
         const level = args[2];
-        s.think = level ?? true;
+        s.think = (level as ThinkValue | undefined) ?? true;
         s.thinkExplicit = true;
         r.effect = { type: "check-think" };
         r.stdout += level ? `Set 'think' mode to '${level}'.\n` : "Set 'think' mode.\n";

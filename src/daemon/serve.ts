@@ -54,8 +54,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
     port,
     deps,
     close: async () => {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Stop accepting, end the runners (open streams finish with an error line), then drop
+      // whatever connections remain.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       await deps.scheduler.shutdown();
+      if ("closeAllConnections" in server) server.closeAllConnections();
+      await closed;
     },
   };
 }

@@ -99,17 +99,21 @@ async function build(
   let config: Partial<ModelConfigBlob> = {};
 
   if (files.length > 0) {
-    progress({ status: "parsing GGUF" });
+    // Every file is checked before the first progress line, so a bad file gets a real 400
+    // status even on a streamed create.
+    const parsed = [];
     for (const [file, raw] of files) {
       const digest = parseDigest(raw) as string;
       if (!(await store.hasBlob(digest))) throw new CreateError(400, `blob ${digest} for file "${file}" not found; upload it first with POST /api/blobs/${digest}`);
-      let info;
       try {
-        info = await readGgufInfo(store.blobPath(digest));
+        parsed.push({ digest, info: await readGgufInfo(store.blobPath(digest)) });
       } catch (err) {
         if (err instanceof GgufError) throw new CreateError(400, `${file}: ${err.message}`);
         throw err;
       }
+    }
+    progress({ status: "parsing GGUF" });
+    for (const { digest, info } of parsed) {
       const facts = ggufFacts(info);
       const size = (await store.blobSize(digest)) ?? info.fileSize;
       layers.push({ mediaType: MEDIA_TYPE_MODEL, digest, size });

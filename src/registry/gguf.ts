@@ -331,7 +331,12 @@ export function ggufFacts(info: GgufInfo): GgufFacts {
   const md = info.metadata;
   const arch = typeof md["general.architecture"] === "string" ? (md["general.architecture"] as string) : "unknown";
   const count = parameterCount(info);
-  const first = (v: GgufValue | undefined) => (Array.isArray(v) ? num(v.find((x) => num(x) !== undefined)) : num(v));
+  // per-layer arrays (some architectures): the maximum, like Ollama's HeadCountMax()
+  const maxOf = (v: GgufValue | undefined) => {
+    if (!Array.isArray(v)) return num(v);
+    const ns = v.map((x) => num(x)).filter((x): x is number => x !== undefined);
+    return ns.length ? Math.max(...ns) : undefined;
+  };
   const facts: GgufFacts = {
     architecture: arch,
     family: arch,
@@ -344,8 +349,8 @@ export function ggufFacts(info: GgufInfo): GgufFacts {
   set("contextLength", num(md[`${arch}.context_length`]));
   set("embeddingLength", num(md[`${arch}.embedding_length`]));
   set("blockCount", num(md[`${arch}.block_count`]));
-  set("headCount", first(md[`${arch}.attention.head_count`]));
-  set("headCountKv", first(md[`${arch}.attention.head_count_kv`]));
+  set("headCount", maxOf(md[`${arch}.attention.head_count`]));
+  set("headCountKv", maxOf(md[`${arch}.attention.head_count_kv`]));
   const tpl = md["tokenizer.chat_template"];
   set("chatTemplate", typeof tpl === "string" ? tpl : undefined);
   set("poolingType", num(md[`${arch}.pooling_type`]));

@@ -2,7 +2,7 @@
 // `blobs/sha256-<hex>`. Every path comes from a validated ModelName or digest (name.ts); writes go
 // to a temp file that is fsynced and renamed, so readers never see a half-written file.
 import { createHash, randomBytes } from "node:crypto";
-import { promises as fs, type Dirent } from "node:fs";
+import { promises as fs } from "node:fs";
 import path from "node:path";
 import lockfile from "proper-lockfile";
 import { digestFileName, manifestPathParts, nameFromPathParts, parseDigest, type ModelName } from "./name.js";
@@ -70,24 +70,16 @@ export interface StoredManifest {
 
 export class DigestMismatchError extends Error {
   override name = "DigestMismatchError";
-  constructor(
-    readonly expected: string,
-    readonly actual: string,
-  ) {
+  constructor(readonly expected: string, readonly actual: string) {
     super(`digest mismatch, expected "${expected}", got "${actual}"`);
   }
 }
-
 export class BlobTooLargeError extends Error {
   override name = "BlobTooLargeError";
 }
-
 export class CorruptManifestError extends Error {
   override name = "CorruptManifestError";
-  constructor(
-    readonly file: string,
-    reason: string,
-  ) {
+  constructor(readonly file: string, reason: string) {
     super(`corrupt manifest ${file}: ${reason}`);
   }
 }
@@ -99,26 +91,27 @@ export interface PruneOptions {
   graceMs?: number;
 }
 
-const isNotFound = (e: unknown): boolean => {
-  const code = (e as NodeJS.ErrnoException).code;
-  return code === "ENOENT" || code === "ENOTDIR";
-};
+const errCode = (e: unknown) => (e as NodeJS.ErrnoException).code;
+const isNotFound = (e: unknown): boolean => errCode(e) === "ENOENT" || errCode(e) === "ENOTDIR";
+
+/** readdir that treats a missing directory as empty. */
+async function listDir(dir: string): Promise<string[]> {
+  try {
+    return await fs.readdir(dir);
+  } catch (e) {
+    if (isNotFound(e)) return [];
+    throw e;
+  }
+}
 
 /** Go's encoding/json output (json.Encoder adds "\n" and escapes <, >, & and U+2028/9). */
 export function encodeManifest(m: Manifest): Buffer {
-  const layer = (l: Layer) => ({
-    mediaType: l.mediaType,
-    digest: l.digest,
-    size: l.size,
-    ...(l.from ? { from: l.from } : {}),
-    ...(l.name ? { name: l.name } : {}),
+  // Field order and omitempty as manifest.Manifest / manifest.Layer.
+  const layer = ({ mediaType, digest, size, from, name }: Layer) => ({
+    mediaType, digest, size, ...(from ? { from } : {}), ...(name ? { name } : {}),
   });
-  const json = JSON.stringify({
-    schemaVersion: m.schemaVersion,
-    mediaType: m.mediaType,
-    config: layer(m.config),
-    layers: m.layers.map(layer),
-  });
+  const { schemaVersion, mediaType, config, layers } = m;
+  const json = JSON.stringify({ schemaVersion, mediaType, config: layer(config), layers: layers.map(layer) });
   const escaped = json.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
   return Buffer.from(`${escaped}\n`, "utf8");
 }
@@ -143,16 +136,14 @@ export function decodeManifest(raw: Buffer | string, file: string): Manifest {
   };
   const layer = (x: unknown, what: string): Layer => {
     const o = obj(x, what);
-    const l: Layer = {
+    const [from, name] = [field(o, "from", "string", ""), field(o, "name", "string", "")];
+    return {
       mediaType: field(o, "mediaType", "string", ""),
       digest: field(o, "digest", "string", ""),
       size: field(o, "size", "number", 0),
+      ...(from ? { from } : {}),
+      ...(name ? { name } : {}),
     };
-    const from = field(o, "from", "string", "");
-    const name = field(o, "name", "string", "");
-    if (from) l.from = from;
-    if (name) l.name = name;
-    return l;
   };
   const top = obj(v, "manifest");
   const layers = top.layers ?? [];
@@ -167,30 +158,17 @@ export function decodeManifest(raw: Buffer | string, file: string): Manifest {
 
 /** Directory entry matching `part`: exact first, else case-insensitive (on-disk casing wins). */
 async function findEntry(dir: string, part: string): Promise<string | null> {
-  let names: string[];
-  try {
-    names = await fs.readdir(dir);
-  } catch (e) {
-    if (isNotFound(e)) return null;
-    throw e;
-  }
+  const names = await listDir(dir);
   if (names.includes(part)) return part;
   const lower = part.toLowerCase();
   return names.sort().find((n) => n.toLowerCase() === lower) ?? null;
 }
 
 async function fsyncDir(dir: string): Promise<void> {
-  // Makes the rename durable; not supported everywhere (e.g. Windows), where it is best effort.
-  try {
-    const fh = await fs.open(dir, "r");
-    try {
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-  } catch {
-    /* best effort */
-  }
+  // Makes a rename durable; some platforms (Windows) cannot fsync a directory, so best effort.
+  const fh = await fs.open(dir, "r").catch(() => null);
+  await fh?.sync().catch(() => {});
+  await fh?.close();
 }
 
 /** Write `data` to a fresh temp file next to `file`, fsync, chmod 0644, rename over `file`. */
@@ -235,13 +213,11 @@ export class Store {
   }
 
   async blobSize(digest: string): Promise<number | null> {
-    try {
-      const st = await fs.stat(this.blobPath(digest));
-      return st.isFile() ? st.size : null;
-    } catch (e) {
+    const st = await fs.stat(this.blobPath(digest)).catch((e: unknown) => {
       if (isNotFound(e)) return null;
       throw e;
-    }
+    });
+    return st?.isFile() ? st.size : null;
   }
 
   async hasBlob(digest: string): Promise<boolean> {
@@ -262,7 +238,12 @@ export class Store {
     if (digest === null) throw new Error("invalid digest format");
     const final = this.blobPath(digest);
     const existing = await this.blobSize(digest);
-    if (existing !== null) return { created: false, size: existing };
+    if (existing !== null) {
+      // Refresh mtime as Ollama's touchLayer does, so the prune grace period covers a reused blob.
+      const now = new Date();
+      await fs.utimes(final, now, now).catch(() => {});
+      return { created: false, size: existing };
+    }
 
     await fs.mkdir(this.blobsDir, { recursive: true, mode: 0o755 });
     let compromised: Error | undefined;
@@ -386,7 +367,7 @@ export class Store {
     try {
       return await this.loadManifest(found.name, found.file);
     } catch (e) {
-      if (isNotFound(e) || (e as NodeJS.ErrnoException).code === "EISDIR") return null;
+      if (isNotFound(e) || errCode(e) === "EISDIR") return null;
       throw e;
     }
   }
@@ -417,46 +398,32 @@ export class Store {
       if (isNotFound(e)) return false;
       throw e;
     }
-    for (let dir = path.dirname(found.file); dir !== this.manifestsDir; dir = path.dirname(dir)) {
-      try {
-        await fs.rmdir(dir);
-      } catch {
-        break; // not empty (or already gone): stop climbing
-      }
-    }
+    // Climb until a directory is not empty (rmdir fails) or we reach manifests/.
+    let dir = path.dirname(found.file);
+    while (dir !== this.manifestsDir && (await fs.rmdir(dir).then(() => true, () => false))) dir = path.dirname(dir);
     return true;
   }
 
+  /** Every file four levels under manifests/ (as Ollama globs them): loaded, or unreadable. */
   private async scanManifests(): Promise<{ ok: StoredManifest[]; bad: string[] }> {
     const ok: StoredManifest[] = [];
     const bad: string[] = [];
-    const list = async (dir: string) => {
+    let paths: string[][] = [[]];
+    for (let depth = 0; depth < 4; depth++) {
+      const next: string[][] = [];
+      for (const p of paths) for (const e of await listDir(path.join(this.manifestsDir, ...p))) next.push([...p, e]);
+      paths = next;
+    }
+    for (const p of paths as Array<[string, string, string, string]>) {
+      const file = path.join(this.manifestsDir, ...p);
+      const name = nameFromPathParts(...p);
       try {
-        return await fs.readdir(dir);
+        if (!(await fs.stat(file)).isFile()) continue;
+        if (name === null) this.log("warn", "bad manifest name", { path: file });
+        else ok.push(await this.loadManifest(name, file));
       } catch (e) {
-        if (isNotFound(e) || (e as NodeJS.ErrnoException).code === "ENOTDIR") return [];
-        throw e;
-      }
-    };
-    for (const host of await list(this.manifestsDir)) {
-      for (const ns of await list(path.join(this.manifestsDir, host))) {
-        for (const model of await list(path.join(this.manifestsDir, host, ns))) {
-          for (const tag of await list(path.join(this.manifestsDir, host, ns, model))) {
-            const file = path.join(this.manifestsDir, host, ns, model, tag);
-            const name = nameFromPathParts(host, ns, model, tag);
-            try {
-              if (!(await fs.stat(file)).isFile()) continue;
-              if (name === null) {
-                this.log("warn", "bad manifest name", { path: file });
-                continue;
-              }
-              ok.push(await this.loadManifest(name, file));
-            } catch (e) {
-              this.log("warn", "bad manifest", { path: file, error: (e as Error).message });
-              bad.push(file);
-            }
-          }
-        }
+        this.log("warn", "bad manifest", { path: file, error: (e as Error).message });
+        bad.push(file);
       }
     }
     return { ok, bad };
@@ -477,28 +444,16 @@ export class Store {
    */
   async pruneUnreferencedBlobs(candidates?: string[], opts: PruneOptions = {}): Promise<string[]> {
     const { ok, bad } = await this.scanManifests();
-    const used = new Set<string>();
-    for (const m of ok) {
-      for (const l of [m.manifest.config, ...m.manifest.layers]) {
-        const d = parseDigest(l.digest);
-        if (d) used.add(d);
-      }
-    }
+    const used = new Set(ok.flatMap((m) => [m.manifest.config, ...m.manifest.layers].map((l) => parseDigest(l.digest))));
     const removed: string[] = [];
-    const remove = async (file: string, digest: string | null) => {
-      try {
-        await fs.unlink(file);
-        if (digest) removed.push(digest);
-        else this.log("info", "removed stale blob file", { path: file });
-      } catch (e) {
-        if (!isNotFound(e)) this.log("warn", "could not remove blob", { path: file, error: (e as Error).message });
-      }
-    };
+    const remove = (file: string, digest: string | null) =>
+      fs.unlink(file).then(
+        () => (digest ? removed.push(digest) : this.log("info", "removed stale blob file", { path: file })),
+        (e) => isNotFound(e) || this.log("warn", "could not remove blob", { path: file, error: (e as Error).message }),
+      );
 
     if (candidates) {
-      for (const c of new Set(candidates.map(parseDigest))) {
-        if (c && !used.has(c)) await remove(this.blobPath(c), c);
-      }
+      for (const c of new Set(candidates.map(parseDigest))) if (c && !used.has(c)) await remove(this.blobPath(c), c);
       return removed;
     }
     if (bad.length > 0) {
@@ -506,23 +461,13 @@ export class Store {
       return removed;
     }
     const grace = opts.graceMs ?? 60 * 60_000;
-    let entries: Dirent[];
-    try {
-      entries = await fs.readdir(this.blobsDir, { withFileTypes: true });
-    } catch (e) {
-      if (isNotFound(e)) return removed;
-      throw e;
-    }
     const now = Date.now();
-    for (const e of entries) {
-      if (!e.isFile()) continue; // lock directories, anything odd
-      const file = path.join(this.blobsDir, e.name);
-      try {
-        if (now - (await fs.stat(file)).mtimeMs < grace) continue;
-      } catch {
-        continue;
-      }
-      const d = parseDigest(e.name);
+    for (const entry of await listDir(this.blobsDir)) {
+      const file = path.join(this.blobsDir, entry);
+      const st = await fs.stat(file).catch(() => null);
+      // Skip lock directories, and anything young enough to belong to a write in progress.
+      if (!st?.isFile() || now - st.mtimeMs < grace) continue;
+      const d = parseDigest(entry);
       if (d === null || !used.has(d)) await remove(file, d);
     }
     return removed;

@@ -42,7 +42,7 @@ describe.each(["Q4_0", "F16"] as const)("tiny %s model in node-llama-cpp", (type
   });
 
   it("generates deterministic, non-empty text for a fixed seed", async () => {
-    const context = await model.createContext({ contextSize: 256 });
+    const context = await model.createContext({ contextSize: 256, threads: 1 }); // 1 thread: tiny model, robust on a busy machine
     try {
       const seq = context.getSequence();
       const completion = new LlamaCompletion({ contextSequence: seq });
@@ -65,7 +65,7 @@ describe.each(["Q4_0", "F16"] as const)("tiny %s model in node-llama-cpp", (type
 describe("tiny embedding model", () => {
   it("yields a 64-dimensional vector", async () => {
     const model = await load({ type: "F32", embedding: true });
-    const ctx = await model.createEmbeddingContext({ contextSize: 128 });
+    const ctx = await model.createEmbeddingContext({ contextSize: 128, threads: 1 });
     try {
       const a = await ctx.getEmbeddingFor("hello world");
       const b = await ctx.getEmbeddingFor("the quick brown fox");

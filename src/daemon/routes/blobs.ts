@@ -23,7 +23,8 @@ async function* bodyChunks(body: ReadableStream<Uint8Array> | null): AsyncIterab
 
 export function blobRoutes(deps: Deps): Hono {
   const app = new Hono();
-  app.on("HEAD", "/api/blobs/:digest", async (c) => {
+  // Hono answers HEAD through the GET route (and drops the body), so HEAD is served here.
+  app.get("/api/blobs/:digest", async (c) => {
     const digest = digestParam(c.req.param("digest"));
     if (await deps.store.hasBlob(digest)) return c.body(null, 200);
     return c.json({ error: `blob "${c.req.param("digest")}" not found` }, 404);

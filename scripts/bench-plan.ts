@@ -1,0 +1,118 @@
+// What `npm run bench` measures, shared by the daemon side (bench.ts) and the in-process side
+// (bench-direct.ts), so that both run exactly the same generations in the same order.
+
+export interface Sampling {
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  seed: number;
+}
+
+/** One round of one side: load, warm up, then the measured generations, then unload. */
+export interface BenchPlan {
+  modelPath: string;
+  threads: number;
+  numCtx: number;
+  numBatch: number;
+  sampling: Sampling;
+  warmup: { prompt: string; tokens: number };
+  decode: { prompt: string; tokens: number; runs: number };
+  /** One run per prompt, in order; every prompt starts with a different word. */
+  ttft: { prompts: string[]; tokens: number };
+}
+
+/** One streamed generation of `decode.tokens` tokens. */
+export interface DecodeRun {
+  promptTokens: number;
+  tokens: number;
+  doneReason: string;
+  /** tokens / (end − first token), the definition of Ollama's eval_count / eval_duration. */
+  statsTokPerS: number;
+  /** (tokens − 1) / (last chunk − first chunk) as the consumer sees it. */
+  wallTokPerS: number;
+  /** Messages the consumer received carrying text (daemon: NDJSON lines; direct: tokens). */
+  chunks: number;
+  text: string;
+}
+
+export interface TtftRun {
+  promptTokens: number;
+  /** daemon: request written → first line with non-empty response; direct: evaluate() → first token. */
+  ms: number;
+}
+
+export interface SideResult {
+  decode: DecodeRun[];
+  ttft: TtftRun[];
+  loadMs: number;
+  /** RSS of the process that holds the model (runner child or direct process), loaded and warm. */
+  modelRssMiB: number | null;
+  /** CPU used by processes outside the bench during the measured generations, in cores. */
+  foreignCores: number;
+}
+
+const WORDS = (
+  "the water people sound under earth story mother answer country school plant father light " +
+  "animal house picture point world build study learn cover food keep never city tree cross " +
+  "farm start might thought head stand should found grow still again change large spell follow " +
+  "kind need try near self eye last let hard saw far sea draw left late run while press close " +
+  "night real life few north open seem together next white children begin got walk example ease " +
+  "paper group always music those both mark often letter until mile river car feet care second " +
+  "book carry took science eat room friend began idea fish mountain stop once base hear horse cut"
+).split(/\s+/);
+
+/** ~`words` space-separated common words starting at a run-specific offset. */
+export function promptFor(run: number, words = 31): string {
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) out.push(WORDS[(run * 13 + i * 7) % WORDS.length]!);
+  return out.join(" ");
+}
+
+export function median(xs: number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+export async function readRssMiB(pid: number | "self"): Promise<number | null> {
+  const { readFile } = await import("node:fs/promises");
+  const text = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
+  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(text);
+  return m ? Number(m[1]) / 1024 : null;
+}
+
+/** Busy CPU time of the whole machine and of the given processes (threads and reaped children
+ *  included), in clock ticks (USER_HZ, 100/s on Linux). */
+export interface CpuSnapshot {
+  t: number;
+  busy: number;
+  own: number;
+}
+
+async function procTicks(pid: number | "self"): Promise<number> {
+  const { readFile } = await import("node:fs/promises");
+  const text = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+  const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  // fields 14-17: utime stime cutime cstime (f[0] is field 3)
+  return [11, 12, 13, 14].reduce((sum, i) => sum + (Number(f[i]) || 0), 0);
+}
+
+export async function cpuSnapshot(pids: Array<number | "self">): Promise<CpuSnapshot> {
+  const { readFile } = await import("node:fs/promises");
+  const line = (await readFile("/proc/stat", "utf8").catch(() => "")).split("\n")[0] ?? "";
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal
+  const busy = [0, 1, 2, 5, 6, 7].reduce((sum, i) => sum + (v[i] || 0), 0);
+  let own = 0;
+  for (const pid of pids) own += await procTicks(pid);
+  return { t: Date.now(), busy, own };
+}
+
+/** Cores' worth of CPU that other processes used between two snapshots. */
+export function foreignCores(a: CpuSnapshot, b: CpuSnapshot): number {
+  const seconds = (b.t - a.t) / 1000;
+  if (seconds <= 0) return 0;
+  return Math.max(0, (b.busy - a.busy - (b.own - a.own)) / 100 / seconds);
+}

@@ -1,0 +1,441 @@
+// `npm run bench`: what the daemon costs on top of the inference engine (DESIGN.md §9).
+//
+// One run, one model (the Llama-3.2-1B-shaped Q4_0 test model), the same threads, context shape
+// and sampling on both sides:
+//   (a) decode tokens/s streamed through POST /api/generate versus the same generation called
+//       directly on node-llama-cpp (LlamaContextSequence.evaluate) in a separate process;
+//   (b) time to first token: client request → first non-empty NDJSON line, versus evaluate() →
+//       first token, on ~32-token prompts that differ from the first word on (no prefix reuse);
+//   (c) the daemon's RSS with no model: after start, and after a model was unloaded (keep_alive 0).
+// The two sides never run at the same time: the daemon is stopped before the direct process starts.
+// Prints a table and the ratios against their targets; writes .cache/bench-latest.json.
+import { fork } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { childPids, createModelFromFile, REPO, startDaemon, type TestDaemon } from "../test/helpers/daemon.js";
+import { makeTestModel } from "./make-test-model.js";
+import { cpuSnapshot, foreignCores, median, promptFor, readRssMiB, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const MODEL_NAME = "bench-1b:q4_0";
+const TARGETS = { decodeRatio: 0.97, ttftOverheadMs: 10, idleRssMiB: 100 };
+
+function nowMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// Daemon side
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+interface Line {
+  t: number;
+  obj: Record<string, unknown>;
+}
+
+interface Streamed {
+  tSent: number;
+  lines: Line[];
+}
+
+let lastResponseEnd = 0;
+
+/** POSTs JSON with node:http (least client overhead) and timestamps every NDJSON line on arrival.
+ *  A request on a reused keep-alive socket that the server closed before answering is retried once
+ *  on a new connection (the usual keep-alive race); the retry's timing is the one reported. */
+async function postNdjson(base: string, route: string, body: unknown): Promise<Streamed> {
+  try {
+    return await postNdjsonOnce(base, route, body);
+  } catch (err) {
+    if (!(err as { retry?: boolean }).retry) throw err;
+    console.log(`  (${(err as Error).message}; retried on a new connection)`);
+    return postNdjsonOnce(base, route, body);
+  }
+}
+
+function postNdjsonOnce(base: string, route: string, body: unknown): Promise<Streamed> {
+  const url = new URL(route, base);
+  const data = Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const lines: Line[] = [];
+    let buf = "";
+    let tSent = 0;
+    const req = http.request(
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: "POST",
+        headers: { "Content-Type": "application/json", "Content-Length": data.length },
+      },
+      (res) => {
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          const t = nowMs();
+          buf += chunk;
+          let nl: number;
+          while ((nl = buf.indexOf("\n")) >= 0) {
+            const line = buf.slice(0, nl);
+            buf = buf.slice(nl + 1);
+            if (line.trim()) lines.push({ t, obj: JSON.parse(line) as Record<string, unknown> });
+          }
+        });
+        res.on("end", () => {
+          lastResponseEnd = nowMs();
+          if (buf.trim()) lines.push({ t: nowMs(), obj: JSON.parse(buf) as Record<string, unknown> });
+          if (res.statusCode !== 200) reject(new Error(`${route}: HTTP ${res.statusCode} ${JSON.stringify(lines.map((l) => l.obj))}`));
+          else resolve({ tSent, lines });
+        });
+        res.on("error", (err) => reject(new Error(`${route}: response broken after ${f1(nowMs() - tSent)} ms, ${lines.length} lines: ${err.message}`)));
+      },
+    );
+    req.on("error", (err) => {
+      const e = new Error(
+        `${route}: ${err.message} after ${f1(nowMs() - tSent)} ms (${req.reusedSocket ? "reused" : "new"} connection, ` +
+          `idle ${f1(tSent - lastResponseEnd)} ms before the request)`,
+      ) as Error & { retry?: boolean };
+      e.retry = req.reusedSocket && lines.length === 0;
+      reject(e);
+    });
+    tSent = nowMs();
+    req.end(data);
+  });
+}
+
+function requestOptions(plan: BenchPlan, numPredict: number): Record<string, unknown> {
+  const s = plan.sampling;
+  return {
+    num_ctx: plan.numCtx,
+    num_batch: plan.numBatch,
+    num_thread: plan.threads,
+    num_predict: numPredict,
+    temperature: s.temperature,
+    top_k: s.topK,
+    top_p: s.topP,
+    min_p: s.minP,
+    seed: s.seed,
+    repeat_penalty: 1,
+    presence_penalty: 0,
+    frequency_penalty: 0,
+  };
+}
+
+async function daemonGenerate(d: TestDaemon, plan: BenchPlan, prompt: string, numPredict: number): Promise<Streamed> {
+  const r = await postNdjson(d.url, "/api/generate", {
+    model: MODEL_NAME,
+    prompt,
+    raw: true, // the prompt is the text the engine sees, exactly as on the direct side
+    stream: true,
+    keep_alive: "10m",
+    options: requestOptions(plan, numPredict),
+  });
+  const err = r.lines.find((l) => typeof l.obj.error === "string");
+  if (err) throw new Error(`/api/generate: ${String(err.obj.error)}`);
+  if (!r.lines.at(-1)?.obj.done) throw new Error("/api/generate: stream ended without a final chunk");
+  return r;
+}
+
+function decodeRunOf(r: Streamed): DecodeRun {
+  const final = r.lines.at(-1)!;
+  const textLines = r.lines.filter((l) => typeof l.obj.response === "string" && l.obj.response !== "");
+  const n = Number(final.obj.eval_count);
+  const evalNs = Number(final.obj.eval_duration);
+  const first = textLines[0]?.t ?? final.t;
+  return {
+    promptTokens: Number(final.obj.prompt_eval_count),
+    tokens: n,
+    doneReason: String(final.obj.done_reason),
+    statsTokPerS: n / (evalNs / 1e9),
+    wallTokPerS: (n - 1) / ((final.t - first) / 1000),
+    chunks: textLines.length,
+    text: textLines.map((l) => l.obj.response as string).join(""),
+  };
+}
+
+interface DaemonRound extends SideResult {
+  rssAfterUnloadMiB: number | null;
+  runnerExitedMs: number | null;
+  /** Client-side first-token time minus the runner's prompt_eval_duration: IPC + HTTP + scheduling. */
+  firstTokenPathMs: number[];
+}
+
+/** One round on the daemon: load, warm up, measure, unload (keep_alive 0) and wait for the runner to exit. */
+async function runDaemonRound(d: TestDaemon, plan: BenchPlan): Promise<DaemonRound> {
+  const pid = d.proc.pid!;
+  const tLoad = nowMs();
+  await daemonGenerate(d, plan, "", 0); // empty prompt: load only
+  const loadMs = nowMs() - tLoad;
+  const runnerPid = (await childPids(pid))[0];
+
+  await daemonGenerate(d, plan, plan.warmup.prompt, plan.warmup.tokens);
+
+  const own: Array<number | "self"> = ["self", pid, ...(runnerPid ? [runnerPid] : [])];
+  const cpu0 = await cpuSnapshot(own);
+  const decode: DecodeRun[] = [];
+  for (let i = 0; i < plan.decode.runs; i++) decode.push(decodeRunOf(await daemonGenerate(d, plan, plan.decode.prompt, plan.decode.tokens)));
+
+  const ttft: TtftRun[] = [];
+  const firstTokenPathMs: number[] = [];
+  for (const prompt of plan.ttft.prompts) {
+    const r = await daemonGenerate(d, plan, prompt, plan.ttft.tokens);
+    const first = r.lines.find((l) => typeof l.obj.response === "string" && l.obj.response !== "");
+    const final = r.lines.at(-1)!;
+    const ms = (first?.t ?? final.t) - r.tSent;
+    ttft.push({ promptTokens: Number(final.obj.prompt_eval_count), ms });
+    firstTokenPathMs.push(ms - Number(final.obj.prompt_eval_duration) / 1e6);
+  }
+  const cpu1 = await cpuSnapshot(own);
+  const modelRssMiB = runnerPid ? await readRssMiB(runnerPid) : null;
+
+  const tUnload = nowMs();
+  await postNdjson(d.url, "/api/generate", { model: MODEL_NAME, prompt: "", keep_alive: 0, options: requestOptions(plan, 0) });
+  let runnerExitedMs: number | null = null;
+  for (const deadline = Date.now() + 15_000; Date.now() < deadline; ) {
+    if ((await childPids(pid)).length === 0) {
+      runnerExitedMs = nowMs() - tUnload;
+      break;
+    }
+    await sleep(50);
+  }
+  await sleep(500);
+  const rssAfterUnloadMiB = await readRssMiB(pid);
+  return {
+    decode,
+    ttft,
+    loadMs,
+    modelRssMiB,
+    foreignCores: foreignCores(cpu0, cpu1),
+    rssAfterUnloadMiB,
+    runnerExitedMs,
+    firstTokenPathMs,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Direct side: a child process, started only after the daemon is gone.
+
+function runDirectSide(plan: BenchPlan): Promise<SideResult> {
+  return new Promise((resolve, reject) => {
+    const child = fork(path.join(HERE, "bench-direct.ts"), [], {
+      cwd: REPO,
+      execArgv: ["--import", "tsx"],
+      serialization: "json",
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    let settled = false;
+    child.once("message", (m) => {
+      settled = true;
+      const msg = m as { ok: true; result: SideResult } | { ok: false; message: string };
+      if (msg.ok) resolve(msg.result);
+      else reject(new Error(`direct side failed: ${msg.message}`));
+    });
+    child.once("exit", (code, signal) => {
+      if (!settled) reject(new Error(`direct side exited (${signal ?? code}) without a result`));
+    });
+    child.send(plan);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+const f1 = (x: number | null | undefined) => (x == null || !Number.isFinite(x) ? "-" : x.toFixed(1));
+const f2 = (x: number | null | undefined) => (x == null || !Number.isFinite(x) ? "-" : x.toFixed(2));
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join("   ")).join("\n");
+}
+
+interface Summary {
+  decodeRatio: number;
+  decodeStatsRatio: number;
+  daemonDecodeTokPerS: number;
+  directDecodeTokPerS: number;
+  daemonTtftMs: number;
+  directTtftMs: number;
+  ttftOverheadMs: number;
+  daemonRssStartMiB: number | null;
+  daemonRssAfterUnloadMiB: number | null;
+  daemonIdleRssMiB: number;
+  sameText: boolean;
+  foreignCoresMax: number;
+}
+
+function merge(rounds: SideResult[]): SideResult {
+  return {
+    decode: rounds.flatMap((r) => r.decode),
+    ttft: rounds.flatMap((r) => r.ttft),
+    loadMs: median(rounds.map((r) => r.loadMs)),
+    modelRssMiB: rounds.at(-1)?.modelRssMiB ?? null,
+    foreignCores: Math.max(...rounds.map((r) => r.foreignCores)),
+  };
+}
+
+async function main(): Promise<void> {
+  const tStart = nowMs();
+  const threads = os.availableParallelism();
+  const modelPath = await makeTestModel({ shape: "1b", type: "Q4_0", seed: 1 });
+  const ROUNDS = 3;
+  const TTFT_PER_ROUND = 3;
+  // Round r runs the same plan on both sides; the ttft prompts are new in every round.
+  const plans: BenchPlan[] = Array.from({ length: ROUNDS }, (_, r) => ({
+    modelPath,
+    threads,
+    numCtx: 4096,
+    numBatch: 512,
+    sampling: { temperature: 0.8, topK: 40, topP: 0.9, minP: 0, seed: 42 },
+    warmup: { prompt: promptFor(40), tokens: 16 },
+    decode: { prompt: promptFor(30), tokens: 128, runs: 1 },
+    ttft: { prompts: Array.from({ length: TTFT_PER_ROUND }, (_, i) => promptFor(r * TTFT_PER_ROUND + i)), tokens: 4 },
+  }));
+  const p0 = plans[0]!;
+  console.log(
+    `model ${path.relative(REPO, modelPath)}, ${threads} threads, ctx ${p0.numCtx}, batch ${p0.numBatch}, seed ${p0.sampling.seed}, ` +
+      `temperature ${p0.sampling.temperature}, top_k ${p0.sampling.topK}, top_p ${p0.sampling.topP}, min_p ${p0.sampling.minP}, no repeat penalty`,
+  );
+  console.log(
+    `${ROUNDS} rounds, alternating which side goes first; each side loads, warms up (${p0.warmup.tokens} tokens), decodes ` +
+      `${p0.decode.tokens} tokens once and times ${TTFT_PER_ROUND} first tokens, then unloads`,
+  );
+
+  const d = await startDaemon({ OLLAMA_NUM_PARALLEL: "1", OLLAMA_MAX_LOADED_MODELS: "1", OLLAMA_KEEP_ALIVE: "10m" });
+  const daemonRounds: DaemonRound[] = [];
+  const directRounds: SideResult[] = [];
+  let rssStartMiB: number | null = null;
+  let rssAfterCreateMiB: number | null = null;
+  try {
+    const pid = d.proc.pid!;
+    await sleep(1000); // let start-up settle
+    rssStartMiB = await readRssMiB(pid);
+    const created = await createModelFromFile(d.url, MODEL_NAME, modelPath);
+    if (!created.ok) throw new Error(`create failed: ${created.status} ${await created.text()}`);
+    await created.text();
+    rssAfterCreateMiB = await readRssMiB(pid);
+
+    for (let r = 0; r < ROUNDS; r++) {
+      const plan = plans[r]!;
+      const daemonFirst = r % 2 === 0;
+      for (const side of daemonFirst ? ["daemon", "direct"] : ["direct", "daemon"]) {
+        const t = nowMs();
+        if (side === "daemon") daemonRounds.push(await runDaemonRound(d, plan));
+        else directRounds.push(await runDirectSide(plan));
+        const res = side === "daemon" ? daemonRounds.at(-1)! : directRounds.at(-1)!;
+        console.log(
+          `  round ${r + 1} ${side.padEnd(6)} ${f1(res.decode[0]?.wallTokPerS)} tok/s, first token ` +
+            `${res.ttft.map((x) => f1(x.ms)).join("/")} ms, other processes ${f2(res.foreignCores)} cores (${((nowMs() - t) / 1000).toFixed(1)} s)`,
+        );
+      }
+    }
+  } catch (err) {
+    process.stderr.write(`--- daemon log (tail) ---\n${d.logs().slice(-4000)}\n`);
+    throw err;
+  } finally {
+    agent.destroy();
+    await d.stop();
+  }
+
+  const daemon = merge(daemonRounds);
+  const direct = merge(directRounds);
+  const med = (s: SideResult, k: "statsTokPerS" | "wallTokPerS") => median(s.decode.map((x) => x[k]));
+  const dWall = med(daemon, "wallTokPerS");
+  const xWall = med(direct, "wallTokPerS");
+  const dStats = med(daemon, "statsTokPerS");
+  const xStats = med(direct, "statsTokPerS");
+  const dTtft = median(daemon.ttft.map((x) => x.ms));
+  const xTtft = median(direct.ttft.map((x) => x.ms));
+  const rssAfterUnloadMiB = Math.max(...daemonRounds.map((x) => x.rssAfterUnloadMiB ?? Infinity));
+  const summary: Summary = {
+    decodeRatio: dWall / xWall,
+    decodeStatsRatio: dStats / xStats,
+    daemonDecodeTokPerS: dWall,
+    directDecodeTokPerS: xWall,
+    daemonTtftMs: dTtft,
+    directTtftMs: xTtft,
+    ttftOverheadMs: dTtft - xTtft,
+    daemonRssStartMiB: rssStartMiB,
+    daemonRssAfterUnloadMiB: Number.isFinite(rssAfterUnloadMiB) ? rssAfterUnloadMiB : null,
+    daemonIdleRssMiB: Math.max(rssStartMiB ?? Infinity, rssAfterUnloadMiB),
+    sameText: daemon.decode.every((x, i) => x.text === direct.decode[i]?.text),
+    foreignCoresMax: Math.max(daemon.foreignCores, direct.foreignCores),
+  };
+  const produced = (s: SideResult) => s.decode.map((x) => `${x.tokens}${x.doneReason === "stop" ? " (eos)" : ""}`).join(" ");
+  const pathMs = daemonRounds.flatMap((x) => x.firstTokenPathMs);
+
+  console.log("");
+  console.log(
+    table([
+      ["", "daemon (HTTP)", "direct", "daemon/direct"],
+      [`decode tok/s, client wall (median of ${ROUNDS})`, f2(dWall), f2(xWall), f2(summary.decodeRatio)],
+      ["decode tok/s, eval_count/eval_duration", f2(dStats), f2(xStats), f2(summary.decodeStatsRatio)],
+      ["  per run, client wall", daemon.decode.map((x) => f1(x.wallTokPerS)).join(" "), direct.decode.map((x) => f1(x.wallTokPerS)).join(" "), ""],
+      ["  tokens produced per run", produced(daemon), produced(direct), ""],
+      ["  text chunks per run", daemon.decode.map((x) => x.chunks).join(" "), direct.decode.map((x) => x.chunks).join(" "), ""],
+      [`first token ms (median of ${daemon.ttft.length})`, f1(dTtft), f1(xTtft), f2(dTtft / xTtft)],
+      ["  per run", daemon.ttft.map((x) => f1(x.ms)).join(" "), direct.ttft.map((x) => f1(x.ms)).join(" "), ""],
+      ["  prompt tokens", daemon.ttft.map((x) => x.promptTokens).join(" "), direct.ttft.map((x) => x.promptTokens).join(" "), ""],
+      ["load ms (median)", f1(daemon.loadMs), f1(direct.loadMs), ""],
+      ["RSS of the process holding the model, MiB", f1(daemon.modelRssMiB), f1(direct.modelRssMiB), ""],
+      ["other processes' CPU while measuring (max), cores", f2(daemon.foreignCores), f2(direct.foreignCores), ""],
+      ["daemon RSS: start / after create / after unload, MiB", `${f1(rssStartMiB)} / ${f1(rssAfterCreateMiB)} / ${daemonRounds.map((x) => f1(x.rssAfterUnloadMiB)).join(" ")}`, "", ""],
+    ]),
+  );
+  console.log("");
+  console.log(`same generated text on both sides: ${summary.sameText ? "yes" : "NO"}`);
+  console.log(`first token, client time minus runner prompt_eval_duration (HTTP + scheduler + IPC), ms: ${pathMs.map(f1).join(" ")} (median ${f1(median(pathMs))})`);
+  const exits = daemonRounds.map((x) => x.runnerExitedMs);
+  console.log(`runner process gone after keep_alive 0, ms: ${exits.map((x) => (x == null ? "never" : f1(x))).join(" ")}`);
+  if (summary.foreignCoresMax > 0.2) {
+    console.log(`WARNING: other processes used up to ${f2(summary.foreignCoresMax)} cores while measuring; with ${threads} spinning ` +
+      `engine threads on ${threads} cores the numbers are unreliable. Run again on an idle machine.`);
+  }
+  console.log("");
+  const verdict = (ok: boolean) => (ok ? "PASS" : "MISS");
+  const lines = [
+    [`decode ratio (daemon/direct): ${f2(summary.decodeRatio)}`, `target >= ${TARGETS.decodeRatio}`, verdict(summary.decodeRatio >= TARGETS.decodeRatio)],
+    [`first-token overhead: ${f1(summary.ttftOverheadMs)} ms`, `target <= ${TARGETS.ttftOverheadMs} ms`, verdict(summary.ttftOverheadMs <= TARGETS.ttftOverheadMs)],
+    [
+      `daemon RSS idle: ${Number.isFinite(summary.daemonIdleRssMiB) ? Math.round(summary.daemonIdleRssMiB) : "-"} MB`,
+      `target <= ${TARGETS.idleRssMiB} MB`,
+      verdict(summary.daemonIdleRssMiB <= TARGETS.idleRssMiB),
+    ],
+  ];
+  const w = Math.max(...lines.map((l) => l[0]!.length));
+  for (const l of lines) console.log(`${l[0]!.padEnd(w)}   ${l[1]!.padEnd(18)} ${l[2]}`);
+  const totalSeconds = (nowMs() - tStart) / 1000;
+  console.log(`\n(${totalSeconds.toFixed(1)} s)`);
+
+  const out = path.join(REPO, ".cache", "bench-latest.json");
+  await mkdir(path.dirname(out), { recursive: true });
+  const report = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: threads,
+    model: path.relative(REPO, modelPath),
+    plans: plans.map((p) => ({ ...p, modelPath: path.relative(REPO, p.modelPath) })),
+    summary,
+    targets: TARGETS,
+    pass: {
+      decodeRatio: summary.decodeRatio >= TARGETS.decodeRatio,
+      ttftOverhead: summary.ttftOverheadMs <= TARGETS.ttftOverheadMs,
+      idleRss: summary.daemonIdleRssMiB <= TARGETS.idleRssMiB,
+    },
+    daemon: { rssStartMiB, rssAfterCreateMiB, rounds: daemonRounds },
+    direct: { rounds: directRounds },
+    totalSeconds,
+  };
+  await writeFile(out, JSON.stringify(report, null, 2) + "\n");
+  console.log(`wrote ${path.relative(REPO, out)}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exit(1);
+});

@@ -1,0 +1,209 @@
+// `ollamats run MODEL [PROMPT...]`: one answer for a prompt (arguments and/or piped stdin) via
+// /api/generate, or an interactive chat session when both ends are a terminal and no prompt is given.
+import type { CommandModule } from "yargs";
+import type { Client } from "../../api/client.js";
+import type { Format, KeepAlive, ShowResponse, ThinkValue } from "../../api/types.js";
+import { parseParameterValue } from "../../registry/modelfile.js";
+import { action, CliError, cliConfig, connectChecked } from "../connect.js";
+import { formatGoDuration, parseGoDurationStrict } from "../duration.js";
+import { loadOrUnload } from "../model-load.js";
+import { isMissingRoute, pullWithProgress } from "../pull-progress.js";
+import { runRepl } from "../repl.js";
+import type { SessionState } from "../repl-input.js";
+import { WrapWriter } from "../response-writer.js";
+import { generateAnswer } from "../stream-answer.js";
+
+interface RunArgs {
+  model: string;
+  prompt?: (string | number)[];
+  verbose: boolean;
+  format?: string;
+  keepalive?: string;
+  nowordwrap: boolean;
+  think?: string;
+  hidethinking: boolean;
+  insecure: boolean;
+  truncate?: boolean;
+  dimensions?: number;
+}
+
+/** --think[=VALUE]: true/false or a level; undefined when the flag is absent. */
+export function parseThinkFlag(value: string | undefined): ThinkValue | undefined {
+  if (value === undefined) return undefined;
+  switch (value) {
+    case "":
+    case "true":
+      return true;
+    case "false":
+      return false;
+    case "high":
+    case "medium":
+    case "low":
+    case "max":
+      return value;
+    default:
+      throw new CliError(`invalid value for --think: ${JSON.stringify(value)} (must be true, false, high, medium, low, or max)`);
+  }
+}
+
+/** --keepalive in Go duration syntax, sent as Ollama's client sends it: -1 if negative, else its String(). */
+export function parseKeepAliveFlag(value: string | undefined): KeepAlive | undefined {
+  if (value === undefined || value === "") return undefined;
+  const ns = parseGoDurationStrict(value);
+  return ns < 0 ? -1 : formatGoDuration(ns);
+}
+
+/** --format: "json", or a JSON schema object given as JSON text. */
+export function parseFormatFlag(value: string | undefined): Format | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (value === "json") return "json";
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new CliError(`invalid format ${JSON.stringify(value)}: expected "json" or a JSON schema object`);
+}
+
+/** Thinking on by default for models that can think, unless the user chose (inferThinkingOption). */
+export function inferThink(capabilities: string[], explicit: ThinkValue | undefined, explicitlySet: boolean): ThinkValue | undefined {
+  if (explicitlySet) return explicit;
+  return capabilities.includes("thinking") ? true : undefined;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** /api/show, pulling the model first if the daemon does not have it. */
+async function showOrPull(client: Client, model: string, insecure: boolean): Promise<ShowResponse> {
+  try {
+    return await client.show({ model });
+  } catch (err) {
+    if (!(err instanceof Error && "status" in err && (err as { status: number }).status === 404)) throw err;
+    try {
+      await pullWithProgress(client, model, insecure);
+    } catch (pullErr) {
+      if (isMissingRoute(pullErr)) throw err; // this daemon cannot pull: report the model as missing
+      throw pullErr;
+    }
+    return client.show({ model });
+  }
+}
+
+export const RunCommand: CommandModule<object, RunArgs> = {
+  command: "run <model> [prompt..]",
+  describe: "Run a model",
+  builder: (yargs) =>
+    yargs
+      .positional("model", { type: "string", demandOption: true })
+      .positional("prompt", { type: "string", array: true })
+      .option("keepalive", { type: "string", describe: "Duration to keep a model loaded (e.g. 5m)" })
+      .option("verbose", { type: "boolean", default: false, describe: "Show timings for response" })
+      .option("insecure", { type: "boolean", default: false, describe: "Use an insecure registry" })
+      .option("nowordwrap", { type: "boolean", default: false, describe: "Don't wrap words to the next line automatically" })
+      .option("format", { type: "string", describe: "Response format (e.g. json)" })
+      .option("think", { type: "string", describe: "Enable thinking mode: true/false or high/medium/low for supported models" })
+      .option("hidethinking", { type: "boolean", default: false, describe: "Hide thinking output (if provided)" })
+      .option("truncate", { type: "boolean", describe: "For embedding models: truncate inputs exceeding context length (default: true)" })
+      .option("dimensions", { type: "number", describe: "Truncate output embeddings to specified dimension (embedding models only)" })
+      .epilogue(
+        "Environment Variables:\n" +
+          "      OLLAMA_HOST                   IP Address for the ollama server (default 127.0.0.1:11434)\n" +
+          "      OLLAMA_NOHISTORY              Do not preserve readline history",
+      ),
+  handler: action(async (argv: RunArgs) => {
+    const model = String(argv.model);
+    const thinkSet = argv.think !== undefined;
+    const explicitThink = parseThinkFlag(argv.think);
+    const keepAlive = parseKeepAliveFlag(argv.keepalive);
+    const format = parseFormatFlag(argv.format);
+
+    let interactive = true;
+    const prompts = (argv.prompt ?? []).map(String);
+    if (!process.stdin.isTTY) {
+      const piped = await readStdin();
+      if (piped.length > 0) prompts.unshift(piped);
+      interactive = false;
+    }
+    const prompt = prompts.join(" ");
+    if (prompts.length > 0) interactive = false;
+    if (!process.stdout.isTTY) interactive = false;
+    // Ollama wraps even into pipes; we wrap only on a terminal so redirected output stays clean.
+    const wordWrap = !argv.nowordwrap && process.stdout.isTTY === true;
+
+    const client = await connectChecked();
+    const info = await showOrPull(client, model, argv.insecure);
+    const capabilities = info.capabilities ?? [];
+    const think = inferThink(capabilities, explicitThink, thinkSet);
+
+    if (capabilities.includes("embedding")) {
+      if (prompt === "") throw new CliError(`embedding models require input text. Usage: ollamats run ${model} "your text here"`);
+      const resp = await client.embed({
+        model,
+        input: prompt,
+        ...(keepAlive !== undefined ? { keep_alive: keepAlive } : {}),
+        ...(argv.truncate !== undefined ? { truncate: argv.truncate } : {}),
+        ...(argv.dimensions ? { dimensions: argv.dimensions } : {}),
+      });
+      const first = resp.embeddings?.[0];
+      if (!first) throw new CliError("no embeddings returned");
+      process.stdout.write(JSON.stringify(first) + "\n");
+      return;
+    }
+    if (capabilities.includes("image")) throw new CliError("image generation models are not currently supported");
+
+    const common = {
+      model,
+      ...(format !== undefined ? { format } : {}),
+      ...(keepAlive !== undefined ? { keepAlive } : {}),
+      ...(think !== undefined ? { think } : {}),
+      hideThinking: argv.hidethinking,
+      verbose: argv.verbose,
+    };
+
+    if (!interactive) {
+      const controller = new AbortController();
+      const onSigint = () => controller.abort();
+      process.once("SIGINT", onSigint);
+      try {
+        await generateAnswer(client, { ...common, prompt, wordWrap }, controller.signal);
+      } finally {
+        process.off("SIGINT", onSigint);
+      }
+      return;
+    }
+
+    await loadOrUnload(client, { model, ...(keepAlive !== undefined ? { keepAlive } : {}), ...(think !== undefined ? { think } : {}) });
+    for (const msg of info.messages ?? []) {
+      if (msg.role === "user") process.stdout.write(`>>> ${msg.content}\n`);
+      else if (msg.role === "assistant") {
+        new WrapWriter((s) => void process.stdout.write(s), () => process.stdout.columns ?? 80).display(msg.content, wordWrap);
+        process.stdout.write("\n\n");
+      }
+    }
+    const state: SessionState = {
+      model,
+      parentModel: info.details?.parent_model ?? "",
+      loadedMessages: [...(info.messages ?? [])],
+      messages: [],
+      system: "",
+      options: {},
+      wordWrap,
+      verbose: argv.verbose,
+      format: format ?? "",
+      think,
+      thinkExplicit: thinkSet,
+    };
+    await runRepl(client, state, {
+      hideThinking: argv.hidethinking,
+      ...(keepAlive !== undefined ? { keepAlive } : {}),
+      noHistory: cliConfig().noHistory,
+      parseParameter: parseParameterValue,
+      inferThink: (caps, s) => inferThink(caps, s.think, s.thinkExplicit),
+    });
+  }),
+};

@@ -1,0 +1,294 @@
+// The interactive `run` session on a terminal: reads lines with node:readline (history in
+// ~/.ollama/history, 100 entries, unless OLLAMA_NOHISTORY), hands them to ReplInput, and runs the
+// effects it asks for. Ctrl+C while the model answers cancels that answer; at the prompt it clears
+// the line; Ctrl+D on an empty line or /bye exits.
+
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import readline from "node:readline";
+import type { Client } from "../api/client.js";
+import type { KeepAlive, ShowResponse, ThinkValue } from "../api/types.js";
+import { parseModelName } from "../registry/name.js";
+import { errorMessage } from "./connect.js";
+import type { ParameterParser } from "./modelfile-request.js";
+import { loadOrUnload } from "./model-load.js";
+import { formatListTable } from "./model-tables.js";
+import { ReplInput, saveRequest, showCommandOutput, type SessionState } from "./repl-input.js";
+import { COLOR_DEFAULT, COLOR_GREY } from "./response-writer.js";
+import { chatAnswer } from "./stream-answer.js";
+
+const HISTORY_LIMIT = 100;
+
+class History {
+  entries: string[] = [];
+  enabled: boolean;
+  private readonly file = path.join(os.homedir(), ".ollama", "history");
+
+  constructor(enabled: boolean) {
+    this.enabled = enabled;
+    try {
+      this.entries = readFileSync(this.file, "utf8")
+        .split("\n")
+        .map((l) => l.trim())
+        .filter((l) => l !== "")
+        .slice(-HISTORY_LIMIT);
+    } catch {
+      // no history yet
+    }
+  }
+
+  add(line: string): void {
+    if (line.trim() === "") return;
+    this.entries.push(line);
+    if (this.entries.length > HISTORY_LIMIT) this.entries.splice(0, this.entries.length - HISTORY_LIMIT);
+    if (!this.enabled) return;
+    try {
+      mkdirSync(path.dirname(this.file), { recursive: true });
+      writeFileSync(this.file + ".tmp", this.entries.map((e) => e + "\n").join(""), { mode: 0o600 });
+      renameSync(this.file + ".tmp", this.file);
+    } catch {
+      // history is best effort
+    }
+  }
+}
+
+type ReadResult = { kind: "line"; line: string } | { kind: "interrupt"; line: string } | { kind: "eof" };
+
+/**
+ * One readline interface for the session. Lines are queued (a multi-line paste arrives as several
+ * lines at once). Between reads the terminal is put back in cooked mode, so Ctrl+C while the model
+ * answers is a real SIGINT, which cancels the request.
+ */
+class LineReader {
+  private readonly rl: readline.Interface;
+  private readonly queue: ReadResult[] = [];
+  private waiter: ((r: ReadResult) => void) | undefined;
+  private readonly clearPlaceholder = () => void process.stdout.write("\x1b[K");
+
+  constructor(history: string[]) {
+    this.rl = readline.createInterface({
+      input: process.stdin,
+      output: process.stdout,
+      terminal: true,
+      history: [...history].reverse(),
+      historySize: HISTORY_LIMIT,
+    });
+    this.rl.on("line", (line) => this.push({ kind: "line", line }));
+    this.rl.on("SIGINT", () => {
+      // Ctrl+C at the prompt drops what was typed (readline itself would keep it)
+      const state = this.rl as unknown as { line: string; cursor: number };
+      const line = state.line ?? "";
+      state.line = "";
+      state.cursor = 0;
+      this.push({ kind: "interrupt", line });
+    });
+    this.rl.on("close", () => this.push({ kind: "eof" }));
+    this.suspend();
+  }
+
+  private push(r: ReadResult): void {
+    const w = this.waiter;
+    if (!w) {
+      this.queue.push(r);
+      return;
+    }
+    this.waiter = undefined;
+    process.stdin.off("keypress", this.clearPlaceholder);
+    this.suspend();
+    w(r);
+  }
+
+  private suspend(): void {
+    this.rl.pause();
+    if (process.stdin.isTTY) process.stdin.setRawMode(false);
+  }
+
+  read(prompt: string, placeholder: string): Promise<ReadResult> {
+    const queued = this.queue.shift();
+    if (queued) return Promise.resolve(queued);
+    return new Promise((resolve) => {
+      this.waiter = resolve;
+      if (process.stdin.isTTY) process.stdin.setRawMode(true);
+      this.rl.resume();
+      this.rl.setPrompt(prompt);
+      this.rl.prompt();
+      if (placeholder) {
+        process.stdout.write(`${COLOR_GREY}${placeholder}\x1b[${placeholder.length}D${COLOR_DEFAULT}`);
+        process.stdin.once("keypress", this.clearPlaceholder);
+      }
+    });
+  }
+
+  close(): void {
+    this.rl.close();
+  }
+}
+
+export interface ReplOptions {
+  hideThinking: boolean;
+  keepAlive?: KeepAlive;
+  noHistory: boolean;
+  parseParameter: ParameterParser;
+  /** Recomputes the think value after /load (capability-based unless set explicitly). */
+  inferThink: (capabilities: string[], state: SessionState) => ThinkValue | undefined;
+}
+
+export async function runRepl(client: Client, state: SessionState, opts: ReplOptions): Promise<void> {
+  const input = new ReplInput(state, opts.parseParameter);
+  const history = new History(!opts.noHistory);
+  let current: AbortController | undefined;
+  const onSigint = () => current?.abort();
+  process.on("SIGINT", onSigint);
+  const reader = new LineReader(history.entries);
+  let continuation = false;
+  try {
+    for (;;) {
+      const read = await reader.read(
+        continuation ? "... " : ">>> ",
+        continuation ? "Press Enter to send" : "Send a message (/? for help)",
+      );
+      if (read.kind === "eof") {
+        process.stdout.write("\n");
+        return;
+      }
+      if (read.kind === "interrupt") {
+        const r = input.interrupt();
+        process.stdout.write(r.stdout);
+        continuation = false;
+        continue;
+      }
+      history.add(read.line);
+      const r = input.handleLine(read.line);
+      process.stdout.write(r.stdout);
+      process.stderr.write(r.stderr);
+      continuation = r.continuation;
+      const effect = r.effect;
+      if (!effect) continue;
+      switch (effect.type) {
+        case "exit":
+          return;
+        case "history":
+          history.enabled = effect.enabled;
+          break;
+        case "list":
+          process.stdout.write(formatListTable((await client.list()).models, effect.prefix));
+          break;
+        case "check-think":
+          await checkThinking(client, state.model);
+          break;
+        case "show": {
+          let resp: ShowResponse;
+          try {
+            resp = await client.show({ model: state.model, ...(state.system ? { system: state.system } : {}), options: state.options });
+          } catch (err) {
+            process.stdout.write("error: couldn't get model\n");
+            throw err;
+          }
+          const out = showCommandOutput(effect.what, resp, state);
+          process.stdout.write(out.stdout);
+          process.stderr.write(out.stderr);
+          break;
+        }
+        case "save":
+          try {
+            await client.create(saveRequest(state, effect.name, (n) => parseModelName(n) !== null), () => {});
+          } catch (err) {
+            if (errorMessage(err).includes("invalid model name")) {
+              process.stdout.write(`error: The model name '${effect.name}' is invalid\n`);
+              break;
+            }
+            throw err;
+          }
+          process.stdout.write(`Created new model '${effect.name}'\n`);
+          break;
+        case "load":
+          await load(client, state, effect.model, opts);
+          break;
+        case "chat": {
+          current = new AbortController();
+          try {
+            const answer = await chatAnswer(
+              client,
+              {
+                model: state.model,
+                messages: state.messages,
+                ...(state.format !== "" ? { format: state.format } : {}),
+                options: state.options,
+                ...(opts.keepAlive !== undefined ? { keepAlive: opts.keepAlive } : {}),
+                ...(state.think !== undefined ? { think: state.think } : {}),
+                wordWrap: state.wordWrap,
+                hideThinking: opts.hideThinking,
+                verbose: state.verbose,
+              },
+              current.signal,
+            );
+            if (answer) input.addAssistant(answer);
+            else process.stdout.write("\n");
+          } catch (err) {
+            const msg = errorMessage(err);
+            if (msg.includes("does not support thinking") || msg.includes("invalid think value")) {
+              process.stdout.write(`error: ${msg}\n`);
+            } else throw err;
+          } finally {
+            current = undefined;
+          }
+          break;
+        }
+      }
+    }
+  } finally {
+    reader.close();
+    process.off("SIGINT", onSigint);
+  }
+}
+
+async function checkThinking(client: Client, model: string): Promise<void> {
+  try {
+    const resp = await client.show({ model });
+    if (!resp.capabilities?.includes("thinking")) {
+      process.stderr.write(`warning: model ${JSON.stringify(model)} does not support thinking output\n`);
+    }
+  } catch {
+    // only a hint
+  }
+}
+
+/** /load <model>: switch model, clear the conversation, preload. Restores the session on "not found". */
+async function load(client: Client, state: SessionState, model: string, opts: ReplOptions): Promise<void> {
+  const saved = { ...state, messages: [...state.messages], loadedMessages: [...state.loadedMessages] };
+  const restore = () => Object.assign(state, saved);
+  state.model = model;
+  state.messages = [];
+  state.loadedMessages = [];
+  process.stdout.write(`Loading model '${model}'\n`);
+  let info: ShowResponse;
+  try {
+    info = await client.show({ model });
+  } catch (err) {
+    if (errorMessage(err).includes("not found")) {
+      process.stdout.write(`Couldn't find model '${model}'\n`);
+      restore();
+      return;
+    }
+    throw err;
+  }
+  state.parentModel = info.details?.parent_model ?? "";
+  state.loadedMessages = [...(info.messages ?? [])];
+  state.think = opts.inferThink(info.capabilities ?? [], state);
+  try {
+    await loadOrUnload(client, { model, ...(opts.keepAlive !== undefined ? { keepAlive: opts.keepAlive } : {}), ...(state.think !== undefined ? { think: state.think } : {}) });
+  } catch (err) {
+    const msg = errorMessage(err);
+    if (msg.includes("not found")) {
+      process.stdout.write(`Couldn't find model '${model}'\n`);
+      restore();
+      return;
+    }
+    if (msg.includes("does not support thinking")) {
+      process.stdout.write(`error: ${msg}\n`);
+      return;
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,186 @@
+// The REST client against a small local HTTP server: NDJSON streaming, error mapping, blob upload,
+// cancellation and the "server not running" message.
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Client, readLines, ResponseError, ServerUnreachableError } from "../../src/api/client.js";
+import type { GenerateResponse, ProgressResponse } from "../../src/api/types.js";
+
+type Handler = (req: http.IncomingMessage, body: Buffer, res: http.ServerResponse) => void | Promise<void>;
+const routes = new Map<string, Handler>();
+let server: http.Server;
+let base: string;
+const seen: { method: string; url: string; headers: http.IncomingHttpHeaders; body: Buffer }[] = [];
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      seen.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body });
+      const h = routes.get(`${req.method} ${req.url}`);
+      if (!h) {
+        res.writeHead(404, { "content-type": "text/plain" });
+        res.end("404 page not found");
+        return;
+      }
+      void h(req, body, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+const json = (res: http.ServerResponse, status: number, obj?: unknown) => {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(obj === undefined ? "" : JSON.stringify(obj));
+};
+
+describe("Client", () => {
+  it("sends HEAD / for the heartbeat and reads the version", async () => {
+    routes.set("HEAD /", (_q, _b, res) => json(res, 200));
+    routes.set("GET /api/version", (_q, _b, res) => json(res, 200, { version: "9.9.9" }));
+    const c = new Client(base + "/", { userAgent: "ollamats/test" });
+    await c.heartbeat();
+    expect(await c.version()).toBe("9.9.9");
+    expect(seen.at(-1)?.headers["user-agent"]).toBe("ollamats/test");
+  });
+
+  it("streams NDJSON split anywhere across chunks", async () => {
+    routes.set("POST /api/generate", async (_q, body, res) => {
+      expect(JSON.parse(body.toString())).toEqual({ model: "m", prompt: "hi" });
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      const text =
+        JSON.stringify({ model: "m", response: "Hé", done: false }) +
+        "\n" +
+        JSON.stringify({ model: "m", response: "llo ✓", done: false }) +
+        "\n" +
+        JSON.stringify({ model: "m", response: "", done: true, eval_count: 2 }) +
+        "\n";
+      const bytes = Buffer.from(text);
+      for (let i = 0; i < bytes.length; i += 7) {
+        res.write(bytes.subarray(i, i + 7));
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      res.end();
+    });
+    const chunks: GenerateResponse[] = [];
+    await new Client(base).generate({ model: "m", prompt: "hi" }, (c) => chunks.push(c));
+    expect(chunks.map((c) => c.response).join("")).toBe("Héllo ✓");
+    expect(chunks.at(-1)?.eval_count).toBe(2);
+  });
+
+  it("throws the error line of a stream", async () => {
+    routes.set("POST /api/chat", (_q, _b, res) => {
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      res.write(JSON.stringify({ message: { role: "assistant", content: "a" }, done: false }) + "\n");
+      res.end(JSON.stringify({ error: "runner crashed" }) + "\n");
+    });
+    const got: unknown[] = [];
+    const err = await new Client(base).chat({ model: "m", messages: [] }, (c) => got.push(c)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ResponseError);
+    expect((err as Error).message).toBe("runner crashed");
+    expect(got).toHaveLength(1);
+  });
+
+  it("maps HTTP errors to ResponseError with the server's message", async () => {
+    routes.set("POST /api/show", (_q, _b, res) => json(res, 404, { error: "model 'x:latest' not found" }));
+    const err = (await new Client(base).show({ model: "x" }).catch((e: unknown) => e)) as ResponseError;
+    expect(err).toBeInstanceOf(ResponseError);
+    expect(err.message).toBe("model 'x:latest' not found");
+    expect(err.status).toBe(404);
+
+    routes.set("POST /api/create", (_q, _b, res) => json(res, 400, { error: "neither 'from' or 'files' was specified" }));
+    const e2 = (await new Client(base).create({ model: "y" }, () => {}).catch((e: unknown) => e)) as ResponseError;
+    expect(e2.message).toBe("400 Bad Request: neither 'from' or 'files' was specified");
+    expect(e2.error).toBe("neither 'from' or 'files' was specified");
+
+    const e3 = (await new Client(base).pull({ model: "z" }, () => {}).catch((e: unknown) => e)) as ResponseError;
+    expect(e3.status).toBe(404);
+    expect(e3.error).toBe("404 page not found");
+  });
+
+  it("copies and deletes with JSON bodies", async () => {
+    routes.set("POST /api/copy", (_q, _b, res) => json(res, 200));
+    routes.set("DELETE /api/delete", (_q, _b, res) => json(res, 200));
+    const c = new Client(base);
+    await c.copy({ source: "a", destination: "b" });
+    expect(JSON.parse(seen.at(-1)!.body.toString())).toEqual({ source: "a", destination: "b" });
+    await c.delete({ model: "a" });
+    expect(seen.at(-1)).toMatchObject({ method: "DELETE", url: "/api/delete" });
+  });
+
+  it("uploads a blob only when the server lacks it", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ollamats-blob-"));
+    try {
+      const file = path.join(dir, "w.gguf");
+      const data = Buffer.alloc(300_000, 7);
+      writeFileSync(file, data);
+      const digest = `sha256:${createHash("sha256").update(data).digest("hex")}`;
+      const have = new Set<string>();
+      routes.set(`HEAD /api/blobs/${digest}`, (_q, _b, res) => json(res, have.has(digest) ? 200 : 404));
+      routes.set(`POST /api/blobs/${digest}`, (_q, body, res) => {
+        expect(createHash("sha256").update(body).digest("hex")).toBe(digest.slice(7));
+        have.add(digest);
+        json(res, 201);
+      });
+      const progress: number[] = [];
+      await new Client(base).createBlob(digest, file, (sent) => progress.push(sent));
+      expect(progress.at(-1)).toBe(data.length);
+      const posts = seen.filter((s) => s.method === "POST" && s.url.startsWith("/api/blobs/"));
+      expect(posts).toHaveLength(1);
+      expect(posts[0]?.headers["content-length"]).toBe(String(data.length));
+
+      await new Client(base).createBlob(digest, file);
+      expect(seen.filter((s) => s.method === "POST" && s.url.startsWith("/api/blobs/"))).toHaveLength(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("stops a stream when its signal aborts", async () => {
+    routes.set("POST /api/pull", (_q, _b, res) => {
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      res.write(JSON.stringify({ status: "pulling manifest" }) + "\n");
+      // never ends on its own
+    });
+    const controller = new AbortController();
+    const seenStatus: ProgressResponse[] = [];
+    const p = new Client(base).pull({ model: "m" }, (s) => {
+      seenStatus.push(s);
+      controller.abort();
+    }, controller.signal);
+    await expect(p).rejects.toThrow();
+    expect(seenStatus).toEqual([{ status: "pulling manifest" }]);
+    routes.delete("POST /api/pull");
+  });
+
+  it("reports a refused connection with the serve hint", async () => {
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const err = await new Client(`http://127.0.0.1:${port}`).heartbeat().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ServerUnreachableError);
+    expect((err as Error).message).toBe("could not connect to ollamats server, run 'ollamats serve' to start it");
+  });
+});
+
+describe("readLines", () => {
+  it("splits lines, drops blank ones and keeps a last unterminated line", async () => {
+    async function* src() {
+      yield Buffer.from('{"a":1}\r\n\n{"b"');
+      yield Buffer.from(':2}\n{"c":3}');
+    }
+    const lines: string[] = [];
+    for await (const l of readLines(src())) lines.push(l);
+    expect(lines).toEqual(['{"a":1}', '{"b":2}', '{"c":3}']);
+  });
+});

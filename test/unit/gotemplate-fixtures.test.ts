@@ -244,3 +244,16 @@ describe("phi-3 and chatml (ollama template/)", () => {
     );
   });
 });
+
+describe("legacy .Response cut quirks (as in Ollama)", () => {
+  it("branch pipelines don't trigger the cut; everything after the first .Response field goes", () => {
+    const t = OllamaTemplate.parse("{{ if .Response }}R{{ end }}{{ .Prompt }}|{{ .Response }}|END");
+    expect(t.execute({ messages: [{ role: "user", content: "hi" }] })).toBe("hi|");
+  });
+  it("the final turn runs without Ollama's funcs", () => {
+    const t = OllamaTemplate.parse("{{ json .Prompt }}{{ .Response }}");
+    expect(() => t.execute({ messages: [{ role: "user", content: "hi" }] })).toThrow(
+      'template: :1:3: executing "" at <json>: "json" is not a defined function',
+    );
+  });
+});

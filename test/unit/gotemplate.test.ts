@@ -500,3 +500,27 @@ describe("references / identifiers", () => {
     expect(t.identifiers()).toEqual(["$", "arguments", "function", "messages", "role", "suffix", "system", "toolcalls", "tools"]);
   });
 });
+
+describe("idioms from registry templates", () => {
+  it("granite's counter: len (printf \"a%*s\" $n \"\")", () => {
+    expect(render('{{ $c := 0 }}{{ $c = len (printf "a%*s" $c "") }}{{ $c = len (printf "a%*s" $c "") }}{{ $c }}')).toBe("2");
+  });
+  it("granite's role prefix test", () => {
+    const t = '{{ range .M }}{{ if (and (ge (len .Role) 7) (eq (slice .Role 0 7) "control")) }}[{{ slice .Role 7 }}]{{ else }}{{ .Role }}{{ end }};{{ end }}';
+    expect(render(t, { M: [{ Role: "controlthinking" }, { Role: "user" }, { Role: "control" }] })).toBe("[thinking];user;[];");
+  });
+  it("gpt-oss style property rendering", () => {
+    const P = {
+      city: toolPropertyValue({ type: "string", description: "City" }),
+      n: toolPropertyValue({ type: ["integer", "null"] }),
+    };
+    const t =
+      "{{ range $name, $prop := .P }}{{ if $prop.Description }}// {{ $prop.Description }}\n{{ end }}" +
+      "{{ $name }}: {{ if gt (len $prop.Type) 1 }}{{ range $i, $t := $prop.Type }}{{ if $i }} | {{ end }}{{ $t }}{{ end }}{{ else }}{{ index $prop.Type 0 }}{{ end }},\n{{ end }}";
+    expect(render(t, { P })).toBe("// City\ncity: string,\nn: integer | null,\n");
+  });
+  it("a property type prints through its String method", () => {
+    const P = { a: toolPropertyValue({ type: "string" }), b: toolPropertyValue({ type: ["string", "null"] }) };
+    expect(render("{{ .P.a.Type }}|{{ .P.b.Type }}|{{ json .P.b }}", { P })).toBe('string|[string null]|{"type":["string","null"]}');
+  });
+});

@@ -7,7 +7,6 @@ import { FuncCtx, FuncDef, FuncError, isTrue, truth } from "./funcs.js";
 import { BranchNode, CommandNode, FieldNode, Node, NumberNode, PipeNode, TemplateNode, Tree, VariableNode, nodeString } from "./parser.js";
 import { GoFloat, GoStruct, kindOf, lengthOf, mapEntries, mapGet, numberValue, stringerOf, typeName, unwrap, utf8Length } from "./values.js";
 
-
 export interface ExecEnv {
   trees: ReadonlyMap<string, Tree>;
   text: string;

@@ -41,6 +41,7 @@ export const generateSchema = z.object({
   images: z.array(z.string()).nullish(),
   options,
   think,
+  _debug_render_only: z.boolean().optional(),
 });
 export type GenerateBody = z.infer<typeof generateSchema>;
 
@@ -53,6 +54,7 @@ export const chatSchema = z.object({
   keep_alive: keepAlive,
   options,
   think,
+  _debug_render_only: z.boolean().optional(),
 });
 export type ChatBody = z.infer<typeof chatSchema>;
 

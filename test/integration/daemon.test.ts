@@ -257,3 +257,52 @@ describe("listing", () => {
     expect((await ollama.version()).version).toMatch(/^\d+\.\d+\.\d+/);
   });
 });
+
+describe("prompt templates", () => {
+  const render = async (path: string, body: object) => {
+    const r = await fetch(`${d.url}${path}`, { method: "POST", body: JSON.stringify({ ...body, _debug_render_only: true }) });
+    expect(r.status).toBe(200);
+    return ((await r.json()) as { _debug_info: { rendered_template: string } })._debug_info.rendered_template;
+  };
+  const create = async (body: object) => {
+    const r = await fetch(`${d.url}/api/create`, { method: "POST", body: JSON.stringify({ ...body, stream: false }) });
+    expect(r.status).toBe(200);
+  };
+
+  it("without a TEMPLATE the GGUF's Jinja chat template renders the conversation", async () => {
+    const text = await render("/api/chat", { model: "tiny", messages: [{ role: "user", content: "Hi" }] });
+    expect(text).toBe("<|im_start|>system\nYou are a tiny test model.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  });
+
+  it("a Go messages template, the model's MESSAGEs and system are rendered as Ollama does", async () => {
+    const template =
+      "{{- range .Messages }}<|{{ .Role }}|>{{ .Content }}{{ if eq .Role \"user\" }}\n{{ end }}{{ end }}<|assistant|>";
+    await create({ model: "tmpl-msgs", from: "tiny", template, system: "Be brief.", messages: [{ role: "user", content: "Earlier" }, { role: "assistant", content: "Ok" }] });
+    const text = await render("/api/chat", { model: "tmpl-msgs", messages: [{ role: "user", content: "Now" }] });
+    expect(text).toBe("<|system|>Be brief.<|user|>Earlier\n<|assistant|>Ok<|user|>Now\n<|assistant|>");
+    const r = await ollama.chat({ model: "tmpl-msgs", messages: [{ role: "user", content: "Now" }], options: opts });
+    expect(r.message.content.length).toBeGreaterThan(0);
+  });
+
+  it("a legacy .System/.Prompt/.Response template runs per turn (generate and chat)", async () => {
+    const template = "{{ if .System }}S:{{ .System }}\n{{ end }}U:{{ .Prompt }}\nA:{{ .Response }}\n";
+    await create({ model: "tmpl-legacy", from: "tiny", template, system: "" });
+    const gen = await render("/api/generate", { model: "tmpl-legacy", prompt: "Q1", system: "sys" });
+    expect(gen).toBe("S:sys\nU:Q1\nA:");
+    const chat = await render("/api/chat", {
+      model: "tmpl-legacy",
+      messages: [
+        { role: "user", content: "Q1" },
+        { role: "assistant", content: "R1" },
+        { role: "user", content: "Q2" },
+      ],
+    });
+    expect(chat).toBe("U:Q1\nA:R1\nU:Q2\nA:");
+  });
+
+  it("a template that does not parse is refused at create with a 400", async () => {
+    const r = await fetch(`${d.url}/api/create`, { method: "POST", body: JSON.stringify({ model: "tmpl-bad", from: "tiny", template: "{{ if .X }", stream: false }) });
+    expect(r.status).toBe(400);
+    expect(await errorOf(r)).toMatch(/^template error: template: :1: /);
+  });
+});

@@ -2,7 +2,7 @@
 // the Go TEMPLATE layer (or request `template`) wins; else the GGUF's Jinja chat template;
 // else Ollama's default `{{ .Prompt }}` pass-through.
 import { Template as JinjaTemplate } from "@huggingface/jinja";
-import { parseTemplate, type Template as GoTemplate } from "./gotemplate/index.js";
+import { OllamaTemplate, type ApiMessage, type ApiTool } from "./gotemplate/ollama.js";
 import { badRequest } from "../errors.js";
 
 export interface RenderMessage {
@@ -24,18 +24,18 @@ export interface RenderInput {
 }
 
 export type PromptTemplate =
-  | { kind: "go"; source: string; template: GoTemplate }
+  | { kind: "go"; source: string; template: OllamaTemplate }
   | { kind: "jinja"; source: string; template: JinjaTemplate; bos: string; eos: string }
   | { kind: "default" };
 
-const goCache = new Map<string, GoTemplate>();
+const goCache = new Map<string, OllamaTemplate>();
 const jinjaCache = new Map<string, JinjaTemplate>();
 
-export function goTemplate(source: string): GoTemplate {
+export function goTemplate(source: string): OllamaTemplate {
   let t = goCache.get(source);
   if (!t) {
     try {
-      t = parseTemplate(source);
+      t = OllamaTemplate.parse(source);
     } catch (err) {
       throw badRequest(`template error: ${(err as Error).message}`);
     }
@@ -57,76 +57,24 @@ export function selectTemplate(go: string | undefined, jinja: string | undefined
   return { kind: "default" };
 }
 
-/** Go templates see Go-cased fields (reference §7.1). */
-function goMessage(m: RenderMessage) {
+/** Tool-call arguments sent as a JSON string (OpenAI style) become the object templates expect. */
+function apiMessage(m: RenderMessage): ApiMessage {
+  if (!m.tool_calls) return m as ApiMessage;
   return {
-    Role: m.role,
-    Content: m.content,
-    Thinking: m.thinking ?? "",
-    Images: m.images ?? [],
-    ToolCalls: (m.tool_calls ?? []).map((c) => ({
-      ID: c.id ?? "",
-      Function: { Index: c.function.index ?? 0, Name: c.function.name, Arguments: c.function.arguments ?? {} },
-    })),
-    ToolName: m.tool_name ?? "",
-    ToolCallID: m.tool_call_id ?? "",
+    ...m,
+    tool_calls: m.tool_calls.map((c) => {
+      let args = c.function.arguments;
+      if (typeof args === "string") {
+        try {
+          args = JSON.parse(args);
+        } catch {
+          args = {};
+        }
+      }
+      const obj = args && typeof args === "object" && !Array.isArray(args) ? (args as Record<string, unknown>) : {};
+      return { ...c, function: { ...c.function, arguments: obj } };
+    }),
   };
-}
-
-/** Consecutive messages of one role are merged with "\n\n" (except tool results), as Ollama does. */
-function collate(messages: RenderMessage[]): RenderMessage[] {
-  const out: RenderMessage[] = [];
-  for (const m of messages) {
-    const prev = out.at(-1);
-    if (prev && prev.role === m.role && m.role !== "tool") {
-      out[out.length - 1] = { ...prev, content: `${prev.content}\n\n${m.content}` };
-    } else out.push({ ...m });
-  }
-  return out;
-}
-
-function renderGo(t: GoTemplate, input: RenderInput): string {
-  const systems = input.messages.filter((m) => m.role === "system").map((m) => m.content);
-  const base = {
-    System: systems.join("\n\n"),
-    Tools: input.tools ?? [],
-    Think: input.think ?? false,
-    ThinkLevel: input.thinkLevel ?? "",
-    IsThinkSet: input.isThinkSet ?? false,
-    Prompt: "",
-    Response: "",
-    Suffix: "",
-  };
-  if (t.references(".Messages")) {
-    return t.execute({ ...base, Messages: collate(input.messages).map(goMessage) });
-  }
-  return renderLegacy(t, input, base);
-}
-
-// Legacy .System/.Prompt/.Response templates run once per turn; the final turn stops where
-// .Response would be written, so a trailing assistant message becomes a prefill.
-const RESPONSE_MARK = "\u0000ollamats-response\u0000";
-
-function renderLegacy(t: GoTemplate, input: RenderInput, base: Record<string, unknown>): string {
-  let out = "";
-  let system = "";
-  let prompt = "";
-  const turns: Array<{ system: string; prompt: string; response: string }> = [];
-  for (const m of input.messages) {
-    if (m.role === "system") system = system ? `${system}\n\n${m.content}` : m.content;
-    else if (m.role === "assistant") {
-      turns.push({ system, prompt, response: m.content });
-      system = "";
-      prompt = "";
-    } else prompt = prompt ? `${prompt}\n\n${m.content}` : m.content;
-  }
-  const last = input.messages.at(-1);
-  const prefill = last?.role === "assistant" ? turns.pop() : undefined;
-  for (const turn of turns) out += t.execute({ ...base, System: turn.system, Prompt: turn.prompt, Response: turn.response });
-  const final = prefill ?? { system, prompt, response: "" };
-  const text = t.execute({ ...base, System: final.system, Prompt: final.prompt, Response: RESPONSE_MARK });
-  const cut = text.indexOf(RESPONSE_MARK);
-  return out + (cut === -1 ? text : text.slice(0, cut) + final.response);
 }
 
 function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput): string {
@@ -149,7 +97,13 @@ export function renderPrompt(t: PromptTemplate, input: RenderInput): string {
   try {
     switch (t.kind) {
       case "go":
-        return renderGo(t.template, input);
+        return t.template.execute({
+          messages: input.messages.map(apiMessage),
+          tools: (input.tools ?? []) as ApiTool[],
+          think: input.think,
+          thinkLevel: input.thinkLevel,
+          isThinkSet: input.isThinkSet,
+        });
       case "jinja":
         return renderJinja(t, input);
       case "default":
@@ -164,5 +118,5 @@ export function renderPrompt(t: PromptTemplate, input: RenderInput): string {
 /** Fill-in-the-middle (/api/generate with `suffix`): one execution with .Prompt and .Suffix. */
 export function renderSuffix(t: PromptTemplate, prompt: string, suffix: string): string {
   if (t.kind !== "go") throw badRequest("this model does not support insert");
-  return t.template.execute({ Prompt: prompt, Suffix: suffix, Response: "" });
+  return t.template.execute({ prompt, suffix });
 }

@@ -6,7 +6,7 @@ import { finalMetrics, nowNs, startCompletion, type Completion } from "../comple
 import type { Deps } from "../deps.js";
 import { badRequest } from "../errors.js";
 import { resolveOptions } from "../options.js";
-import type { RenderMessage } from "../prompt/render.js";
+import { renderPrompt, type RenderMessage } from "../prompt/render.js";
 import { chatSchema, type ChatBody } from "../schemas.js";
 import { jsonResponse, ndjsonResponse } from "../stream.js";
 import { checkThink, createdAt, keepAliveOf, requestSignal, resolveSpec, templateFor } from "./common.js";
@@ -81,13 +81,20 @@ export function chatRoutes(deps: Deps): Hono {
     const messages: RenderMessage[] = [...spec.messages, ...body.messages.map(toRender)];
     if (body.messages[0]?.role !== "system" && spec.system) messages.unshift({ role: "system", content: spec.system });
 
+    const template = templateFor(spec);
+    const input = { messages, tools: body.tools ?? undefined };
+    if (body._debug_render_only) {
+      const rendered = renderPrompt(template, input);
+      return jsonResponse({ model: body.model, created_at: createdAt(), message: { role: "", content: "" }, done: false, _debug_info: { rendered_template: rendered } });
+    }
+
     const completion = await startCompletion(deps.scheduler, {
       spec,
       options,
       keepAliveMs,
       signal: ac.signal,
       startedAt,
-      prompt: { template: templateFor(spec), input: { messages, tools: body.tools ?? undefined } },
+      prompt: { template, input },
       wantContext: false,
     });
     const gen = chunks(body.model, completion, startedAt);

@@ -5,6 +5,7 @@ import { AsyncQueue } from "../../backends/async-queue.js";
 import { CreateError, createModel } from "../../registry/create.js";
 import { parseModelName } from "../../registry/name.js";
 import { parseBody } from "../body.js";
+import { goTemplate } from "../prompt/render.js";
 import type { Deps } from "../deps.js";
 import { ApiError, badRequest } from "../errors.js";
 import { createSchema } from "../schemas.js";
@@ -17,6 +18,7 @@ export function createRoutes(deps: Deps): Hono {
     const name = parseModelName(body.model ?? body.name ?? "");
     if (!name) throw badRequest("invalid model name");
     if (body.quantize ?? body.quantization) throw badRequest("quantization is not supported yet by ollamats");
+    if (body.template !== undefined) goTemplate(body.template); // a bad template is a 400 before anything is written
     const events = new AsyncQueue<ProgressResponse>();
     const done = createModel(
       deps.store,

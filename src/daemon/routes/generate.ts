@@ -6,7 +6,7 @@ import { finalMetrics, nowNs, startCompletion, type Completion } from "../comple
 import type { Deps } from "../deps.js";
 import { badRequest } from "../errors.js";
 import { resolveOptions } from "../options.js";
-import { renderSuffix, type RenderMessage } from "../prompt/render.js";
+import { renderPrompt, renderSuffix, type RenderMessage } from "../prompt/render.js";
 import { generateSchema, type GenerateBody } from "../schemas.js";
 import { jsonResponse, ndjsonResponse } from "../stream.js";
 import { checkThink, createdAt, keepAliveOf, requestSignal, resolveSpec, templateFor } from "./common.js";
@@ -77,6 +77,11 @@ export function generateRoutes(deps: Deps): Hono {
       if (!body.context?.length) messages.push(...spec.messages);
       messages.push({ role: "user", content: body.prompt, ...(body.images ? { images: body.images } : {}) });
       prompt = { template, input: { messages } };
+    }
+
+    if (body._debug_render_only) {
+      const rendered = "text" in prompt ? prompt.text : renderPrompt(prompt.template, prompt.input);
+      return jsonResponse({ model: body.model, created_at: createdAt(), response: "", done: false, _debug_info: { rendered_template: rendered } });
     }
 
     const completion = await startCompletion(deps.scheduler, {

@@ -306,27 +306,57 @@ async function main(): Promise<void> {
       `${p0.decode.tokens} tokens once and times ${TTFT_PER_ROUND} first tokens, then unloads`,
   );
 
-  const d = await startDaemon({ OLLAMA_NUM_PARALLEL: "1", OLLAMA_MAX_LOADED_MODELS: "1", OLLAMA_KEEP_ALIVE: "10m" });
+  const daemonEnv = { OLLAMA_NUM_PARALLEL: "1", OLLAMA_MAX_LOADED_MODELS: "1", OLLAMA_KEEP_ALIVE: "10m" };
+  let d: TestDaemon | undefined;
+  /** A daemon with the model created in it; a new one if the last one died (something outside killed it). */
+  const daemonUp = async (): Promise<TestDaemon> => {
+    if (d && d.proc.exitCode === null && d.proc.signalCode === null) return d;
+    if (d) {
+      console.log(`  daemon ${d.proc.pid} died (${d.proc.signalCode ?? d.proc.exitCode}); starting another`);
+      await d.stop().catch(() => undefined);
+    }
+    const fresh = await startDaemon(daemonEnv);
+    d = fresh;
+    await sleep(1000); // let start-up settle before reading RSS
+    const rss = await readRssMiB(fresh.proc.pid!);
+    const created = await createModelFromFile(fresh.url, MODEL_NAME, modelPath);
+    if (!created.ok) throw new Error(`create failed: ${created.status} ${await created.text()}`);
+    await created.text();
+    if (rssStartMiB === null) {
+      rssStartMiB = rss;
+      rssAfterCreateMiB = await readRssMiB(fresh.proc.pid!);
+    }
+    return fresh;
+  };
   const daemonRounds: DaemonRound[] = [];
   const directRounds: SideResult[] = [];
   let rssStartMiB: number | null = null;
   let rssAfterCreateMiB: number | null = null;
+  const restarts: string[] = [];
   try {
-    const pid = d.proc.pid!;
-    await sleep(1000); // let start-up settle
-    rssStartMiB = await readRssMiB(pid);
-    const created = await createModelFromFile(d.url, MODEL_NAME, modelPath);
-    if (!created.ok) throw new Error(`create failed: ${created.status} ${await created.text()}`);
-    await created.text();
-    rssAfterCreateMiB = await readRssMiB(pid);
-
     for (let r = 0; r < ROUNDS; r++) {
       const plan = plans[r]!;
       const daemonFirst = r % 2 === 0;
       for (const side of daemonFirst ? ["daemon", "direct"] : ["direct", "daemon"]) {
         const t = nowMs();
-        if (side === "daemon") daemonRounds.push(await runDaemonRound(d, plan));
-        else directRounds.push(await runDirectSide(plan));
+        if (side === "daemon") {
+          for (let attempt = 1; ; attempt++) {
+            const dd = await daemonUp();
+            try {
+              daemonRounds.push(await runDaemonRound(dd, plan));
+              break;
+            } catch (err) {
+              // Retry the round only when the daemon itself went away under us.
+              await sleep(200);
+              const gone = dd.proc.exitCode !== null || dd.proc.signalCode !== null || /received SIG/.test(dd.logs());
+              if (!gone || attempt >= 2) throw err;
+              const why = `round ${r + 1}: daemon stopped by a signal from outside the bench (${(err as Error).message})`;
+              restarts.push(why);
+              console.log(`  ${why}; retrying the round`);
+              await dd.stop().catch(() => undefined);
+            }
+          }
+        } else directRounds.push(await runDirectSide(plan));
         const res = side === "daemon" ? daemonRounds.at(-1)! : directRounds.at(-1)!;
         console.log(
           `  round ${r + 1} ${side.padEnd(6)} ${f1(res.decode[0]?.wallTokPerS)} tok/s, first token ` +
@@ -335,11 +365,11 @@ async function main(): Promise<void> {
       }
     }
   } catch (err) {
-    process.stderr.write(`--- daemon log (tail) ---\n${d.logs().slice(-4000)}\n`);
+    if (d) process.stderr.write(`--- daemon log (tail) ---\n${d.logs().slice(-4000)}\n`);
     throw err;
   } finally {
     agent.destroy();
-    await d.stop();
+    await d?.stop();
   }
 
   const daemon = merge(daemonRounds);
@@ -427,7 +457,7 @@ async function main(): Promise<void> {
       ttftOverhead: summary.ttftOverheadMs <= TARGETS.ttftOverheadMs,
       idleRss: summary.daemonIdleRssMiB <= TARGETS.idleRssMiB,
     },
-    daemon: { rssStartMiB, rssAfterCreateMiB, rounds: daemonRounds },
+    daemon: { rssStartMiB, rssAfterCreateMiB, restarts, rounds: daemonRounds },
     direct: { rounds: directRounds },
     totalSeconds,
   };

@@ -272,7 +272,7 @@ export function encode(type: WritableType, src: Float32Array, out: Uint8Array): 
   }
 }
 
-/** Reuses-a-buffer: tensor bytes for `elements` values produced by `fill(dst, startIndex)`. */
+/** Encoded tensor bytes, chunk by chunk (whole rows; the yielded buffer is reused between chunks), for `elements` values produced by `fill(dst, startIndex)`. */
 export function* encodedChunks(
   type: WritableType, elements: number, rowLen: number,
   fill: (dst: Float32Array, start: number) => void, chunkElements = 1 << 20,

@@ -9,7 +9,7 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
-import { cpuSnapshot, foreignCores, readRssMiB, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
+import { cpuMs, cpuSnapshot, foreignCores, readRssMiB, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
 
 function nowMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
@@ -90,7 +90,9 @@ async function run(plan: BenchPlan): Promise<SideResult> {
   const cpu0 = await cpuSnapshot(["self"]);
   const decode: DecodeRun[] = [];
   for (let i = 0; i < plan.decode.runs; i++) {
+    const c0 = await cpuMs(process.pid, "main");
     const g = await generate(model, seq, plan, plan.decode.prompt, plan.decode.tokens);
+    const c1 = await cpuMs(process.pid, "main");
     const n = g.tokens.length;
     decode.push({
       promptTokens: g.promptTokens,
@@ -100,6 +102,7 @@ async function run(plan: BenchPlan): Promise<SideResult> {
       wallTokPerS: (n - 1) / ((g.tEnd - g.tFirst) / 1000),
       chunks: n,
       text: model.detokenize(g.tokens.filter((t) => !model.isEogToken(t)), false),
+      cpuMsPerToken: { main: (c1 - c0) / n },
     });
   }
 

@@ -34,6 +34,10 @@ export interface DecodeRun {
   /** Messages the consumer received carrying text (daemon: NDJSON lines; direct: tokens). */
   chunks: number;
   text: string;
+  /** CPU time per generated token, ms, by where it was spent (see cpuMs): on the daemon side
+   *  `daemon` (all its threads), `runnerMain` (the runner's JS thread) and `client` (this bench);
+   *  on the direct side `main` (the JS thread that consumes the tokens). */
+  cpuMsPerToken: Record<string, number>;
 }
 
 export interface TtftRun {
@@ -115,4 +119,17 @@ export function foreignCores(a: CpuSnapshot, b: CpuSnapshot): number {
   const seconds = (b.t - a.t) / 1000;
   if (seconds <= 0) return 0;
   return Math.max(0, (b.busy - a.busy - (b.own - a.own)) / 100 / seconds);
+}
+
+/** CPU time a process has run, in ms, from the scheduler's per-thread counters (ns resolution):
+ *  only its main (JS) thread, or all its threads. */
+export async function cpuMs(pid: number, which: "main" | "all"): Promise<number> {
+  const { readFile, readdir } = await import("node:fs/promises");
+  const tids = which === "main" ? [String(pid)] : await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  let ns = 0;
+  for (const tid of tids) {
+    const text = await readFile(`/proc/${pid}/task/${tid}/schedstat`, "utf8").catch(() => "0");
+    ns += Number(text.split(" ")[0]) || 0;
+  }
+  return ns / 1e6;
 }

@@ -9,6 +9,7 @@
 //   (c) the daemon's RSS with no model: after start, and after a model was unloaded (keep_alive 0).
 // The two sides never run at the same time: the daemon is stopped before the direct process starts.
 // Prints a table and the ratios against their targets; writes .cache/bench-latest.json.
+// BENCH_ROUNDS (default 3) and BENCH_TOKENS (default 128) shorten a run for a smoke check.
 import { fork } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import http from "node:http";
@@ -17,7 +18,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { childPids, createModelFromFile, REPO, startDaemon, type TestDaemon } from "../test/helpers/daemon.js";
 import { makeTestModel } from "./make-test-model.js";
-import { cpuSnapshot, foreignCores, median, promptFor, readRssMiB, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
+import { cpuMs, cpuSnapshot, foreignCores, median, promptFor, readRssMiB, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MODEL_NAME = "bench-1b:q4_0";
@@ -142,7 +143,7 @@ async function daemonGenerate(d: TestDaemon, plan: BenchPlan, prompt: string, nu
   return r;
 }
 
-function decodeRunOf(r: Streamed): DecodeRun {
+function decodeRunOf(r: Streamed, cpuMsPerToken: Record<string, number>): DecodeRun {
   const final = r.lines.at(-1)!;
   const textLines = r.lines.filter((l) => typeof l.obj.response === "string" && l.obj.response !== "");
   const n = Number(final.obj.eval_count);
@@ -156,6 +157,7 @@ function decodeRunOf(r: Streamed): DecodeRun {
     wallTokPerS: (n - 1) / ((final.t - first) / 1000),
     chunks: textLines.length,
     text: textLines.map((l) => l.obj.response as string).join(""),
+    cpuMsPerToken,
   };
 }
 
@@ -179,7 +181,24 @@ async function runDaemonRound(d: TestDaemon, plan: BenchPlan): Promise<DaemonRou
   const own: Array<number | "self"> = ["self", pid, ...(runnerPid ? [runnerPid] : [])];
   const cpu0 = await cpuSnapshot(own);
   const decode: DecodeRun[] = [];
-  for (let i = 0; i < plan.decode.runs; i++) decode.push(decodeRunOf(await daemonGenerate(d, plan, plan.decode.prompt, plan.decode.tokens)));
+  for (let i = 0; i < plan.decode.runs; i++) {
+    const cpu = async () => ({
+      daemon: await cpuMs(pid, "all"),
+      runnerMain: runnerPid ? await cpuMs(runnerPid, "main") : NaN,
+      client: ((u) => (u.user + u.system) / 1000)(process.cpuUsage()),
+    });
+    const c0 = await cpu();
+    const r = await daemonGenerate(d, plan, plan.decode.prompt, plan.decode.tokens);
+    const c1 = await cpu();
+    const n = Number(r.lines.at(-1)!.obj.eval_count) || 1;
+    decode.push(
+      decodeRunOf(r, {
+        daemon: (c1.daemon - c0.daemon) / n,
+        runnerMain: (c1.runnerMain - c0.runnerMain) / n,
+        client: (c1.client - c0.client) / n,
+      }),
+    );
+  }
 
   const ttft: TtftRun[] = [];
   const firstTokenPathMs: number[] = [];
@@ -267,6 +286,8 @@ interface Summary {
   daemonIdleRssMiB: number;
   sameText: boolean;
   foreignCoresMax: number;
+  addedCpuMsPerToken?: number;
+  estimatedDecodeRatioFromCpu?: number;
 }
 
 function merge(rounds: SideResult[]): SideResult {
@@ -283,7 +304,9 @@ async function main(): Promise<void> {
   const tStart = nowMs();
   const threads = os.availableParallelism();
   const modelPath = await makeTestModel({ shape: "1b", type: "Q4_0", seed: 1 });
-  const ROUNDS = 3;
+  // BENCH_ROUNDS / BENCH_TOKENS shorten a run for a smoke check; the defaults are the benchmark.
+  const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS) || 3);
+  const TOKENS = Math.max(8, Number(process.env.BENCH_TOKENS) || 128);
   const TTFT_PER_ROUND = 3;
   // Round r runs the same plan on both sides; the ttft prompts are new in every round.
   const plans: BenchPlan[] = Array.from({ length: ROUNDS }, (_, r) => ({
@@ -293,7 +316,7 @@ async function main(): Promise<void> {
     numBatch: 512,
     sampling: { temperature: 0.8, topK: 40, topP: 0.9, minP: 0, seed: 42 },
     warmup: { prompt: promptFor(40), tokens: 16 },
-    decode: { prompt: promptFor(30), tokens: 128, runs: 1 },
+    decode: { prompt: promptFor(30), tokens: TOKENS, runs: 1 },
     ttft: { prompts: Array.from({ length: TTFT_PER_ROUND }, (_, i) => promptFor(r * TTFT_PER_ROUND + i)), tokens: 4 },
   }));
   const p0 = plans[0]!;
@@ -365,7 +388,10 @@ async function main(): Promise<void> {
       }
     }
   } catch (err) {
-    if (d) process.stderr.write(`--- daemon log (tail) ---\n${d.logs().slice(-4000)}\n`);
+    if (d) {
+      const state = d.proc.exitCode !== null || d.proc.signalCode !== null ? `exited (${d.proc.signalCode ?? d.proc.exitCode})` : "running";
+      process.stderr.write(`--- daemon ${d.proc.pid} ${state}; log (tail) ---\n${d.logs().slice(-4000)}\n`);
+    }
     throw err;
   } finally {
     agent.destroy();
@@ -396,6 +422,20 @@ async function main(): Promise<void> {
     sameText: daemon.decode.every((x, i) => x.text === direct.decode[i]?.text),
     foreignCoresMax: Math.max(daemon.foreignCores, direct.foreignCores),
   };
+  const cpuMed = (side: SideResult, k: string) => median(side.decode.map((x) => x.cpuMsPerToken[k] ?? NaN));
+  const cpu = {
+    daemon: cpuMed(daemon, "daemon"),
+    runnerMain: cpuMed(daemon, "runnerMain"),
+    client: cpuMed(daemon, "client"),
+    directMain: cpuMed(direct, "main"),
+  };
+  // CPU the daemon path adds per token: the daemon process plus what the runner's JS thread does
+  // beyond the direct consumer. With every core busy with engine threads, each ms of it delays
+  // the token by about a ms, which gives an estimate that does not depend on other load.
+  const addedCpuMs = cpu.daemon + Math.max(0, cpu.runnerMain - cpu.directMain);
+  const estimatedRatio = 1000 / xWall / (1000 / xWall + addedCpuMs);
+  summary.addedCpuMsPerToken = addedCpuMs;
+  summary.estimatedDecodeRatioFromCpu = estimatedRatio;
   const produced = (s: SideResult) => s.decode.map((x) => `${x.tokens}${x.doneReason === "stop" ? " (eos)" : ""}`).join(" ");
   const pathMs = daemonRounds.flatMap((x) => x.firstTokenPathMs);
 
@@ -408,6 +448,9 @@ async function main(): Promise<void> {
       ["  per run, client wall", daemon.decode.map((x) => f1(x.wallTokPerS)).join(" "), direct.decode.map((x) => f1(x.wallTokPerS)).join(" "), ""],
       ["  tokens produced per run", produced(daemon), produced(direct), ""],
       ["  text chunks per run", daemon.decode.map((x) => x.chunks).join(" "), direct.decode.map((x) => x.chunks).join(" "), ""],
+      ["  CPU ms/token: daemon process", f2(cpu.daemon), "", ""],
+      ["  CPU ms/token: JS thread next to the engine", f2(cpu.runnerMain) + " (runner)", f2(cpu.directMain), ""],
+      ["  CPU ms/token: HTTP client (this bench)", f2(cpu.client), "", ""],
       [`first token ms (median of ${daemon.ttft.length})`, f1(dTtft), f1(xTtft), f2(dTtft / xTtft)],
       ["  per run", daemon.ttft.map((x) => f1(x.ms)).join(" "), direct.ttft.map((x) => f1(x.ms)).join(" "), ""],
       ["  prompt tokens", daemon.ttft.map((x) => x.promptTokens).join(" "), direct.ttft.map((x) => x.promptTokens).join(" "), ""],
@@ -420,6 +463,10 @@ async function main(): Promise<void> {
   console.log("");
   console.log(`same generated text on both sides: ${summary.sameText ? "yes" : "NO"}`);
   console.log(`first token, client time minus runner prompt_eval_duration (HTTP + scheduler + IPC), ms: ${pathMs.map(f1).join(" ")} (median ${f1(median(pathMs))})`);
+  console.log(
+    `CPU the daemon path adds per token: ${f2(addedCpuMs)} ms (daemon ${f2(cpu.daemon)} + runner JS thread beyond direct ` +
+      `${f2(Math.max(0, cpu.runnerMain - cpu.directMain))}); at ${f1(1000 / xWall)} ms/token that predicts a decode ratio of ${f2(estimatedRatio)}`,
+  );
   const exits = daemonRounds.map((x) => x.runnerExitedMs);
   console.log(`runner process gone after keep_alive 0, ms: ${exits.map((x) => (x == null ? "never" : f1(x))).join(" ")}`);
   if (summary.foreignCoresMax > 0.2) {
@@ -467,5 +514,6 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  if (err instanceof Error && err.cause) console.error("cause:", err.cause);
   process.exit(1);
 });

@@ -7,6 +7,10 @@ export interface DeviceInfo {
   name: string;
   totalBytes: number;
   freeBytes: number;
+  /** GPUs: the ggml backend ("cuda", "vulkan", "metal"); "cpu" for system memory. */
+  library?: string;
+  /** CPU: free swap, which Ollama counts toward what a model may use. */
+  swapFreeBytes?: number;
 }
 
 /** Options fixed when a runner is loaded; a request that differs forces a reload. */
@@ -25,6 +29,10 @@ export interface LoadOptions {
 
 export interface LoadPlan {
   gpuLayers: number;
+  /** GPU ids (DeviceInfo.id) the runner may use; absent = all. */
+  gpus?: string[];
+  /** Stall timeout of the load (OLLAMA_LOAD_TIMEOUT): reset by load progress; absent = none. */
+  loadTimeoutMs?: number;
 }
 
 export interface LoadedInfo {
@@ -33,6 +41,12 @@ export interface LoadedInfo {
   sizeBytes: number; // weights + KV + compute, as allocated
   vramBytes: number;
   threads: number;
+  /** What the context really got (after any fallback in the runner). */
+  flashAttention?: boolean;
+  kvCacheTypeK?: string;
+  kvCacheTypeV?: string;
+  /** Fallbacks the runner had to make, for the daemon's log. */
+  warnings?: string[];
 }
 
 /** Sampling options of one request, already defaulted (Ollama's DefaultOptions). */
@@ -58,7 +72,24 @@ export interface GenerateJob {
   stop: string[];
   /** Return prompt + output token ids in the done event (/api/generate `context`). */
   wantContext: boolean;
+  /** Constrained decoding (`format`): the generic JSON grammar or a JSON schema. */
+  grammar?: GrammarSpec;
+  /** Context shift (default true): a prompt or generation that outgrows num_ctx drops old tokens. */
+  shift?: boolean;
+  /** Truncate a prompt longer than num_ctx (default true); false → PROMPT_TOO_LONG. */
+  truncate?: boolean;
+  /** Tokens kept at the start on a context shift (Ollama num_keep, default 4). */
+  numKeep?: number;
 }
+
+/** A JSON schema already rewritten into the grammar compiler's dialect (daemon/prompt/format.ts). */
+export type GrammarSpec = { kind: "json" } | { kind: "schema"; schema: Record<string, unknown> };
+
+/** Runner error for a prompt that does not fit while truncation or shifting is off (a 400). */
+export const PROMPT_TOO_LONG =
+  "the prompt is longer than the context length currently available to the model; shorten the prompt, adjust the context length in settings, or use a model with a longer context length";
+/** Prefix of the runner error for a `format` schema the grammar compiler rejects (a 400). */
+export const INVALID_SCHEMA_PREFIX = "invalid JSON schema in format: ";
 
 export interface GenerateStats {
   doneReason: "stop" | "length";
@@ -67,6 +98,8 @@ export interface GenerateStats {
   evalCount: number;
   evalDurationNs: number;
   context?: number[];
+  /** Prompt tokens taken from the slot's cache instead of being evaluated (prefix reuse). */
+  cachedTokens?: number;
 }
 
 export type RunnerEvent = { type: "text"; text: string } | ({ type: "done" } & GenerateStats);

@@ -2,6 +2,9 @@
 
 export const NAME = "ollamats";
 
+/** Commands made of subcommands (`ollamats service install`). */
+const GROUPS = ["service"];
+
 /** Rewrite arguments yargs reads differently from cobra: `help [cmd]`, and a bare `--think`. */
 export function normalizeArgs(args: string[]): string[] {
   const out = [...args];
@@ -25,6 +28,7 @@ export function usageError(msg: string, command: string | undefined, args: strin
     const short = args.find((a) => /^-[^-]/.test(a) && a.slice(1).includes(first) && first.length === 1);
     if (short !== undefined) return `unknown shorthand flag: '${first}' in ${short}`;
     if (command === undefined) return `unknown command "${first}" for "${NAME}"`;
+    if (GROUPS.includes(command) && args[args.indexOf(command) + 1] === first) return `unknown command "${first}" for "${NAME} ${command}"`;
     return `unexpected argument "${first}" for "${NAME} ${command}"`;
   }
   if ((m = /^Unknown command: (.*)$/.exec(msg))) return `unknown command "${m[1]}" for "${NAME}"`;

@@ -154,3 +154,20 @@ export function formatSummary(m: Metrics): string {
   }
   return lines.map((l) => l + "\n").join("");
 }
+
+/** Go's json.Marshal of a float32: the shortest decimal that reads back as the same float32. */
+export function float32Json(x: number): string {
+  if (!Number.isFinite(x)) throw new Error(`json: unsupported value: ${x}`);
+  const f = Math.fround(x);
+  if (f === 0) return Object.is(f, -0) ? "-0" : "0";
+  for (let p = 1; p <= 9; p++) {
+    const n = Number(f.toPrecision(p));
+    if (Math.fround(n) === f) return String(n);
+  }
+  return String(f);
+}
+
+/** `ollama run <embedding model>`: the vector as Go prints a []float32 with json.Marshal. */
+export function formatEmbedding(vector: number[]): string {
+  return `[${vector.map(float32Json).join(",")}]`;
+}

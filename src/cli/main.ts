@@ -12,9 +12,11 @@ import { CreateCommand } from "./commands/create.js";
 import { ListCommand } from "./commands/list.js";
 import { PsCommand } from "./commands/ps.js";
 import { PullCommand } from "./commands/pull.js";
+import { PushCommand } from "./commands/push.js";
 import { RmCommand } from "./commands/rm.js";
 import { RunCommand } from "./commands/run.js";
 import { ServeCommand } from "./commands/serve.js";
+import { ServiceCommand } from "./commands/service.js";
 import { ShowCommand } from "./commands/show.js";
 import { StopCommand } from "./commands/stop.js";
 
@@ -30,7 +32,7 @@ async function printVersion(): Promise<void> {
   if (serverVersion !== cliVersion()) process.stdout.write(`Warning: client version is ${cliVersion()}\n`);
 }
 
-const COMMANDS = [ServeCommand, CreateCommand, ShowCommand, RunCommand, StopCommand, PullCommand, ListCommand, PsCommand, CopyCommand, RmCommand];
+const COMMANDS = [ServeCommand, CreateCommand, ShowCommand, RunCommand, StopCommand, PullCommand, PushCommand, ListCommand, PsCommand, CopyCommand, RmCommand, ServiceCommand];
 const COMMAND_NAMES = COMMANDS.flatMap((c) => [String(c.command).split(" ")[0] ?? "", ...((c.aliases as string[] | undefined) ?? [])]);
 
 export function buildCli(args: string[]) {
@@ -53,7 +55,7 @@ export function buildCli(args: string[]) {
     .help("help")
     .alias("help", "h")
     .strict()
-    .wrap(Math.min(100, process.stdout.columns ?? 80))
+    .wrap(null)
     .fail((msg, err) => {
       if (err) throw err;
       const command = args.find((a) => !a.startsWith("-"));

@@ -9,6 +9,8 @@ const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "
 
 export interface ProgressState {
   render(termWidth: number): string;
+  /** The line printed once when output is not a terminal (default: render at 80 columns). */
+  plain?(): string;
   stop(): void;
 }
 
@@ -80,6 +82,15 @@ export class Bar implements ProgressState {
 
   stop(): void {
     // a bar stops by reaching its total; stopping the progress just freezes it where it is
+  }
+
+  /** `pulling 0123456789ab: 100% 2.0 GB` (or `45% 0.9 GB/2.0 GB` if unfinished): no bar characters. */
+  plain(): string {
+    const message = this.message.trim();
+    const pct = goFixed(this.percent(), 0) + "%";
+    const done = this.stoppedAt !== 0;
+    const size = done ? humanBytes(this.max) : `${humanBytes(this.current)}/${humanBytes(this.max)}`;
+    return `${message ? message + " " : ""}${pct} ${size}`;
   }
 
   private percent(): number {
@@ -194,7 +205,7 @@ export class Progress {
     for (; this.flushed < upTo; this.flushed++) {
       const state = this.states[this.flushed];
       state?.stop(); // printed once, so in its final form (no spinner frame)
-      const line = state?.render(width).trimEnd() ?? "";
+      const line = (state?.plain ? state.plain() : (state?.render(width) ?? "")).trimEnd();
       if (line !== "") this.out.write(line + "\n");
     }
   }

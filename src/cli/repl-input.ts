@@ -3,6 +3,7 @@
 
 import type { CreateRequest, Format, Message, ShowResponse, ThinkValue } from "../api/types.js";
 import { goFloatG, goValue } from "./format.js";
+import { extractFileNames } from "./images.js";
 import { formatShowInfo } from "./show-info.js";
 import type { ParameterParser } from "./modelfile-request.js";
 
@@ -21,6 +22,16 @@ export interface SessionState {
   format: Format | "";
   think: ThinkValue | undefined;
   thinkExplicit: boolean;
+  /** The model takes images/audio: file paths in a message are attached (see images.ts). */
+  multiModal?: boolean;
+}
+
+/** Whether /api/show describes a model that takes images or audio (cmd.go's MultiModal). */
+export function isMultiModal(info: ShowResponse & { projector_info?: Record<string, unknown> }): boolean {
+  const caps = info.capabilities ?? [];
+  if (caps.includes("vision") || caps.includes("audio")) return true;
+  if (info.projector_info && Object.keys(info.projector_info).length > 0) return true;
+  return Object.keys((info.model_info as Record<string, unknown> | undefined | null) ?? {}).some((k) => k.includes(".vision."));
 }
 
 export type Effect =
@@ -55,6 +66,8 @@ export const USAGE =
   'Use """ to begin a multi-line message.\n' +
   "\n";
 
+export const USAGE_FILES = "Use /path/to/file to include .jpg, .png, .webp images, or .wav audio files.\n";
+
 export const USAGE_SET =
   "Available Commands:\n" +
   "  /set parameter ...     Set a parameter\n" +
@@ -82,6 +95,7 @@ export const USAGE_SHORTCUTS =
   "  Ctrl + w            Delete the word before the cursor\n" +
   "\n" +
   "  Ctrl + l            Clear the screen\n" +
+  "  Ctrl + g            Open default editor to compose a prompt\n" +
   "  Ctrl + c            Stop the model from responding\n" +
   "  Ctrl + d            Exit ollamats (/bye)\n" +
   "\n";
@@ -143,7 +157,11 @@ export class ReplInput {
     if (last?.role === "user") this.state.messages.pop();
   }
 
-  handleLine(line: string): LineResult {
+  /**
+   * One line from the terminal. `pasting`: the line was part of a bracketed paste, so it is kept
+   * for the message instead of being sent (the message goes when Enter is pressed after the paste).
+   */
+  handleLine(line: string, pasting = false): LineResult {
     const r: LineResult = { stdout: "", stderr: "", continuation: false };
     const s = this.state;
 
@@ -172,6 +190,10 @@ export class ReplInput {
         this.multiline = "prompt";
         r.continuation = true;
       }
+    } else if (pasting) {
+      this.buffer += line + "\n";
+      r.continuation = true;
+      return r;
     } else if (line.startsWith("/list")) {
       r.effect = { type: "list", prefix: fields(line)[1] };
       return r;
@@ -203,14 +225,19 @@ export class ReplInput {
         if (topic === "set" || topic === "/set") r.stderr += USAGE_SET;
         else if (topic === "show" || topic === "/show") r.stderr += USAGE_SHOW;
         else if (topic === "shortcut" || topic === "shortcuts") r.stderr += USAGE_SHORTCUTS;
-      } else r.stderr += USAGE;
+      } else r.stderr += s.multiModal ? USAGE.replace('message.\n\n', `message.\n${USAGE_FILES}\n`) : USAGE;
       return r;
     } else if (line.startsWith("/exit") || line.startsWith("/bye")) {
       r.effect = { type: "exit" };
       return r;
     } else if (line.startsWith("/")) {
-      r.stdout += `Unknown command '${fields(line)[0] ?? line}'. Type /? for help\n`;
-      return r;
+      const first = fields(line)[0] ?? line;
+      const isFile = s.multiModal === true && extractFileNames(line).some((f) => f.startsWith(first));
+      if (!isFile) {
+        r.stdout += `Unknown command '${first}'. Type /? for help\n`;
+        return r;
+      }
+      this.buffer += line;
     } else {
       this.buffer += line;
     }

@@ -3,7 +3,8 @@
 // effects it asks for. Ctrl+C while the model answers cancels that answer; at the prompt it clears
 // the line; Ctrl+D on an empty line or /bye exits.
 
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
@@ -14,7 +15,8 @@ import { errorMessage } from "./connect.js";
 import type { ParameterParser } from "./modelfile-request.js";
 import { loadOrUnload } from "./model-load.js";
 import { formatListTable } from "./model-tables.js";
-import { ReplInput, saveRequest, showCommandOutput, type SessionState } from "./repl-input.js";
+import { extractFileData } from "./images.js";
+import { isMultiModal, ReplInput, saveRequest, showCommandOutput, type SessionState } from "./repl-input.js";
 import { COLOR_DEFAULT, COLOR_GREY } from "./response-writer.js";
 import { chatAnswer } from "./stream-answer.js";
 
@@ -53,18 +55,40 @@ class History {
   }
 }
 
-type ReadResult = { kind: "line"; line: string } | { kind: "interrupt"; line: string } | { kind: "eof" };
+type ReadResult =
+  | { kind: "line"; line: string; pasting: boolean }
+  | { kind: "interrupt"; line: string }
+  | { kind: "edit"; line: string }
+  | { kind: "eof" };
+
+const BRACKETED_PASTE_ON = "\x1b[?2004h";
+const BRACKETED_PASTE_OFF = "\x1b[?2004l";
 
 /**
- * One readline interface for the session. Lines are queued (a multi-line paste arrives as several
- * lines at once). Between reads the terminal is put back in cooked mode, so Ctrl+C while the model
- * answers is a real SIGINT, which cancels the request.
+ * One readline interface for the session. Lines are queued (a paste arrives as several lines at
+ * once); bracketed paste marks the lines that were pasted. Between reads the terminal is put back
+ * in cooked mode, so Ctrl+C while the model answers is a real SIGINT, which cancels the request.
  */
 class LineReader {
   private readonly rl: readline.Interface;
   private readonly queue: ReadResult[] = [];
   private waiter: ((r: ReadResult) => void) | undefined;
+  private pasting = false;
+  private prefill = "";
   private readonly clearPlaceholder = () => void process.stdout.write("\x1b[K");
+  private readonly onKeypress = (_s: string | undefined, key: readline.Key | undefined) => {
+    if (key?.name === "paste-start") this.pasting = true;
+    else if (key?.name === "paste-end") this.pasting = false;
+    else if (key?.ctrl && key.name === "g" && this.waiter) {
+      // Ctrl+G: compose the message in an editor, starting from what was typed
+      const state = this.rl as unknown as { line: string; cursor: number };
+      const line = state.line ?? "";
+      state.line = "";
+      state.cursor = 0;
+      process.stdout.write("\r\x1b[K");
+      this.push({ kind: "edit", line });
+    }
+  };
 
   constructor(history: string[]) {
     this.rl = readline.createInterface({
@@ -74,7 +98,16 @@ class LineReader {
       history: [...history].reverse(),
       historySize: HISTORY_LIMIT,
     });
-    this.rl.on("line", (line) => this.push({ kind: "line", line }));
+    process.stdin.on("keypress", this.onKeypress);
+    process.stdout.write(BRACKETED_PASTE_ON);
+    this.rl.on("line", (line) => {
+      // the rest of a paste is echoed by readline before we read it: show it as continuation lines
+      if (this.pasting) {
+        this.rl.setPrompt("... ");
+        process.stdout.write("... ");
+      }
+      this.push({ kind: "line", line, pasting: this.pasting });
+    });
     this.rl.on("SIGINT", () => {
       // Ctrl+C at the prompt drops what was typed (readline itself would keep it)
       const state = this.rl as unknown as { line: string; cursor: number };
@@ -112,21 +145,55 @@ class LineReader {
       if (process.stdin.isTTY) process.stdin.setRawMode(true);
       this.rl.resume();
       this.rl.setPrompt(prompt);
-      this.rl.prompt();
-      if (placeholder) {
+      // keep the cursor after text that arrived while we were not reading (the end of a paste)
+      this.rl.prompt(true);
+      const typed = (this.rl as unknown as { line: string }).line ?? "";
+      if (this.prefill) {
+        this.rl.write(this.prefill);
+        this.prefill = "";
+      } else if (placeholder && !this.pasting && typed === "") {
         process.stdout.write(`${COLOR_GREY}${placeholder}\x1b[${placeholder.length}D${COLOR_DEFAULT}`);
         process.stdin.once("keypress", this.clearPlaceholder);
       }
     });
   }
 
+  /** Text to put on the next prompt line, as if typed. */
+  setPrefill(text: string): void {
+    this.prefill = text;
+  }
+
   close(): void {
+    process.stdin.off("keypress", this.onKeypress);
+    process.stdout.write(BRACKETED_PASTE_OFF);
     this.rl.close();
+  }
+}
+
+/** Ctrl+G: edit `initial` in $OLLAMA_EDITOR / $VISUAL / $EDITOR / vi; the text, trailing newlines removed. */
+function editInExternalEditor(initial: string, configured: string): string {
+  const editor = configured || process.env.VISUAL || process.env.EDITOR || "vi";
+  const [cmd, ...args] = editor.split(/\s+/).filter((w) => w !== "");
+  if (!cmd || spawnSync("sh", ["-c", 'command -v "$1"', "sh", cmd], { stdio: "ignore" }).status !== 0) {
+    throw new Error(`editor ${JSON.stringify(cmd ?? editor)} not found, set OLLAMA_EDITOR to the path of your preferred editor`);
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), "ollamats-prompt-"));
+  const file = path.join(dir, "prompt.txt");
+  try {
+    writeFileSync(file, initial, { mode: 0o600 });
+    const r = spawnSync(cmd, [...args, file], { stdio: "inherit" });
+    if (r.error) throw new Error(`editor exited with error: ${r.error.message}`);
+    if (r.status !== 0) throw new Error(`editor exited with error: exit status ${r.status ?? r.signal}`);
+    return readFileSync(file, "utf8").replace(/\n+$/, "");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
 export interface ReplOptions {
   hideThinking: boolean;
+  /** OLLAMA_EDITOR (Ctrl+G). */
+  editor?: string;
   keepAlive?: KeepAlive;
   noHistory: boolean;
   parseParameter: ParameterParser;
@@ -158,8 +225,30 @@ export async function runRepl(client: Client, state: SessionState, opts: ReplOpt
         continuation = false;
         continue;
       }
+      if (read.kind === "edit") {
+        input.interrupt(); // the editor gets what was typed; a half-typed block is dropped, as in Ollama
+        continuation = false;
+        let text: string;
+        try {
+          text = editInExternalEditor(read.line, opts.editor ?? "");
+        } catch (err) {
+          process.stderr.write(`error: ${errorMessage(err)}\n`);
+          continue;
+        }
+        if (text.trim() === "") continue;
+        // all lines but the last become pasted lines; the last waits on the prompt for Enter
+        const lines = text.split("\n");
+        const last = lines.pop() ?? "";
+        lines.forEach((l, i) => {
+          process.stdout.write(`${i === 0 ? ">>> " : "... "}${l}\n`);
+          input.handleLine(l, true);
+        });
+        continuation = lines.length > 0;
+        reader.setPrefill(last);
+        continue;
+      }
       history.add(read.line);
-      const r = input.handleLine(read.line);
+      const r = input.handleLine(read.line, read.pasting);
       process.stdout.write(r.stdout);
       process.stderr.write(r.stderr);
       continuation = r.continuation;
@@ -206,6 +295,12 @@ export async function runRepl(client: Client, state: SessionState, opts: ReplOpt
           await load(client, state, effect.model, opts);
           break;
         case "chat": {
+          const last = state.messages[state.messages.length - 1];
+          if (state.multiModal && last?.role === "user") {
+            const { text, images } = await extractFileData(last.content);
+            last.content = text;
+            if (images.length > 0) last.images = images;
+          }
           current = new AbortController();
           try {
             const answer = await chatAnswer(
@@ -274,6 +369,7 @@ async function load(client: Client, state: SessionState, model: string, opts: Re
     throw err;
   }
   state.parentModel = info.details?.parent_model ?? "";
+  state.multiModal = isMultiModal(info);
   state.loadedMessages = [...(info.messages ?? [])];
   state.think = opts.inferThink(info.capabilities ?? [], state);
   try {

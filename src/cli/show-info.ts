@@ -146,3 +146,19 @@ export function formatShowInfo(resp: ShowInfo, verbose: boolean): string {
   if (resp.license) out += section("License", head(resp.license, 2));
   return out;
 }
+
+/** `ollama show --license|--modelfile|--parameters|--system|--template`: exactly what ShowHandler prints. */
+export function showField(field: "license" | "modelfile" | "parameters" | "system" | "template", resp: ShowResponse): string {
+  switch (field) {
+    case "license":
+      return `${resp.license ?? ""}\n`; // fmt.Println
+    case "modelfile":
+      return `${resp.modelfile ?? ""}\n`;
+    case "parameters":
+      return `${resp.parameters ?? ""}\n`;
+    case "system":
+      return resp.system ?? ""; // fmt.Print
+    case "template":
+      return resp.template ?? "";
+  }
+}

@@ -35,7 +35,11 @@ function common(opts: AnswerOptions) {
 }
 
 /** Non-interactive run: /api/generate, printed to stdout, then a blank line. False if cancelled. */
-export async function generateAnswer(client: Client, opts: AnswerOptions & { prompt: string; system?: string }, signal?: AbortSignal): Promise<boolean> {
+export async function generateAnswer(
+  client: Client,
+  opts: AnswerOptions & { prompt: string; system?: string; images?: string[] },
+  signal?: AbortSignal,
+): Promise<boolean> {
   const progress = new Progress(process.stderr);
   progress.add(new Spinner(""));
   const writer = new ResponseWriter(writeOut, stdoutWidth, {
@@ -47,7 +51,13 @@ export async function generateAnswer(client: Client, opts: AnswerOptions & { pro
   let latest: GenerateResponse | undefined;
   try {
     await client.generate(
-      { model: opts.model, prompt: opts.prompt, ...(opts.system ? { system: opts.system } : {}), ...common(opts) },
+      {
+        model: opts.model,
+        prompt: opts.prompt,
+        ...(opts.system ? { system: opts.system } : {}),
+        ...(opts.images && opts.images.length > 0 ? { images: opts.images } : {}),
+        ...common(opts),
+      },
       (chunk) => {
         latest = chunk;
         const part = { content: chunk.response ?? "", thinking: chunk.thinking, toolCalls: (chunk as { tool_calls?: ToolCall[] }).tool_calls };

@@ -1,11 +1,49 @@
-// The shared middle of /api/generate and /api/chat: acquire a runner (scheduler), fit the
-// conversation into the context, run the generation, release the runner when it ends.
-import type { RunnerEvent, GenerateStats } from "../backends/backend.js";
+// The shared middle of /api/generate, /api/chat and the /v1 routes: acquire a runner
+// (scheduler), fit the conversation into the context, run the generation, turn the runner's text
+// into one event stream (content / thinking / tool_calls / done) that every encoder consumes, and
+// release the runner when the stream ends or the client goes away.
+//
+// Errors that happen before the first token (load failures, a prompt that does not fit, a schema
+// the grammar compiler refuses) are thrown from startCompletion, so the route answers with the
+// real status. Only when that start takes longer than the heartbeat threshold (30 s; a slow load)
+// does a streamed response commit early: it then yields empty content events (heartbeats) every
+// 10 s until the first token, so clients with 5-minute timeouts never give up on a slow load.
+import {
+  INVALID_SCHEMA_PREFIX,
+  PROMPT_TOO_LONG,
+  RunnerError,
+  type GenerateJob,
+  type GenerateStats,
+  type GrammarSpec,
+  type RunnerEvent,
+} from "../backends/backend.js";
+import type { Metrics, ToolCall } from "../api/types.js";
 import type { ModelSpec } from "../registry/model-spec.js";
-import type { Metrics } from "../api/types.js";
+import { ApiError, badRequest } from "./errors.js";
 import type { RequestRunOptions } from "./options.js";
-import type { Lease, Scheduler } from "./scheduler/scheduler.js";
 import { renderPrompt, type PromptTemplate, type RenderInput } from "./prompt/render.js";
+import { ThinkingParser, thinkingTags } from "./prompt/thinking.js";
+import { ToolCallParser, toolCallTag, type ToolDefinition } from "./prompt/tools.js";
+import type { Lease, Scheduler } from "./scheduler/scheduler.js";
+
+/** What a completion yields, in order; `done` is always last. */
+export type CompletionEvent =
+  | { type: "content"; text: string }
+  | { type: "thinking"; text: string }
+  | { type: "tool_calls"; calls: ToolCall[] }
+  | CompletionDone;
+
+/**
+ * The final event. An empty `content` event (text "") is a heartbeat: encoders must still send
+ * it as a chunk (it is what keeps a client waiting on a slow load).
+ */
+export interface CompletionDone extends GenerateStats {
+  type: "done";
+  /** Handler start → runner acquired (includes queueing and loading), ns. */
+  loadDurationNs: number;
+  /** Handler start → done, ns. */
+  totalDurationNs: number;
+}
 
 export interface CompletionRequest {
   spec: ModelSpec;
@@ -17,11 +55,28 @@ export interface CompletionRequest {
   prompt: { text: string } | { template: PromptTemplate; input: RenderInput };
   prefixTokens?: number[];
   wantContext: boolean;
+  /** Template whose thinking/tool tags apply when `prompt` is ready text (default: none). */
+  template?: PromptTemplate;
+  /** Structured output (from parseFormat). */
+  format?: GrammarSpec;
+  /** Chat request tools: tool calls are parsed out of the output. */
+  tools?: ToolDefinition[];
+  /** Thinking is on (resolved `think`): text between the template's tags becomes `thinking`. */
+  think?: boolean;
+  /** Ollama's `truncate` (default true): drop old messages, cut a prompt that does not fit. */
+  truncate?: boolean;
+  /** Ollama's `shift` (default true): context shift instead of an error / stopping at num_ctx. */
+  shift?: boolean;
+  /** The response is streamed: a slow start commits early and sends heartbeats. */
+  heartbeat?: boolean;
+  /** Chat on a thinking model: `format` applies only once thinking ends (Ollama's restart). */
+  formatAfterThinking?: boolean;
 }
 
 export interface Completion {
+  /** Set once the runner is acquired (0 until then). */
   loadDurationNs: number;
-  events: AsyncIterable<RunnerEvent>;
+  events: AsyncIterable<CompletionEvent>;
   /** Releases the runner even if the events were never read (client gone before the first). */
   cancel(): void;
 }
@@ -30,15 +85,28 @@ export function nowNs(): bigint {
   return process.hrtime.bigint();
 }
 
-export function finalMetrics(startedAt: bigint, loadDurationNs: number, s: GenerateStats): Required<Metrics> {
+/** The six final-chunk metrics of a done event (integer nanoseconds and counts). */
+export function doneMetrics(d: CompletionDone): Required<Metrics> {
   return {
-    total_duration: Number(nowNs() - startedAt),
-    load_duration: loadDurationNs,
-    prompt_eval_count: s.promptEvalCount,
-    prompt_eval_duration: s.promptEvalDurationNs,
-    eval_count: s.evalCount,
-    eval_duration: s.evalDurationNs,
+    total_duration: d.totalDurationNs,
+    load_duration: d.loadDurationNs,
+    prompt_eval_count: d.promptEvalCount,
+    prompt_eval_duration: d.promptEvalDurationNs,
+    eval_count: d.evalCount,
+    eval_duration: d.evalDurationNs,
   };
+}
+
+function envMs(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const n = Number(raw);
+  return Number.isFinite(n) && n >= 0 ? n : fallback;
+}
+
+/** Internal knobs (tests use short values): start of heartbeats, and their interval. */
+export function heartbeatTimings(): { afterMs: number; everyMs: number } {
+  return { afterMs: envMs("OLLAMATS_HEARTBEAT_MS", 30_000), everyMs: Math.max(1, envMs("OLLAMATS_HEARTBEAT_INTERVAL_MS", 10_000)) };
 }
 
 /**
@@ -46,55 +114,205 @@ export function finalMetrics(startedAt: bigint, loadDurationNs: number, s: Gener
  * messages and the last message (Ollama's `truncate`). Tokenizes only when the byte length
  * says it might not fit: a token never covers less than one byte.
  */
-async function fitConversation(lease: Lease, template: PromptTemplate, input: RenderInput, numCtx: number): Promise<string> {
+async function fitConversation(lease: Lease, template: PromptTemplate, input: RenderInput, numCtx: number, truncate: boolean): Promise<string> {
   let messages = input.messages;
   for (;;) {
     const text = renderPrompt(template, { ...input, messages });
+    if (!truncate) return text;
+    // +1: the runner adds BOS; a prompt must leave a token of room to generate.
     if (Buffer.byteLength(text) + 2 < numCtx) return text;
     const tokens = await lease.runner.tokenize(text);
-    if (tokens.length < numCtx) return text;
+    if (tokens.length + 1 < numCtx) return text;
     const drop = messages.findIndex((m, i) => m.role !== "system" && i < messages.length - 1);
     if (drop === -1) return text; // the runner cuts the prompt itself (context shift)
     messages = messages.filter((_, i) => i !== drop);
   }
 }
 
-export async function startCompletion(scheduler: Scheduler, req: CompletionRequest): Promise<Completion> {
-  const lease = await scheduler.acquire({
-    spec: req.spec,
-    runner: req.options.runner,
-    keepAliveMs: req.keepAliveMs,
-    signal: req.signal,
-  });
-  const loadDurationNs = Number(nowNs() - req.startedAt);
-  let prompt: string;
-  try {
-    prompt =
-      "text" in req.prompt
-        ? req.prompt.text
-        : await fitConversation(lease, req.prompt.template, req.prompt.input, lease.runner.info.contextLength);
-  } catch (err) {
-    lease.release();
-    throw err;
+/** Runner errors that are the request's fault become 400s. */
+function mapRunnerError(err: unknown): unknown {
+  if (err instanceof RunnerError) {
+    if (err.message === PROMPT_TOO_LONG || err.message.startsWith(INVALID_SCHEMA_PREFIX)) return badRequest(err.message);
   }
-  const o = req.options;
-  const source = lease.runner.generate(
-    {
-      prompt,
-      prefixTokens: req.prefixTokens,
-      sampling: o.sampling,
-      numPredict: o.numPredict,
-      stop: o.stop,
-      wantContext: req.wantContext,
-    },
-    req.signal,
-  );
-  async function* events(): AsyncIterable<RunnerEvent> {
+  return err;
+}
+
+/** One runner generation, read through an iterator so its first event can be awaited early. */
+class Generation {
+  private readonly it: AsyncIterator<RunnerEvent>;
+  private closed = false;
+  constructor(lease: Lease, job: GenerateJob, signal: AbortSignal) {
+    this.it = lease.runner.generate(job, signal)[Symbol.asyncIterator]();
+  }
+  async next(): Promise<RunnerEvent | undefined> {
     try {
-      yield* source;
-    } finally {
-      lease.release();
+      const r = await this.it.next();
+      return r.done ? undefined : r.value;
+    } catch (err) {
+      throw mapRunnerError(err);
     }
   }
-  return { loadDurationNs, events: events(), cancel: () => lease.release() };
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.it.return?.(undefined);
+  }
+}
+
+interface Started {
+  lease: Lease;
+  prompt: string;
+  template: PromptTemplate | undefined;
+  first: RunnerEvent | undefined;
+  deferFormat: boolean;
+}
+
+export async function startCompletion(scheduler: Scheduler, req: CompletionRequest): Promise<Completion> {
+  const o = req.options;
+  const template = "template" in req.prompt ? req.prompt.template : req.template;
+  const tags = req.think && template ? thinkingTags(template) : { open: "", close: "" };
+  const thinks = tags.open !== "" && tags.close !== "";
+  const deferFormat = !!(req.format && req.formatAfterThinking && thinks);
+
+  const job = (prompt: string, grammar: GrammarSpec | undefined, prefixTokens?: number[]): GenerateJob => ({
+    prompt,
+    prefixTokens,
+    sampling: o.sampling,
+    numPredict: o.numPredict,
+    stop: o.stop,
+    wantContext: req.wantContext,
+    ...(grammar ? { grammar } : {}),
+    shift: req.shift ?? true,
+    truncate: req.truncate ?? true,
+    numKeep: o.numKeep,
+  });
+
+  let cancelled = false;
+  let lease: Lease | undefined;
+  let gen: Generation | undefined;
+  const completion: Completion = {
+    loadDurationNs: 0,
+    events: undefined as unknown as AsyncIterable<CompletionEvent>,
+    cancel: () => {
+      cancelled = true;
+      void gen?.close().catch(() => undefined);
+      lease?.release();
+    },
+  };
+
+  const prelude = (async (): Promise<Started> => {
+    const l = await scheduler.acquire({ spec: req.spec, runner: o.runner, keepAliveMs: req.keepAliveMs, signal: req.signal });
+    lease = l;
+    completion.loadDurationNs = Number(nowNs() - req.startedAt);
+    if (cancelled) {
+      l.release();
+      throw new ApiError(499, "request canceled");
+    }
+    try {
+      const prompt =
+        "text" in req.prompt
+          ? req.prompt.text
+          : await fitConversation(l, req.prompt.template, req.prompt.input, l.runner.info.contextLength, req.truncate ?? true);
+      gen = new Generation(l, job(prompt, deferFormat ? undefined : req.format, req.prefixTokens), req.signal);
+      const first = await gen.next();
+      return { lease: l, prompt, template, first, deferFormat };
+    } catch (err) {
+      await gen?.close().catch(() => undefined);
+      l.release();
+      throw err;
+    }
+  })();
+
+  const { afterMs, everyMs } = heartbeatTimings();
+  let started: Started | undefined;
+  if (req.heartbeat) {
+    prelude.catch(() => undefined); // awaited by events() if the race below is lost
+    const timer = new Promise<"slow">((resolve) => {
+      const t = setTimeout(() => resolve("slow"), afterMs);
+      t.unref();
+      void prelude.then(() => clearTimeout(t), () => clearTimeout(t));
+    });
+    const winner = await Promise.race([prelude, timer]);
+    if (winner !== "slow") started = winner;
+  } else {
+    started = await prelude;
+  }
+
+  async function* events(): AsyncGenerator<CompletionEvent> {
+    try {
+      let s = started;
+      while (!s) {
+        yield { type: "content", text: "" };
+        const tick = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), everyMs).unref());
+        s = await Promise.race([prelude, tick]);
+      }
+      yield* run(s);
+    } finally {
+      await gen?.close().catch(() => undefined);
+      lease?.release();
+    }
+  }
+
+  async function* run(s: Started): AsyncGenerator<CompletionEvent> {
+    const thinking = thinks ? new ThinkingParser(tags) : undefined;
+    if (thinking && s.prompt.trimEnd().endsWith(tags.open)) thinking.add(tags.open);
+    const tools = req.tools && req.tools.length > 0 && s.template ? new ToolCallParser(toolCallTag(s.template), req.tools) : undefined;
+    let deferring = s.deferFormat;
+    let raw = ""; // the text generated so far, for the format restart
+
+    function* content(text: string, final: boolean): Generator<CompletionEvent> {
+      if (!tools) {
+        if (text) yield { type: "content", text };
+        return;
+      }
+      const step = tools.add(text);
+      const end = final ? tools.flush() : { calls: [], content: "" };
+      const c = step.content + end.content;
+      const calls = [...step.calls, ...end.calls];
+      if (c) yield { type: "content", text: c };
+      if (calls.length > 0) yield { type: "tool_calls", calls };
+    }
+
+    let ev = s.first;
+    for (;;) {
+      if (!ev) throw new Error("generation ended without a final response");
+      if (ev.type === "text") {
+        raw += ev.text;
+        let text = ev.text;
+        if (thinking) {
+          const step = thinking.add(text);
+          if (step.thinking) yield { type: "thinking", text: step.thinking };
+          text = step.content;
+        }
+        if (deferring && text !== "") {
+          // Thinking is over: generate again from the prompt plus the thinking, constrained.
+          deferring = false;
+          const cut = raw.indexOf(tags.close);
+          const prefix = cut === -1 ? "" : raw.slice(0, cut + tags.close.length);
+          await gen?.close();
+          const next = new Generation(s.lease, job(s.prompt + prefix, req.format), req.signal);
+          gen = next;
+          ev = await next.next();
+          continue;
+        }
+        yield* content(text, false);
+      } else {
+        const rest = thinking?.flush();
+        if (rest?.thinking) yield { type: "thinking", text: rest.thinking };
+        yield* content(rest?.content ?? "", true);
+        const { type: _t, ...stats } = ev;
+        yield {
+          ...stats,
+          type: "done",
+          loadDurationNs: completion.loadDurationNs,
+          totalDurationNs: Number(nowNs() - req.startedAt),
+        };
+        return;
+      }
+      ev = await (gen as Generation).next();
+    }
+  }
+
+  completion.events = events();
+  return completion;
 }

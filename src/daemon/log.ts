@@ -1,27 +1,58 @@
-// Leveled logging to stderr in Ollama's slog text style: time=… level=INFO source=… msg="…".
+// Leveled logging to stderr in Ollama's slog text style: time=… level=INFO msg="…" key=value.
+// Levels follow Ollama's OLLAMA_DEBUG: unset/0 → INFO, 1/true → DEBUG, 2 → TRACE (level −4 × n).
+// Under systemd stderr goes to the journal, under launchd to the plist's log file.
 export interface Logger {
+  trace(msg: string, fields?: Record<string, unknown>): void;
   debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** The lowest level written: 0 info, −4 debug, −8 trace (slog's numbers). */
   readonly level: number;
 }
 
-const LEVELS = { debug: -4, info: 0, warn: 4, error: 8 } as const;
+const LEVELS = { trace: -8, debug: -4, info: 0, warn: 4, error: 8 } as const;
+export type LevelName = keyof typeof LEVELS;
 
-function fmt(v: unknown): string {
-  const s = typeof v === "string" ? v : JSON.stringify(v);
-  return /[\s"=]/.test(s) || s === "" ? JSON.stringify(s) : s;
+/** slog's TextHandler quoting: a value is quoted when empty or when it has spaces, `"`, `=` or control characters. */
+export function formatValue(v: unknown): string {
+  const s = typeof v === "string" ? v : v instanceof Error ? v.message : JSON.stringify(v) ?? String(v);
+  return s === "" || /[\s"=\x00-\x1f\x7f]/.test(s) ? JSON.stringify(s) : s;
 }
 
-/** debug: OLLAMA_DEBUG level (0 info, 1 debug, 2 trace). */
-export function createLogger(debug: number, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
-  const min = debug >= 1 ? LEVELS.debug : LEVELS.info;
-  const log = (level: keyof typeof LEVELS) => (msg: string, fields?: Record<string, unknown>) => {
+/** The minimum level for an OLLAMA_DEBUG value (0 info, 1 debug, 2 trace). */
+export function levelFor(debug: number): number {
+  return debug > 0 ? -4 * debug : LEVELS.info;
+}
+
+/** A duration in milliseconds the way Go prints a time.Duration, to microseconds: "512µs", "12.5ms", "1.234567s", "2m3.5s". */
+export function formatDurationMs(ms: number): string {
+  const us = Math.max(0, Math.round(ms * 1000));
+  if (us < 1000) return `${us}µs`;
+  const trim = (n: number, digits: number) => n.toFixed(digits).replace(/\.?0+$/, "");
+  if (us < 1_000_000) return `${trim(us / 1000, 3)}ms`;
+  const s = us / 1e6;
+  if (s < 60) return `${trim(s, 6)}s`;
+  const minutes = Math.floor(s / 60);
+  const rest = `${trim(s - minutes * 60, 6)}s`;
+  return minutes >= 60 ? `${Math.floor(minutes / 60)}h${minutes % 60}m${rest}` : `${minutes}m${rest}`;
+}
+
+/** debug: the OLLAMA_DEBUG level (0 info, 1 debug, 2 trace). */
+export function createLogger(debug: number, write: (line: string) => void = (l) => void process.stderr.write(l)): Logger {
+  const min = levelFor(debug);
+  const log = (level: LevelName) => (msg: string, fields?: Record<string, unknown>) => {
     if (LEVELS[level] < min) return;
-    let line = `time=${new Date().toISOString()} level=${level.toUpperCase()} msg=${fmt(msg)}`;
-    for (const [k, v] of Object.entries(fields ?? {})) if (v !== undefined) line += ` ${k}=${fmt(v)}`;
+    let line = `time=${new Date().toISOString()} level=${level.toUpperCase()} msg=${formatValue(msg)}`;
+    for (const [k, v] of Object.entries(fields ?? {})) if (v !== undefined) line += ` ${k}=${formatValue(v)}`;
     write(line + "\n");
   };
-  return { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error"), level: min };
+  return {
+    trace: log("trace"),
+    debug: log("debug"),
+    info: log("info"),
+    warn: log("warn"),
+    error: log("error"),
+    level: min,
+  };
 }

@@ -2,8 +2,17 @@
 import { z } from "zod";
 
 const keepAlive = z.union([z.number(), z.string()]).optional();
-const think = z.union([z.boolean(), z.string()]).optional();
-const format = z.union([z.string(), z.record(z.string(), z.unknown()), z.null()]).optional();
+// think, format and tools are checked by the routes (common.ts resolveThink, prompt/format.ts,
+// prompt/tools.ts validateTools) so that their errors carry Ollama's exact messages.
+const think = z.unknown().optional();
+const format = z.unknown().optional();
+// Inference flags shared by /api/generate and /api/chat.
+const inference = {
+  truncate: z.boolean().nullish(),
+  shift: z.boolean().nullish(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().nullish(),
+};
 const options = z.record(z.string(), z.unknown()).optional();
 
 const toolCall = z.object({
@@ -41,6 +50,7 @@ export const generateSchema = z.object({
   images: z.array(z.string()).nullish(),
   options,
   think,
+  ...inference,
   _debug_render_only: z.boolean().optional(),
 });
 export type GenerateBody = z.infer<typeof generateSchema>;
@@ -48,12 +58,13 @@ export type GenerateBody = z.infer<typeof generateSchema>;
 export const chatSchema = z.object({
   model: z.string().default(""),
   messages: z.array(messageSchema).nullish().transform((m) => m ?? []),
-  tools: z.array(z.unknown()).nullish(),
+  tools: z.unknown().optional(),
   stream: z.boolean().nullish(),
   format,
   keep_alive: keepAlive,
   options,
   think,
+  ...inference,
   _debug_render_only: z.boolean().optional(),
 });
 export type ChatBody = z.infer<typeof chatSchema>;
@@ -85,3 +96,19 @@ export type CreateBody = z.infer<typeof createSchema>;
 
 export const deleteSchema = z.object({ model: z.string().optional(), name: z.string().optional() });
 export const copySchema = z.object({ source: z.string().default(""), destination: z.string().default("") });
+
+export const tokenizeSchema = z.object({
+  model: z.string().default(""),
+  content: z.string().default(""),
+  keep_alive: keepAlive,
+  options,
+});
+export type TokenizeBody = z.infer<typeof tokenizeSchema>;
+
+export const detokenizeSchema = z.object({
+  model: z.string().default(""),
+  tokens: z.array(z.number().int().nonnegative()).default([]),
+  keep_alive: keepAlive,
+  options,
+});
+export type DetokenizeBody = z.infer<typeof detokenizeSchema>;

@@ -19,7 +19,7 @@ export function packageVersion(): string {
 export function buildDeps(config: Config): Deps {
   const log = createLogger(config.debug);
   const store = new Store(config.models);
-  const backend = new LlamaCppBackend({ debug: config.debug >= 1 });
+  const backend = new LlamaCppBackend({ debug: config.debug >= 1, cpuOnly: config.llmLibrary.toLowerCase() === "cpu" });
   return {
     config,
     store,
@@ -30,11 +30,15 @@ export function buildDeps(config: Config): Deps {
   };
 }
 
+/** How long running generations may take to finish after SIGTERM/SIGINT before they are cut. */
+export const SHUTDOWN_GRACE_MS = 5_000;
+
 export interface RunningServer {
   url: string;
   port: number;
   deps: Deps;
-  close(): Promise<void>;
+  /** Stops accepting, lets running generations finish within graceMs, unloads every runner. */
+  close(graceMs?: number): Promise<void>;
 }
 
 export async function startServer(config: Config): Promise<RunningServer> {
@@ -49,15 +53,19 @@ export async function startServer(config: Config): Promise<RunningServer> {
   if ("requestTimeout" in server) server.requestTimeout = 0;
   const port = (server.address() as AddressInfo).port;
   deps.log.info(`Listening on ${hostname}:${port} (version ${deps.version})`, { models: config.models });
+  deps.scheduler.warmUp();
   return {
     url: `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`,
     port,
     deps,
-    close: async () => {
-      // Stop accepting, end the runners (open streams finish with an error line), then drop
-      // whatever connections remain.
+    close: async (graceMs = 0) => {
+      // Stop accepting connections (idle keep-alive ones close now); requests that still arrive
+      // on open connections get 503 from the scheduler. Running generations get graceMs to end,
+      // then every runner is unloaded (a generation still running ends with an error line) and
+      // the remaining connections are dropped.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      await deps.scheduler.shutdown();
+      if ("closeIdleConnections" in server) server.closeIdleConnections();
+      await deps.scheduler.shutdown(graceMs);
       if ("closeAllConnections" in server) server.closeAllConnections();
       await closed;
     },
@@ -69,9 +77,13 @@ export async function serveForever(config: Config): Promise<void> {
   await new Promise<void>((resolve) => {
     const stop = (sig: string) => {
       running.deps.log.info(`received ${sig}, shutting down`);
-      const force = setTimeout(() => process.exit(1), 10_000);
+      // The grace period plus time to end the runners; past that, give up.
+      const force = setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS + 10_000);
       force.unref();
-      void running.close().then(resolve);
+      void running.close(SHUTDOWN_GRACE_MS).then(() => {
+        running.deps.log.info("shutdown complete");
+        resolve();
+      });
       // A second signal means "now".
       process.once(sig as NodeJS.Signals, () => process.exit(1));
     };

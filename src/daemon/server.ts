@@ -13,16 +13,20 @@ import { generateRoutes } from "./routes/generate.js";
 import { healthRoutes } from "./routes/health.js";
 import { modelRoutes } from "./routes/models.js";
 import { psRoutes } from "./routes/ps.js";
+import { tokenizeRoutes } from "./routes/tokenize.js";
+import { embedRoutes } from "./routes/embed.js";
+import { openaiRoutes } from "./routes/openai/index.js";
+import { transferRoutes } from "./routes/transfer.js";
 
 // Paths we serve, so a wrong method gets Ollama's 405 instead of 404.
-const KNOWN_PATHS = new Set(["/", "/api/version", "/api/tags", "/api/ps", "/api/show", "/api/generate", "/api/chat", "/api/create", "/api/delete", "/api/copy"]);
+const KNOWN_PATHS = new Set(["/", "/api/version", "/api/tags", "/api/ps", "/api/show", "/api/generate", "/api/chat", "/api/create", "/api/delete", "/api/copy", "/api/pull", "/api/push", "/api/embed", "/api/embeddings", "/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models", "/api/tokenize", "/api/detokenize"]);
 
 export function createApp(deps: Deps): Hono {
   const app = new Hono();
   app.use("*", hostGuard(deps.config.host.host));
   app.use("*", cors(allowedOrigins(deps.config)));
   app.use("*", requestLog(deps.log));
-  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes]) {
+  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes, transferRoutes, embedRoutes, openaiRoutes, tokenizeRoutes]) {
     app.route("/", routes(deps));
   }
   app.notFound((c) => {

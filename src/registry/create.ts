@@ -1,19 +1,27 @@
-// Builds a model from /api/create: weights from uploaded GGUF blobs (`files`) or an existing
-// model (`from`), plus template/system/params/messages/license layers, then writes the manifest.
-// A failed create leaves no manifest and removes the blobs only it had referenced.
+// /api/create (reference §4.8): weights from uploaded GGUF blobs (`files`), from an existing model
+// (`from`, pulled first when it is not in the store; `@sha256:<hex>` names a blob), an ADAPTER
+// (`adapters`), `quantize` (quantize.ts), plus template/system/params/messages/license layers and
+// the config blob, then the manifest. A failed create leaves no manifest and removes the blobs
+// only it had written; a replaced manifest's now-unused blobs are pruned (unless OLLAMA_NOPRUNE).
+import { randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
 import path from "node:path";
+import lockfile from "proper-lockfile";
 import type { ProgressResponse } from "../api/types.js";
-import { GgufError, ggufFacts, readGgufInfo } from "./gguf.js";
+import { GgufError, ggufFacts, readGgufInfo, type GgufInfo } from "./gguf.js";
 import type { ModelResolver } from "./model-spec.js";
 import { OPTION_TYPES } from "./modelfile.js";
-import { parseDigest, type ModelName } from "./name.js";
+import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
+import { parseQuantizeType, QuantizeError, quantizeGguf, sourceFileType, type QuantizeTarget } from "./quantize.js";
 import {
+  MEDIA_TYPE_ADAPTER,
   MEDIA_TYPE_CONFIG,
   MEDIA_TYPE_LICENSE,
   MEDIA_TYPE_MANIFEST,
   MEDIA_TYPE_MESSAGES,
   MEDIA_TYPE_MODEL,
   MEDIA_TYPE_PARAMS,
+  MEDIA_TYPE_PROJECTOR,
   MEDIA_TYPE_PROMPT,
   MEDIA_TYPE_SYSTEM,
   MEDIA_TYPE_TEMPLATE,
@@ -35,22 +43,38 @@ export interface CreateInput {
   name: ModelName;
   from?: string;
   files?: Record<string, string>;
+  adapters?: Record<string, string>;
   template?: string;
   system?: string;
   license?: string | string[];
   parameters?: Record<string, unknown>;
   messages?: Array<{ role: string; content: string }>;
+  quantize?: string;
+  requires?: string;
+  renderer?: string;
+  parser?: string;
 }
 
 type Progress = (p: ProgressResponse) => void;
 
+export interface CreateContext {
+  /** Pull a model that `from` names but the store lacks (Ollama pulls it). */
+  pull?: (name: ModelName, progress: Progress) => Promise<void>;
+  /** OLLAMA_NOPRUNE */
+  noPrune?: boolean;
+  signal?: AbortSignal;
+}
+
 const ROLES = new Set(["system", "user", "assistant"]);
 const REPLACED_BY_NEW = new Set([MEDIA_TYPE_TEMPLATE, MEDIA_TYPE_PROMPT, MEDIA_TYPE_SYSTEM, MEDIA_TYPE_MESSAGES, MEDIA_TYPE_PARAMS]);
+const QUANTIZABLE_SOURCES = ["F16", "BF16", "F32"];
+/** A blob named as a model source: `@sha256:<hex>` (the form old Ollama CLIs sent). */
+const BLOB_REF = /^@(sha256[:-][0-9a-fA-F]{64})$/;
 
 function checkParameters(params: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(params)) {
-    const type = OPTION_TYPES[k];
+    const type = Object.hasOwn(OPTION_TYPES, k) ? OPTION_TYPES[k] : undefined;
     if (!type) throw new CreateError(400, `unknown parameter '${k}'`);
     const ok =
       type === "string[]"
@@ -64,79 +88,174 @@ function checkParameters(params: Record<string, unknown>): Record<string, unknow
   return out;
 }
 
-export async function createModel(store: Store, models: ModelResolver, input: CreateInput, progress: Progress): Promise<void> {
-  const files = Object.entries(input.files ?? {});
-  if (!input.from && files.length === 0) throw new CreateError(400, "neither 'from' or 'files' was specified");
-  for (const [file, digest] of files) {
-    if (path.isAbsolute(file) || file.split(/[\\/]/).includes("..")) throw new CreateError(400, "file path must be relative");
+function checkFiles(files: Record<string, string> | undefined): Array<[string, string]> {
+  const list = Object.entries(files ?? {});
+  for (const [file, digest] of list) {
+    // fs.ValidPath: relative, slash-separated, no `.`/`..` elements, no empty elements
+    const parts = file.split("/");
+    if (file === "" || path.isAbsolute(file) || file.includes("\\") || file.includes("\0") || parts.some((p) => p === "" || p === "." || p === "..")) {
+      throw new CreateError(400, "file path must be relative");
+    }
     if (!parseDigest(digest)) throw new CreateError(400, "invalid digest format");
   }
+  return list;
+}
+
+interface GgufLayer {
+  layer: Layer;
+  info: GgufInfo;
+}
+
+/** Read and classify uploaded GGUF blobs (model, adapter, projector); 400 for anything else. */
+async function ggufLayers(store: Store, files: Array<[string, string]>, forceMediaType?: string): Promise<GgufLayer[]> {
+  const out: GgufLayer[] = [];
+  for (const [file, raw] of [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const digest = parseDigest(raw) as string;
+    const size = await store.blobSize(digest);
+    if (size === null) throw new CreateError(400, `blob ${digest} for file "${file}" not found; upload it first with POST /api/blobs/${digest}`);
+    let info: GgufInfo;
+    try {
+      info = await readGgufInfo(store.blobPath(digest));
+    } catch (err) {
+      if (err instanceof GgufError) throw new CreateError(400, `${file}: ${err.message}`);
+      throw err;
+    }
+    let mediaType = forceMediaType ?? MEDIA_TYPE_MODEL;
+    if (!forceMediaType) {
+      const kind = info.metadata["general.type"];
+      const arch = info.metadata["general.architecture"];
+      if (kind === "adapter") mediaType = MEDIA_TYPE_ADAPTER;
+      else if (kind === "projector" || kind === "mmproj" || (arch === "clip" && info.metadata["clip.has_vision_encoder"] !== undefined)) mediaType = MEDIA_TYPE_PROJECTOR;
+    }
+    out.push({ layer: { mediaType, digest, size }, info });
+  }
+  return out;
+}
+
+/** Move a finished temp file into the store as blob `digest` (under the blob lock). */
+async function adoptBlob(store: Store, tmp: string, digest: string): Promise<void> {
+  const final = store.blobPath(digest);
+  const release = await lockfile.lock(final, { realpath: false, retries: { forever: true, minTimeout: 20, maxTimeout: 500, factor: 1.5 }, onCompromised: () => undefined });
+  try {
+    if (await store.hasBlob(digest)) await fs.rm(tmp, { force: true });
+    else await fs.rename(tmp, final);
+  } finally {
+    await release().catch(() => undefined);
+  }
+}
+
+export async function createModel(store: Store, models: ModelResolver, input: CreateInput, progress: Progress, ctx: CreateContext = {}): Promise<void> {
+  // Everything that can be checked without reading a model comes before the first progress
+  // line, so a bad request gets its real status even when streamed.
+  const files = checkFiles(input.files);
+  const adapters = checkFiles(input.adapters);
+  let fromBlob: string | undefined;
+  let fromName: ModelName | undefined;
+  if (input.from) {
+    const m = BLOB_REF.exec(input.from);
+    if (m) fromBlob = parseDigest(m[1] as string) as string;
+    else {
+      const n = parseModelName(input.from);
+      if (!n) throw new CreateError(400, "invalid model name");
+      fromName = n;
+    }
+  }
+  if (!fromName && !fromBlob && files.length === 0) throw new CreateError(400, "neither 'from' or 'files' was specified");
+  if (adapters.length > 1) throw new CreateError(400, "only one adapter is currently supported");
   for (const m of input.messages ?? []) {
     if (!ROLES.has(m.role)) throw new CreateError(400, `invalid message role '${m.role}' (use system, user or assistant)`);
   }
   const newParams = checkParameters(input.parameters ?? {});
+  let quantize: QuantizeTarget | undefined;
+  if (input.quantize) {
+    try {
+      quantize = parseQuantizeType(input.quantize);
+    } catch (e) {
+      throw new CreateError(400, (e as QuantizeError).message);
+    }
+  }
 
-  const written: string[] = files.map(([, d]) => d);
+  const written: string[] = [...files, ...adapters].map(([, d]) => parseDigest(d) as string);
+  if (fromBlob) written.push(fromBlob);
   try {
-    await build(store, models, input, files, newParams, progress, written);
+    await build(store, models, input, { files, adapters, fromBlob, fromName, newParams, quantize }, progress, written, ctx);
   } catch (err) {
     await store.pruneUnreferencedBlobs(written).catch(() => undefined);
     throw err;
   }
 }
 
-async function build(
-  store: Store,
-  models: ModelResolver,
-  input: CreateInput,
-  files: Array<[string, string]>,
-  newParams: Record<string, unknown>,
-  progress: Progress,
-  written: string[],
-): Promise<void> {
+interface Plan {
+  files: Array<[string, string]>;
+  adapters: Array<[string, string]>;
+  fromBlob?: string;
+  fromName?: ModelName;
+  newParams: Record<string, unknown>;
+  quantize?: QuantizeTarget;
+}
+
+async function build(store: Store, models: ModelResolver, input: CreateInput, plan: Plan, progress: Progress, written: string[], ctx: CreateContext): Promise<void> {
   let layers: Layer[] = [];
   let inheritedParams: Record<string, unknown> = {};
   let config: Partial<ModelConfigBlob> = {};
+  let modelInfo: GgufInfo | undefined;
 
-  if (files.length > 0) {
-    // Every file is checked before the first progress line, so a bad file gets a real 400
-    // status even on a streamed create.
-    const parsed = [];
-    for (const [file, raw] of files) {
-      const digest = parseDigest(raw) as string;
-      if (!(await store.hasBlob(digest))) throw new CreateError(400, `blob ${digest} for file "${file}" not found; upload it first with POST /api/blobs/${digest}`);
-      try {
-        parsed.push({ digest, info: await readGgufInfo(store.blobPath(digest)) });
-      } catch (err) {
-        if (err instanceof GgufError) throw new CreateError(400, `${file}: ${err.message}`);
-        throw err;
-      }
+  const fromFiles = plan.fromBlob ? ([["model.gguf", plan.fromBlob]] as Array<[string, string]>) : plan.files;
+  if (fromFiles.length > 0) {
+    // All files are parsed (and a bad one refused with 400) before the first progress line.
+    const parsed = await ggufLayers(store, fromFiles);
+    const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);
+    const model = parsed.find((p) => p.layer.mediaType === MEDIA_TYPE_MODEL);
+    if (plan.quantize && model) checkQuantizable(model.info, plan.quantize);
+    for (const p of parsed) {
+      progress({ status: "parsing GGUF" });
+      layers.push(p.layer);
     }
-    progress({ status: "parsing GGUF" });
-    for (const { digest, info } of parsed) {
-      const facts = ggufFacts(info);
-      const size = (await store.blobSize(digest)) ?? info.fileSize;
-      layers.push({ mediaType: MEDIA_TYPE_MODEL, digest, size });
-      progress({ status: `using existing layer ${digest}` });
-      config = {
-        model_format: "gguf",
-        model_family: facts.family,
-        model_families: [facts.family],
-        model_type: facts.parameterSize,
-        file_type: facts.quantizationLevel,
-        ...(facts.contextLength ? { context_length: facts.contextLength } : {}),
-        ...(facts.embeddingLength ? { embedding_length: facts.embeddingLength } : {}),
-      };
+    for (const p of adapterParsed) {
+      progress({ status: "parsing GGUF" });
+      layers.push(p.layer);
     }
-  } else if (input.from) {
-    const base = await models.resolve(input.from).catch((err: Error) => {
+    if (model) {
+      modelInfo = model.info;
+      config = configFromGguf(model.info);
+    }
+  } else if (plan.fromName) {
+    const from = plan.fromName;
+    let base = await models.resolve(input.from as string).catch((err: Error) => {
       throw new CreateError(400, err.message);
     });
+    if (!base && ctx.pull) {
+      await ctx.pull(from, progress);
+      base = await models.resolve(input.from as string);
+    }
     if (!base) throw new CreateError(404, `model '${input.from}' not found`);
-    layers = base.manifest.manifest.layers.filter((l) => !(REPLACED_BY_NEW.has(l.mediaType) && replaces(input, l.mediaType)));
+    const source = displayName(base.name);
+    layers = base.manifest.manifest.layers
+      .filter((l) => !(REPLACED_BY_NEW.has(l.mediaType) && replaces(input, l.mediaType)))
+      .map((l) => ({ ...l, from: source }));
     inheritedParams = base.params;
     config = { ...base.config };
-    for (const l of layers) progress({ status: `using existing layer ${l.digest}` });
+    modelInfo = base.gguf;
+    if (plan.quantize) checkQuantizable(base.gguf, plan.quantize);
+    const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);
+    for (const p of adapterParsed) {
+      progress({ status: "parsing GGUF" });
+      if (!layers.some((l) => l.digest === p.layer.digest)) layers.push(p.layer);
+    }
+  }
+  if (!layers.some((l) => l.mediaType === MEDIA_TYPE_MODEL)) throw new CreateError(400, "no base model was found");
+
+  if (plan.quantize && modelInfo && sourceFileType(modelInfo) !== plan.quantize) {
+    const i = layers.findIndex((l) => l.mediaType === MEDIA_TYPE_MODEL);
+    const old = layers[i] as Layer;
+    const q = await quantizeLayer(store, old, modelInfo, plan.quantize, progress, ctx.signal);
+    written.push(q.digest);
+    layers[i] = q;
+    config = { ...config, ...configFromGguf(await readGgufInfo(store.blobPath(q.digest))) };
+    progress({ status: `creating new layer ${q.digest}` });
+  }
+  for (const l of layers) {
+    if (!(plan.quantize && l.mediaType === MEDIA_TYPE_MODEL && !l.from)) progress({ status: `using existing layer ${l.digest}` });
   }
 
   const addText = async (mediaType: string, text: string) => {
@@ -147,21 +266,24 @@ async function build(
   };
   if (input.template !== undefined) await addText(MEDIA_TYPE_TEMPLATE, input.template);
   if (input.system !== undefined) await addText(MEDIA_TYPE_SYSTEM, input.system);
-  if (Object.keys(newParams).length > 0) {
+  if (Object.keys(plan.newParams).length > 0) {
     layers = layers.filter((l) => l.mediaType !== MEDIA_TYPE_PARAMS);
-    await addText(MEDIA_TYPE_PARAMS, JSON.stringify({ ...inheritedParams, ...newParams }));
+    await addText(MEDIA_TYPE_PARAMS, JSON.stringify({ ...inheritedParams, ...plan.newParams }));
   }
   if (input.messages && input.messages.length > 0) await addText(MEDIA_TYPE_MESSAGES, JSON.stringify(input.messages));
   const licenses = input.license === undefined ? [] : Array.isArray(input.license) ? input.license : [input.license];
-  for (const text of licenses) await addText(MEDIA_TYPE_LICENSE, text);
+  for (const text of licenses) if (text !== "") await addText(MEDIA_TYPE_LICENSE, text);
 
-  const configBlob = {
+  const configBlob: ModelConfigBlob = {
     ...config,
     model_format: config.model_format ?? "gguf",
     model_family: config.model_family ?? "",
     model_families: config.model_families ?? [],
     model_type: config.model_type ?? "",
     file_type: config.file_type ?? "",
+    ...(input.renderer ? { renderer: input.renderer } : {}),
+    ...(input.parser ? { parser: input.parser } : {}),
+    ...(input.requires ? { requires: input.requires } : {}),
     architecture: "amd64",
     os: "linux",
     rootfs: { type: "layers" as const, diff_ids: layers.map((l) => l.digest) },
@@ -177,11 +299,62 @@ async function build(
     config: { mediaType: MEDIA_TYPE_CONFIG, digest: cfg.digest, size: cfg.size },
     layers,
   });
-  if (previous) {
+  written.length = 0; // the manifest references them now
+  if (previous && !ctx.noPrune) {
     // Blobs only the replaced manifest used are now garbage.
     await store.pruneUnreferencedBlobs([previous.manifest.config, ...previous.manifest.layers].map((l) => l.digest));
   }
   progress({ status: "success" });
+}
+
+function configFromGguf(info: GgufInfo): Partial<ModelConfigBlob> {
+  const facts = ggufFacts(info);
+  return {
+    model_format: "gguf",
+    model_family: facts.family,
+    model_families: [facts.family],
+    model_type: facts.parameterSize,
+    file_type: facts.quantizationLevel,
+    ...(facts.contextLength ? { context_length: facts.contextLength } : {}),
+    ...(facts.embeddingLength ? { embedding_length: facts.embeddingLength } : {}),
+  };
+}
+
+function checkQuantizable(info: GgufInfo, target: QuantizeTarget): void {
+  const ft = sourceFileType(info);
+  if (ft === target) return;
+  if (!QUANTIZABLE_SOURCES.includes(ft)) throw new CreateError(400, "quantization is only supported for F16, BF16 and F32 models");
+}
+
+/** Quantize the model layer into a new blob, with Ollama's progress lines. */
+async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target: QuantizeTarget, progress: Progress, signal?: AbortSignal): Promise<Layer> {
+  const status = `quantizing ${sourceFileType(info)} model to ${target}`;
+  await fs.mkdir(store.blobsDir, { recursive: true, mode: 0o755 });
+  const tmp = path.join(store.blobsDir, `.quantize-${randomBytes(6).toString("hex")}.tmp`);
+  let last = 0;
+  try {
+    progress({ status, digest: "0000000000000000000", total: layer.size, completed: 0 });
+    const res = await quantizeGguf(
+      store.blobPath(layer.digest),
+      tmp,
+      target,
+      (done, total) => {
+        const now = Date.now();
+        if (now - last < 60 && done < total) return;
+        last = now;
+        progress({ status, digest: "0000000000000000000", total: layer.size, completed: Math.floor((done / Math.max(total, 1)) * layer.size) });
+      },
+      signal,
+    );
+    progress({ status: "verifying conversion" });
+    await readGgufInfo(tmp).catch((e: Error) => {
+      throw new Error(`quantized model does not verify: ${e.message}`);
+    });
+    await adoptBlob(store, tmp, res.digest);
+    return { mediaType: MEDIA_TYPE_MODEL, digest: res.digest, size: res.size };
+  } finally {
+    await fs.rm(tmp, { force: true });
+  }
 }
 
 function replaces(input: CreateInput, mediaType: string): boolean {

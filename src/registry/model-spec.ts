@@ -1,5 +1,7 @@
 // Resolves a model name to a ModelSpec: the immutable description of a model that the rest of
 // the daemon consumes (weights path, template, system, params, messages, GGUF facts).
+import { OllamaTemplate } from "../daemon/prompt/gotemplate/ollama.js";
+import { inferThinkingTagsFromTree } from "../daemon/prompt/thinking.js";
 import { readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
 import { parseModelName, displayName, type ModelName } from "./name.js";
 import {
@@ -117,14 +119,35 @@ export class ModelResolver {
   }
 }
 
-/** Ollama's capability derivation (reference §1.11), from the GGUF and the template. */
+/**
+ * Ollama's capability derivation (reference §1.11, server/images.go goTemplateCapabilities): from
+ * the GGUF and the template. With a Go TEMPLATE: `tools` if it uses .Tools, `insert` if it uses
+ * .Suffix, `thinking` if thinking tags can be inferred from it; a template that does not parse
+ * gives none of those. Without one, the GGUF's Jinja template: `tools`/`tool_call` → tools,
+ * `<think>` and `</think>` → thinking. Never `vision`: this engine has no multimodal support.
+ */
 export function capabilitiesOf(spec: Pick<ModelSpec, "facts" | "template">): string[] {
   const caps: string[] = [];
   caps.push(spec.facts.isEmbedding ? "embedding" : "completion");
   const goTemplate = spec.template;
+  if (goTemplate !== undefined && goTemplate !== "") {
+    let t: OllamaTemplate | undefined;
+    try {
+      t = OllamaTemplate.parse(goTemplate);
+    } catch {
+      t = undefined; // Ollama logs "model template contains errors" and derives nothing
+    }
+    if (t) {
+      const vars = t.vars();
+      if (vars.includes("tools")) caps.push("tools");
+      if (vars.includes("suffix")) caps.push("insert");
+      const tags = inferThinkingTagsFromTree(t.template.root);
+      if (tags.open !== "" && tags.close !== "") caps.push("thinking");
+    }
+    return caps;
+  }
   const jinja = spec.facts.chatTemplate ?? "";
-  if (goTemplate !== undefined ? /\.Tools\b/.test(goTemplate) : /tools|tool_call/.test(jinja)) caps.push("tools");
-  if (goTemplate !== undefined && /\.Suffix\b/.test(goTemplate)) caps.push("insert");
-  if (goTemplate !== undefined ? /\.Think\b/.test(goTemplate) : /<think>/.test(jinja)) caps.push("thinking");
+  if (/tools|tool_call/.test(jinja)) caps.push("tools");
+  if (jinja.includes("<think>") && jinja.includes("</think>")) caps.push("thinking");
   return caps;
 }

@@ -44,7 +44,7 @@ describe("ollamats CLI", () => {
     expect(r.stderr + r.stdout).toMatch(/success/);
     const list = await cli(["list"]);
     expect(list.stdout).toMatch(/^NAME\s+ID\s+SIZE\s+MODIFIED/);
-    expect(list.stdout).toMatch(/cli-model:latest\s+[0-9a-f]{12}\s+\d+(\.\d)? KB\s+(Less than a second|\d+ seconds) ago/);
+    expect(list.stdout).toMatch(/cli-model:latest\s+[0-9a-f]{12}\s+\d+(\.\d)? KB\s+(Less than a second|\d+ seconds?) ago/);
   });
 
   it("run answers a one-shot prompt, and the same prompt piped on stdin, identically", async () => {

@@ -244,3 +244,19 @@ describe("tables (tablewriter as Ollama configures it)", () => {
     expect(out).toBe("    one two three four five six       \n" + "      seven eight nine ten eleven       \n");
   });
 });
+
+describe("embedding output (json.Marshal of []float32)", () => {
+  it("prints each value as the shortest decimal of its float32", async () => {
+    const { float32Json, formatEmbedding } = await import("../../src/cli/format.js");
+    expect(float32Json(0.1)).toBe("0.1");
+    expect(float32Json(0.32337818593707873)).toBe("0.32337818");
+    expect(float32Json(-0.44266185926903734)).toBe("-0.44266185");
+    expect(float32Json(1e-7)).toBe("1e-7");
+    expect(float32Json(123456789)).toBe("123456790");
+    expect(float32Json(1e21)).toBe("1e+21");
+    expect(float32Json(0)).toBe("0");
+    expect(float32Json(2)).toBe("2");
+    expect(formatEmbedding([0.5, -0.25, 0.1])).toBe("[0.5,-0.25,0.1]");
+    expect(formatEmbedding([])).toBe("[]");
+  });
+});

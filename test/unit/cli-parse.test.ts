@@ -11,6 +11,7 @@ import { buildCreatePlan, expandPath, requestFileNames } from "../../src/cli/mod
 import { ReplInput, saveRequest, showCommandOutput, type SessionState } from "../../src/cli/repl-input.js";
 import { parseModelfile, parseParameterValue } from "../../src/registry/modelfile.js";
 import type { ShowResponse } from "../../src/api/types.js";
+import { showField } from "../../src/cli/show-info.js";
 
 let dir: string;
 const sha = (data: string) => `sha256:${createHash("sha256").update(data).digest("hex")}`;
@@ -233,6 +234,18 @@ describe("REPL input", () => {
     expect(repl.state.messages).toEqual([]);
   });
 
+  it("keeps bracketed-paste lines for one message, sent by the Enter after the paste", () => {
+    const repl = new ReplInput(session(), parseParameterValue);
+    for (const line of ["def f():", "    return 1", "/not a command"]) {
+      const r = repl.handleLine(line, true);
+      expect(r).toMatchObject({ continuation: true, stdout: "", stderr: "" });
+      expect(r.effect).toBeUndefined();
+    }
+    const r = repl.handleLine("explain this");
+    expect(r.effect).toEqual({ type: "chat" });
+    expect(repl.state.messages).toEqual([{ role: "user", content: "def f():\n    return 1\n/not a command\nexplain this" }]);
+  });
+
   it("drops a half-typed block on Ctrl+C", () => {
     const repl = new ReplInput(session(), parseParameterValue);
     repl.handleLine('"""abc');
@@ -274,6 +287,63 @@ describe("REPL input", () => {
     );
     expect(showCommandOutput("license", {} as ShowResponse, s).stdout).toBe("No license was specified for this model.\n");
     expect(showCommandOutput("system", { system: "Hi" } as ShowResponse, s).stdout).toBe("Hi\n\n");
+  });
+
+  it("prints every /show subcommand as interactive.go does", () => {
+    const s = session();
+    const resp = { license: "MIT", modelfile: "FROM x", parameters: "", system: "Model system", template: "{{ .Prompt }}" } as unknown as ShowResponse;
+    expect(showCommandOutput("license", resp, s)).toEqual({ stdout: "MIT\n", stderr: "" });
+    expect(showCommandOutput("modelfile", resp, s)).toEqual({ stdout: "FROM x\n", stderr: "" });
+    expect(showCommandOutput("template", resp, s)).toEqual({ stdout: "{{ .Prompt }}\n", stderr: "" });
+    expect(showCommandOutput("template", { template: "" } as ShowResponse, s).stdout).toBe("No prompt template was specified for this model.\n");
+    expect(showCommandOutput("parameters", resp, s).stdout).toBe("Model defined parameters:\n  No additional parameters were specified for this model.\n\n");
+    expect(showCommandOutput("system", resp, s).stdout).toBe("Model system\n\n");
+    expect(showCommandOutput("system", {} as ShowResponse, s).stdout).toBe("No system message was specified for this model.\n");
+    s.system = "Session system"; // /set system wins over the model's
+    expect(showCommandOutput("system", resp, s).stdout).toBe("Session system\n\n");
+    expect(showCommandOutput("nonsense", resp, s).stdout).toBe("Unknown command '/show nonsense'. Type /? for help\n");
+    // /show info goes to stderr, as showInfo(resp, false, os.Stderr)
+    const info = showCommandOutput("info", { details: { family: "llama", parameter_size: "1B", quantization_level: "Q4_0" } } as ShowResponse, s);
+    expect(info.stdout).toBe("");
+    expect(info.stderr).toMatch(/^ {2}Model\n {4}architecture {4}llama {4}\n/);
+  });
+
+  it("prints the help texts of interactive.go", () => {
+    const repl = new ReplInput(session(), parseParameterValue);
+    expect(repl.handleLine("/?").stderr).toBe(
+      "Available Commands:\n" +
+        "  /set            Set session variables\n" +
+        "  /show           Show model information\n" +
+        "  /load <model>   Load a session or model\n" +
+        "  /save <model>   Save your current session\n" +
+        "  /clear          Clear session context\n" +
+        "  /bye            Exit\n" +
+        "  /?, /help       Help for a command\n" +
+        "  /? shortcuts    Help for keyboard shortcuts\n" +
+        "\n" +
+        'Use """ to begin a multi-line message.\n' +
+        "\n",
+    );
+    expect(repl.handleLine("/set").stderr).toMatch(/^Available Commands:\n  \/set parameter \.\.\.     Set a parameter\n/);
+    expect(repl.handleLine("/show").stderr).toMatch(/^Available Commands:\n  \/show info         Show details for this model\n/);
+    expect(repl.handleLine("/set parameter").stderr).toMatch(/^Available Parameters:\n  \/set parameter seed <int>             Random number seed\n/);
+    expect(repl.handleLine("/? shortcuts").stderr).toContain("  Ctrl + g            Open default editor to compose a prompt\n");
+    expect(repl.handleLine("/load").stdout).toBe("Usage:\n  /load <modelname>\n");
+    expect(repl.handleLine("/save a b").stdout).toBe("Usage:\n  /save <modelname>\n");
+    expect(repl.handleLine("/set format yaml").stdout).toBe("Invalid or missing format. For 'json' mode use '/set format json'\n");
+    expect(repl.handleLine("/set parameter temperature hot").stdout).toMatch(/^Couldn't set parameter: ".*"\n$/);
+  });
+});
+
+describe("ollama show single fields (ShowHandler)", () => {
+  it("prints license, modelfile and parameters with a newline; system and template as they are", () => {
+    const resp = { license: "MIT", modelfile: "FROM x", parameters: "seed 1", system: "sys", template: "tpl" } as unknown as ShowResponse;
+    expect(showField("license", resp)).toBe("MIT\n");
+    expect(showField("modelfile", resp)).toBe("FROM x\n");
+    expect(showField("parameters", resp)).toBe("seed 1\n");
+    expect(showField("system", resp)).toBe("sys");
+    expect(showField("template", resp)).toBe("tpl");
+    expect(showField("license", {} as ShowResponse)).toBe("\n");
   });
 });
 

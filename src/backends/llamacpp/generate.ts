@@ -1,10 +1,13 @@
-// One generation on one context sequence, inside the runner process: tokenize, reuse the
-// cached prefix, evaluate, decode text incrementally, apply Ollama's stop and num_predict rules.
-import type { LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
-import type { GenerateJob, GenerateStats } from "../backend.js";
+// One generation on one context sequence, inside the runner process: tokenize, fit the prompt
+// into the context (Ollama's truncate/shift rules), reuse the cached prefix, evaluate with the
+// request's sampling options and grammar, decode text incrementally, apply Ollama's stop and
+// num_predict rules, shift the context (keeping num_keep tokens) or stop when it is full.
+import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
+import { PROMPT_TOO_LONG, type GenerateJob, type GenerateStats } from "../backend.js";
 import { StopMatcher } from "../stop-matcher.js";
+import { grammarCacheFor } from "./grammar.js";
 
-const NUM_KEEP = 4; // Ollama's default num_keep: tokens kept at the start when the prompt is cut
+const DEFAULT_NUM_KEEP = 4; // Ollama's default num_keep
 
 export function promptTokens(model: LlamaModel, job: GenerateJob): Token[] {
   const body = model.tokenize(job.prompt, true) as Token[];
@@ -14,15 +17,45 @@ export function promptTokens(model: LlamaModel, job: GenerateJob): Token[] {
   return body;
 }
 
-/** A prompt that does not fit keeps its first NUM_KEEP tokens and its most recent half-context. */
-export function fitPrompt(tokens: Token[], contextSize: number): Token[] {
-  if (tokens.length < contextSize) return tokens;
-  const tail = Math.max(1, Math.floor((contextSize - NUM_KEEP) / 2));
-  return [...tokens.slice(0, NUM_KEEP), ...tokens.slice(tokens.length - tail)];
+/** Tokens kept at the start on a shift: num_keep (negative = all), plus the BOS token. */
+function keepCount(tokens: readonly Token[], numKeep: number, bos: Token | null | undefined, contextSize: number): number {
+  let keep = numKeep < 0 ? tokens.length : numKeep;
+  if (bos != null && tokens[0] === bos) keep++;
+  return Math.max(0, Math.min(keep, contextSize - 1));
+}
+
+/**
+ * A prompt that does not fit (more than num_ctx − 1 tokens) keeps its first num_keep tokens and
+ * drops the oldest of the rest so that it ends at num_ctx − (num_ctx − num_keep)/2 tokens, as
+ * Ollama does; with truncation or context shift off it is an error instead.
+ */
+export function fitPrompt(
+  tokens: Token[],
+  contextSize: number,
+  opts: { numKeep?: number; shift?: boolean; truncate?: boolean; bos?: Token | null } = {},
+): Token[] {
+  const fullLimit = contextSize - 1;
+  if (tokens.length <= fullLimit) return tokens;
+  if (opts.truncate === false || opts.shift === false) throw new Error(PROMPT_TOO_LONG);
+  const keep = keepCount(tokens, opts.numKeep ?? DEFAULT_NUM_KEEP, opts.bos, contextSize);
+  const limit = contextSize - Math.max(Math.floor((contextSize - keep) / 2), 1);
+  const tail = Math.max(0, limit - keep);
+  return [...tokens.slice(0, keep), ...tokens.slice(tokens.length - tail)];
 }
 
 function hrNow(): bigint {
   return process.hrtime.bigint();
+}
+
+/** Grammar outputs end with whitespace the grammar allows but nobody wants: it is dropped. */
+class TrailingWhitespace {
+  private held = "";
+  push(text: string): string {
+    const all = this.held + text;
+    const trimmed = all.replace(/\s+$/u, "");
+    this.held = all.slice(trimmed.length);
+    return trimmed;
+  }
 }
 
 export async function runGeneration(
@@ -33,7 +66,9 @@ export async function runGeneration(
   onText: (text: string) => void,
 ): Promise<GenerateStats> {
   const contextSize = seq.contextSize;
-  const tokens = fitPrompt(promptTokens(model, job), contextSize);
+  const bos = model.tokens.bos;
+  const grammar = job.grammar ? await grammarCacheFor(model.llama).get(job.grammar) : undefined;
+  const tokens = fitPrompt(promptTokens(model, job), contextSize, { numKeep: job.numKeep, shift: job.shift, truncate: job.truncate, bos });
   const t0 = hrNow();
 
   // Prompt-prefix reuse: keep what the slot already evaluated, always re-evaluate >= 1 token
@@ -47,16 +82,22 @@ export async function runGeneration(
   const lastN = s.repeatLastN < 0 ? contextSize : s.repeatLastN;
   const penalize = lastN > 0 && (s.repeatPenalty !== 1 || s.presencePenalty !== 0 || s.frequencyPenalty !== 0);
   const limit = job.numPredict < 0 || job.numPredict > 10 * contextSize ? 10 * contextSize : job.numPredict;
+  const shiftKeep = keepCount(tokens, job.numKeep ?? DEFAULT_NUM_KEEP, bos, contextSize - 1);
 
-  const stops = new StopMatcher(job.stop);
+  const stops = new StopMatcher([...job.stop, ...(grammar?.stops ?? [])]);
+  const trailing = grammar ? new TrailingWhitespace() : undefined;
   const output: Token[] = [];
   let pending: Token[] = [];
   let doneReason: "stop" | "length" = "stop";
   let tFirst: bigint | null = null;
 
+  const send = (text: string): void => {
+    const t = trailing ? trailing.push(text) : text;
+    if (t) onText(t);
+  };
   const emit = (text: string): boolean => {
     const step = stops.push(text);
-    if (step.emit) onText(step.emit);
+    if (step.emit) send(step.emit);
     return step.stopped;
   };
 
@@ -75,6 +116,12 @@ export async function runGeneration(
             frequencyPenalty: s.frequencyPenalty,
           }
         : undefined,
+      grammarEvaluationState: grammar ? new LlamaGrammarEvaluationState({ model, grammar: grammar.grammar }) : undefined,
+      // Ollama's shift: keep num_keep (+BOS) tokens, drop half of the rest.
+      contextShift: {
+        size: (sq) => Math.max(1, Math.floor((sq.contextSize - shiftKeep) / 2)),
+        strategy: ({ size }) => [{ start: shiftKeep, end: shiftKeep + size }],
+      },
     });
     let stopped = false;
     for await (const token of gen) {
@@ -97,11 +144,16 @@ export async function runGeneration(
         doneReason = "length";
         break;
       }
+      // Without context shift a full context ends the generation.
+      if (job.shift === false && seq.nextTokenIndex >= contextSize - 1) {
+        doneReason = "length";
+        break;
+      }
     }
     if (!stopped && pending.length > 0) emit(model.detokenize(pending, false));
     if (!stopped) {
       const rest = stops.flush();
-      if (rest) onText(rest);
+      if (rest) send(rest);
     }
   }
 

@@ -1,7 +1,16 @@
 // Messages between the daemon (host) and a runner child process over Node's IPC channel.
 import type { GenerateJob, GenerateStats, LoadedInfo, LoadOptions } from "../backend.js";
 
+/** What a probe child found: node-llama-cpp reports the sum over its GPUs, and their names. */
+export interface GpuProbe {
+  library: string | false; // "cuda" | "vulkan" | "metal" | false (CPU only)
+  names: string[];
+  totalBytes: number;
+  freeBytes: number;
+}
+
 export type HostMessage =
+  | { type: "probe" }
   | { type: "load"; modelPath: string; opts: LoadOptions; gpuLayers: number }
   | { type: "generate"; id: number; job: GenerateJob }
   | { type: "abort"; id: number }
@@ -11,6 +20,9 @@ export type HostMessage =
   | { type: "close" };
 
 export type ChildMessage =
+  | { type: "probed"; gpu: GpuProbe }
+  /** Model load progress, 0..1 (resets the load stall timer). */
+  | { type: "progress"; progress: number }
   | { type: "loaded"; info: LoadedInfo }
   | { type: "load-error"; message: string }
   /** Text produced since the last message; several tokens may be joined into one message. */

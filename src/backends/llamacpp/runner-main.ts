@@ -1,36 +1,55 @@
 // Entry point of a runner child process: one loaded model, served to the daemon over IPC.
 // A native crash, an OOM or a hung load here ends this process, never the daemon.
+// A child may also be started only to probe the GPUs (`probe`), then closed.
 import os from "node:os";
 import {
   getLlama,
+  GgmlType,
   LlamaLogLevel,
   type Llama,
   type LlamaContext,
+  type LlamaContextOptions,
   type LlamaContextSequence,
   type LlamaEmbeddingContext,
   type LlamaModel,
 } from "node-llama-cpp";
-import type { LoadOptions } from "../backend.js";
-import type { ChildMessage, HostMessage } from "./protocol.js";
-import { runGeneration } from "./generate.js";
-import { SlotPool } from "./slots.js";
+import type { EmbedResult, GenerateJob, LoadOptions } from "../backend.js";
+import { embeddingContextOptions, embedInputs } from "./embed.js";
+import type { ChildMessage, GpuProbe, HostMessage } from "./protocol.js";
+import { promptTokens, runGeneration } from "./generate.js";
+import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
 
 let llama: Llama | undefined;
 let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
 let slots: SlotPool<LlamaContextSequence> | undefined;
-const running = new Map<number, AbortController>();
+const running = new Map<number, { ac: AbortController; done: Promise<void> }>();
+let closing = false;
 
 function send(msg: ChildMessage): void {
   process.send?.(msg);
 }
 
 const KV_TYPES: Record<string, "F16" | "Q8_0" | "Q4_0"> = { f16: "F16", q8_0: "Q8_0", q4_0: "Q4_0" };
+const KV_NAMES: Partial<Record<number, string>> = { [GgmlType.F16]: "f16", [GgmlType.Q8_0]: "q8_0", [GgmlType.Q4_0]: "q4_0" };
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function probe(): Promise<GpuProbe> {
+  const l = await getLlama({ build: "never", gpu: "auto", logLevel: LlamaLogLevel.error, progressLogs: false });
+  const library = l.gpu;
+  if (library === false) return { library: false, names: [], totalBytes: 0, freeBytes: 0 };
+  const vram = await l.getVramState();
+  return { library, names: await l.getGpuDeviceNames(), totalBytes: vram.total, freeBytes: vram.free };
+}
 
 async function load(modelPath: string, opts: LoadOptions, gpuLayers: number): Promise<void> {
   const threads = opts.numThread > 0 ? opts.numThread : os.availableParallelism();
   // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.
+  // Without GPU layers the GPU backend is not even initialised (no VRAM spent on a context).
   llama = await getLlama({
     build: "never",
     gpu: gpuLayers === 0 ? false : "auto",
@@ -38,90 +57,143 @@ async function load(modelPath: string, opts: LoadOptions, gpuLayers: number): Pr
     logLevel: LlamaLogLevel.error,
     progressLogs: false,
   });
+  const flashAttention = opts.flashAttention ?? false;
+  let lastProgress = -1;
   model = await llama.loadModel({
     modelPath,
     gpuLayers: gpuLayers < 0 ? "auto" : gpuLayers,
     useMmap: opts.useMmap,
-    defaultContextFlashAttention: opts.flashAttention ?? false,
+    defaultContextFlashAttention: flashAttention,
+    onLoadProgress: (p) => {
+      // Enough to reset the daemon's stall timer without flooding the channel.
+      if (p - lastProgress >= 0.01 || p === 1) {
+        lastProgress = p;
+        send({ type: "progress", progress: p });
+      }
+    },
   });
   const contextSize = Math.max(4, Math.min(opts.numCtx, model.trainContextSize));
+  const warnings: string[] = [];
   if (opts.embedding) {
-    embedder = await model.createEmbeddingContext({ contextSize, threads });
+    embedder = await model.createEmbeddingContext(embeddingContextOptions(contextSize, threads));
   } else {
-    context = await model.createContext({
+    const base: LlamaContextOptions = {
       contextSize,
       sequences: opts.slots,
       batchSize: Math.min(opts.numBatch, contextSize),
       threads,
-      flashAttention: opts.flashAttention ?? false,
-      experimentalKvCacheKeyType: KV_TYPES[opts.kvCacheTypeK] ?? "F16",
-      experimentalKvCacheValueType: KV_TYPES[opts.kvCacheTypeV] ?? "F16",
-    });
+      flashAttention,
+    };
+    const k = KV_TYPES[opts.kvCacheTypeK] ?? "F16";
+    const v = KV_TYPES[opts.kvCacheTypeV] ?? "F16";
+    try {
+      context = await model.createContext({ ...base, experimentalKvCacheKeyType: k, experimentalKvCacheValueType: v });
+    } catch (err) {
+      // The daemon checks head sizes before it asks for a quantized cache; should llama.cpp
+      // still refuse one, load with f16 rather than fail.
+      if (k === "F16" && v === "F16") throw err;
+      warnings.push(`KV cache ${opts.kvCacheTypeK}/${opts.kvCacheTypeV} refused (${message(err)}); using f16`);
+      context = await model.createContext({ ...base, experimentalKvCacheKeyType: "F16", experimentalKvCacheValueType: "F16" });
+    }
     const seqs: LlamaContextSequence[] = [];
     for (let i = 0; i < opts.slots; i++) seqs.push(context.getSequence());
     slots = new SlotPool(seqs);
   }
   const usage = await llama.getLlamaMemoryUsage();
+  // A fully offloaded model is all GPU, as Ollama reports it (the token embeddings llama.cpp
+  // keeps in host memory are not counted as a CPU share).
+  const full = usage.gpuVram > 0 && model.gpuLayers >= model.fileInsights.totalLayers;
   send({
     type: "loaded",
     info: {
       contextLength: contextSize,
       gpuLayers: model.gpuLayers,
-      sizeBytes: Math.max(usage.cpuRam + usage.gpuVram, model.size),
+      sizeBytes: full ? usage.gpuVram : Math.max(usage.cpuRam + usage.gpuVram, model.size),
       vramBytes: usage.gpuVram,
       threads,
+      ...(context
+        ? {
+            flashAttention: context.flashAttention === true,
+            kvCacheTypeK: KV_NAMES[context.kvCacheKeyType] ?? String(context.kvCacheKeyType),
+            kvCacheTypeV: KV_NAMES[context.kvCacheValueType] ?? String(context.kvCacheValueType),
+          }
+        : {}),
+      warnings,
     },
   });
 }
 
-async function generate(msg: Extract<HostMessage, { type: "generate" }>): Promise<void> {
+/** Tokens of the slot's cache a prompt can keep: the score of a slot, and `cachedTokens`. */
+function reusable(seq: LlamaContextSequence, tokens: ReturnType<typeof promptTokens>): number {
+  if (tokens.length === 0) return 0;
+  return Math.min(seq.compareContextTokens(tokens).firstDifferentIndex, tokens.length - 1);
+}
+
+async function generate(id: number, job: GenerateJob, ac: AbortController): Promise<void> {
   if (!model || !slots) throw new Error("model is not loaded for generation");
-  const ac = new AbortController();
-  running.set(msg.id, ac);
   const m = model;
-  const seq = await slots.acquire((s) => s.compareContextTokens(m.tokenize(msg.job.prompt, true)).firstDifferentIndex);
+  const tokens = promptTokens(m, job);
+  let seq: LlamaContextSequence;
   try {
-    const stats = await runGeneration(m, seq, msg.job, ac.signal, (text) => send({ type: "text", id: msg.id, text }));
-    send({ type: "done", id: msg.id, ...stats });
+    seq = await slots.acquire((s) => prefixScore(reusable(s, tokens), s.nextTokenIndex), ac.signal);
+  } catch (err) {
+    if (err instanceof SlotAbortedError) return; // the host already ended this stream
+    throw err;
+  }
+  try {
+    if (ac.signal.aborted) return;
+    const cachedTokens = reusable(seq, tokens);
+    const stats = await runGeneration(m, seq, job, ac.signal, (text) => send({ type: "text", id, text }));
+    // Cut short by an unload (shutdown past its grace period): say so rather than end normally.
+    if (closing) send({ type: "error", id, message: "the model was unloaded while generating (server shutting down)" });
+    else send({ type: "done", id, ...stats, cachedTokens });
   } finally {
-    running.delete(msg.id);
     slots.release(seq);
   }
 }
 
-async function embed(inputs: string[]): Promise<{ embeddings: number[][]; promptEvalCount: number }> {
+async function embed(inputs: string[]): Promise<EmbedResult> {
   if (!model || !embedder) throw new Error("this model does not support embeddings");
-  const embeddings: number[][] = [];
-  let promptEvalCount = 0;
-  for (const text of inputs) {
-    promptEvalCount += model.tokenize(text).length;
-    const e = await embedder.getEmbeddingFor(text);
-    embeddings.push([...e.vector]);
-  }
-  return { embeddings, promptEvalCount };
+  return embedInputs(model, embedder, inputs);
 }
 
+/** Stops every generation, waits for them to leave their sequences, then frees everything.
+ *  (Disposing a sequence under a running generation crashes node-llama-cpp 3.21.1.) */
 async function dispose(): Promise<void> {
-  for (const ac of running.values()) ac.abort();
+  closing = true;
+  for (const r of running.values()) r.ac.abort();
+  await Promise.all([...running.values()].map((r) => r.done.catch(() => undefined)));
   await context?.dispose();
   await embedder?.dispose();
   await model?.dispose();
   await llama?.dispose();
 }
 
+function startGeneration(msg: Extract<HostMessage, { type: "generate" }>): void {
+  const ac = new AbortController();
+  const done = generate(msg.id, msg.job, ac)
+    .catch((err: unknown) => send({ type: "error", id: msg.id, message: message(err) }))
+    .finally(() => running.delete(msg.id));
+  running.set(msg.id, { ac, done });
+}
+
 async function handle(msg: HostMessage): Promise<void> {
   switch (msg.type) {
+    case "probe":
+      send({ type: "probed", gpu: await probe() });
+      return;
     case "load":
       try {
         await load(msg.modelPath, msg.opts, msg.gpuLayers);
       } catch (err) {
-        send({ type: "load-error", message: err instanceof Error ? err.message : String(err) });
+        send({ type: "load-error", message: message(err) });
       }
       return;
     case "generate":
-      return generate(msg);
+      startGeneration(msg);
+      return;
     case "abort":
-      running.get(msg.id)?.abort();
+      running.get(msg.id)?.ac.abort();
       return;
     case "embed":
       send({ type: "result", id: msg.id, value: await embed(msg.inputs) });
@@ -141,9 +213,8 @@ async function handle(msg: HostMessage): Promise<void> {
 process.on("message", (raw) => {
   const msg = raw as HostMessage;
   handle(msg).catch((err: unknown) => {
-    const message = err instanceof Error ? err.message : String(err);
-    if ("id" in msg) send({ type: "error", id: msg.id, message });
-    else process.stderr.write(`runner: ${message}\n`);
+    if ("id" in msg) send({ type: "error", id: msg.id, message: message(err) });
+    else process.stderr.write(`runner: ${message(err)}\n`);
   });
 });
 // The daemon went away: nothing can use this model any more.

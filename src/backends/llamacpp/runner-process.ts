@@ -6,13 +6,14 @@ import type {
   GenerateJob,
   LoadedInfo,
   LoadOptions,
+  LoadPlan,
   Runner,
   RunnerEvent,
   RunnerExit,
 } from "../backend.js";
 import { RunnerError } from "../backend.js";
 import { AsyncQueue } from "../async-queue.js";
-import type { ChildMessage, HostMessage } from "./protocol.js";
+import type { ChildMessage, GpuProbe, HostMessage } from "./protocol.js";
 
 const STDERR_LINES = 20;
 
@@ -37,11 +38,14 @@ export class RunnerProcess implements Runner {
   private readonly stderrTail: string[] = [];
   private exit: RunnerExit | null = null;
   private onLoaded: ((m: ChildMessage) => void) | null = null;
+  private onProgress: ((progress: number) => void) | null = null;
 
-  constructor(readonly slots: number, debug: boolean) {
+  /** `env` adds to the daemon's environment (GPU pinning: CUDA_VISIBLE_DEVICES, …). */
+  constructor(readonly slots: number, debug: boolean, env: Record<string, string> = {}) {
     const entry = childEntry();
     this.child = fork(entry.path, [], {
       execArgv: entry.execArgv,
+      env: { ...process.env, ...env },
       stdio: ["ignore", debug ? "inherit" : "ignore", "pipe", "ipc"],
       serialization: "json",
     });
@@ -52,6 +56,8 @@ export class RunnerProcess implements Runner {
       this.stderrTail.splice(0, Math.max(0, this.stderrTail.length - STDERR_LINES));
     });
     this.child.on("message", (m) => this.dispatch(m as ChildMessage));
+    // A send on a channel that just closed reports here; the exit handler does the rest.
+    this.child.on("error", (err) => this.stderrTail.push(`runner: ${err.message}`));
     this.exited = new Promise((resolve) => {
       this.child.once("exit", (code, signal) => {
         const why = signal ? `signal: ${signal === "SIGKILL" ? "killed" : signal}` : `exit status ${code}`;
@@ -72,15 +78,44 @@ export class RunnerProcess implements Runner {
     return this.child.pid;
   }
 
-  /** Loads the model in the child; rejects with the engine's message, or when aborted. */
-  async load(modelPath: string, opts: LoadOptions, gpuLayers: number, signal: AbortSignal): Promise<void> {
+  /**
+   * Loads the model in the child; rejects with the engine's message, when aborted, or when the
+   * load makes no progress for plan.loadTimeoutMs (Ollama's OLLAMA_LOAD_TIMEOUT stall rule). A
+   * load that does not succeed kills the child.
+   */
+  async load(modelPath: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal): Promise<void> {
+    let progress = 0;
+    let stall: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     const reply = await new Promise<ChildMessage>((resolve) => {
       this.onLoaded = resolve;
-      const onAbort = () => resolve({ type: "load-error", message: "timed out waiting for llama runner to start" });
+      const timeoutMs = plan.loadTimeoutMs;
+      const arm = () => {
+        if (timeoutMs === undefined || !Number.isFinite(timeoutMs)) return;
+        clearTimeout(stall);
+        stall = setTimeout(() => {
+          const last = this.stderrTail.at(-1) ?? "";
+          resolve({ type: "load-error", message: `timed out waiting for llama runner to start - progress ${progress.toFixed(2)} - ${last}` });
+        }, timeoutMs);
+      };
+      this.onProgress = (p) => {
+        if (p > progress) progress = p;
+        arm();
+      };
+      onAbort = () => resolve({ type: "load-error", message: "timed out waiting for llama runner to start: context canceled" });
+      if (signal.aborted) return onAbort();
       signal.addEventListener("abort", onAbort, { once: true });
-      this.post({ type: "load", modelPath, opts, gpuLayers });
+      arm();
+      try {
+        this.post({ type: "load", modelPath, opts, gpuLayers: plan.gpuLayers });
+      } catch (err) {
+        resolve({ type: "load-error", message: (err as Error).message });
+      }
     });
+    clearTimeout(stall);
+    if (onAbort) signal.removeEventListener("abort", onAbort);
     this.onLoaded = null;
+    this.onProgress = null;
     if (reply.type === "loaded") {
       this.info = reply.info;
       return;
@@ -89,16 +124,40 @@ export class RunnerProcess implements Runner {
     throw new RunnerError(reply.type === "load-error" ? reply.message : "unexpected runner reply");
   }
 
+  /** Starts a child only to ask node-llama-cpp which GPUs it can use, then ends it. */
+  static async probe(debug: boolean): Promise<GpuProbe> {
+    const p = new RunnerProcess(1, debug);
+    try {
+      const reply = await new Promise<ChildMessage>((resolve) => {
+        p.onLoaded = resolve;
+        p.post({ type: "probe" });
+      });
+      if (reply.type === "probed") return reply.gpu;
+      throw new RunnerError(reply.type === "load-error" ? reply.message : "unexpected runner reply");
+    } finally {
+      await p.close();
+    }
+  }
+
   private post(msg: HostMessage): void {
     if (this.exit || !this.child.connected) throw new RunnerError(this.exit?.message ?? "llama runner process is not running");
     this.child.send(msg);
+  }
+
+  /** Best effort (abort, close): nothing to do if the child is already gone. */
+  private tell(msg: HostMessage): void {
+    if (!this.exit && this.child.connected) this.child.send(msg, (err) => void err);
   }
 
   private dispatch(m: ChildMessage): void {
     switch (m.type) {
       case "loaded":
       case "load-error":
+      case "probed":
         this.onLoaded?.(m);
+        return;
+      case "progress":
+        this.onProgress?.(m.progress);
         return;
       case "text":
         this.streams.get(m.id)?.push({ type: "text", text: m.text });
@@ -133,7 +192,7 @@ export class RunnerProcess implements Runner {
     const onAbort = () => {
       this.streams.delete(id);
       q.end();
-      if (!this.exit) this.child.send({ type: "abort", id } satisfies HostMessage);
+      this.tell({ type: "abort", id });
     };
     signal.addEventListener("abort", onAbort, { once: true });
     try {
@@ -142,7 +201,7 @@ export class RunnerProcess implements Runner {
     } finally {
       signal.removeEventListener("abort", onAbort);
       // A consumer that stopped early (client gone) frees the slot in the child.
-      if (this.streams.delete(id) && !this.exit) this.child.send({ type: "abort", id } satisfies HostMessage);
+      if (this.streams.delete(id)) this.tell({ type: "abort", id });
     }
   }
 
@@ -171,11 +230,7 @@ export class RunnerProcess implements Runner {
 
   async close(): Promise<void> {
     if (this.exit) return;
-    try {
-      this.child.send({ type: "close" } satisfies HostMessage);
-    } catch {
-      // already gone
-    }
+    this.tell({ type: "close" });
     const timer = setTimeout(() => this.child.kill("SIGKILL"), 5000);
     await this.exited;
     clearTimeout(timer);

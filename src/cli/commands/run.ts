@@ -4,12 +4,14 @@ import type { CommandModule } from "yargs";
 import type { Client } from "../../api/client.js";
 import type { Format, KeepAlive, ShowResponse, ThinkValue } from "../../api/types.js";
 import { parseParameterValue } from "../../registry/modelfile.js";
-import { action, CliError, cliConfig, connectChecked } from "../connect.js";
+import { action, checkModelName, CliError, cliConfig, connectChecked } from "../connect.js";
 import { formatGoDuration, parseGoDurationStrict } from "../duration.js";
+import { formatEmbedding } from "../format.js";
 import { loadOrUnload } from "../model-load.js";
 import { isMissingRoute, pullWithProgress } from "../pull-progress.js";
+import { extractFileData } from "../images.js";
 import { runRepl } from "../repl.js";
-import type { SessionState } from "../repl-input.js";
+import { isMultiModal, type SessionState } from "../repl-input.js";
 import { WrapWriter } from "../response-writer.js";
 import { generateAnswer } from "../stream-answer.js";
 
@@ -24,7 +26,16 @@ interface RunArgs {
   hidethinking: boolean;
   insecure: boolean;
   truncate?: boolean;
-  dimensions?: number;
+  dimensions?: string;
+}
+
+/** --dimensions N (cobra's int flag, with its error text). */
+export function parseDimensionsFlag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[+-]?\d+$/.test(value)) {
+    throw new CliError(`invalid argument ${JSON.stringify(value)} for "--dimensions" flag: strconv.ParseInt: parsing ${JSON.stringify(value)}: invalid syntax`);
+  }
+  return Number(value);
 }
 
 /** --think[=VALUE]: true/false or a level; undefined when the flag is absent. */
@@ -109,9 +120,10 @@ export const RunCommand: CommandModule<object, RunArgs> = {
       .option("think", { type: "string", describe: "Enable thinking mode: true/false or high/medium/low for supported models" })
       .option("hidethinking", { type: "boolean", default: false, describe: "Hide thinking output (if provided)" })
       .option("truncate", { type: "boolean", describe: "For embedding models: truncate inputs exceeding context length (default: true)" })
-      .option("dimensions", { type: "number", describe: "Truncate output embeddings to specified dimension (embedding models only)" })
+      .option("dimensions", { type: "string", describe: "Truncate output embeddings to specified dimension (embedding models only)" })
       .epilogue(
         "Environment Variables:\n" +
+          "      OLLAMA_EDITOR                 Path to editor for interactive prompt editing (Ctrl+G)\n" +
           "      OLLAMA_HOST                   IP Address for the ollama server (default 127.0.0.1:11434)\n" +
           "      OLLAMA_NOHISTORY              Do not preserve readline history",
       ),
@@ -121,6 +133,8 @@ export const RunCommand: CommandModule<object, RunArgs> = {
     const explicitThink = parseThinkFlag(argv.think);
     const keepAlive = parseKeepAliveFlag(argv.keepalive);
     const format = parseFormatFlag(argv.format);
+    const dimensions = parseDimensionsFlag(argv.dimensions);
+    checkModelName(model);
 
     let interactive = true;
     const prompts = (argv.prompt ?? []).map(String);
@@ -147,14 +161,15 @@ export const RunCommand: CommandModule<object, RunArgs> = {
         input: prompt,
         ...(keepAlive !== undefined ? { keep_alive: keepAlive } : {}),
         ...(argv.truncate !== undefined ? { truncate: argv.truncate } : {}),
-        ...(argv.dimensions ? { dimensions: argv.dimensions } : {}),
+        ...(dimensions !== undefined && dimensions > 0 ? { dimensions } : {}),
       });
       const first = resp.embeddings?.[0];
       if (!first) throw new CliError("no embeddings returned");
-      process.stdout.write(JSON.stringify(first) + "\n");
+      process.stdout.write(formatEmbedding(first) + "\n");
       return;
     }
     if (capabilities.includes("image")) throw new CliError("image generation models are not currently supported");
+    const multiModal = isMultiModal(info);
 
     const common = {
       model,
@@ -170,7 +185,8 @@ export const RunCommand: CommandModule<object, RunArgs> = {
       const onSigint = () => controller.abort();
       process.once("SIGINT", onSigint);
       try {
-        await generateAnswer(client, { ...common, prompt, wordWrap }, controller.signal);
+        const { text, images } = multiModal ? await extractFileData(prompt) : { text: prompt, images: [] };
+        await generateAnswer(client, { ...common, prompt: text, ...(images.length > 0 ? { images } : {}), wordWrap }, controller.signal);
       } finally {
         process.off("SIGINT", onSigint);
       }
@@ -197,11 +213,13 @@ export const RunCommand: CommandModule<object, RunArgs> = {
       format: format ?? "",
       think,
       thinkExplicit: thinkSet,
+      multiModal,
     };
     await runRepl(client, state, {
       hideThinking: argv.hidethinking,
       ...(keepAlive !== undefined ? { keepAlive } : {}),
       noHistory: cliConfig().noHistory,
+      editor: cliConfig().editor,
       parseParameter: parseParameterValue,
       inferThink: (caps, s) => inferThink(caps, s.think, s.thinkExplicit),
     });

@@ -1,8 +1,8 @@
 // `ollamats show MODEL`: model details, or one field with --license/--modelfile/--parameters/
 // --system/--template (mutually exclusive); -v adds metadata and tensors.
 import type { CommandModule } from "yargs";
-import { action, CliError, connectChecked } from "../connect.js";
-import { formatShowInfo, type ShowInfo } from "../show-info.js";
+import { action, checkModelName, CliError, connectChecked } from "../connect.js";
+import { formatShowInfo, showField, type ShowInfo } from "../show-info.js";
 
 interface ShowArgs {
   model: string;
@@ -33,28 +33,10 @@ export const ShowCommand: CommandModule<object, ShowArgs> = {
     if (chosen.length > 1) {
       throw new CliError("only one of '--license', '--modelfile', '--parameters', '--system', or '--template' can be specified");
     }
+    checkModelName(String(argv.model));
     const client = await connectChecked();
     const resp = (await client.show({ model: String(argv.model), ...(argv.verbose ? { verbose: true } : {}) })) as ShowInfo;
     if (resp.capabilities?.includes("image")) throw new CliError("image generation models are not currently supported");
-    const out = process.stdout;
-    switch (chosen[0]) {
-      case "license":
-        out.write(`${resp.license ?? ""}\n`);
-        return;
-      case "modelfile":
-        out.write(`${resp.modelfile ?? ""}\n`);
-        return;
-      case "parameters":
-        out.write(`${resp.parameters ?? ""}\n`);
-        return;
-      case "system":
-        out.write(resp.system ?? "");
-        return;
-      case "template":
-        out.write(resp.template ?? "");
-        return;
-      default:
-        out.write(formatShowInfo(resp, argv.verbose));
-    }
+    process.stdout.write(chosen[0] === undefined ? formatShowInfo(resp, argv.verbose) : showField(chosen[0], resp));
   }),
 };

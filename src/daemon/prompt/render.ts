@@ -77,19 +77,40 @@ function apiMessage(m: RenderMessage): ApiMessage {
   };
 }
 
+/**
+ * The GGUF's Jinja chat template, with what such templates expect (reference §7.4): OpenAI-shaped
+ * messages (tool calls with object arguments, tool results with name and tool_call_id, thinking
+ * as reasoning_content), tools, add_generation_prompt, bos/eos text, enable_thinking and
+ * reasoning_effort when the request set think.
+ */
 function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput): string {
   const last = input.messages.at(-1);
   return t.template.render({
-    messages: input.messages.map((m) => ({
-      role: m.role,
-      content: m.content,
-      ...(m.tool_calls ? { tool_calls: m.tool_calls } : {}),
-      ...(m.tool_name ? { name: m.tool_name } : {}),
-    })),
+    messages: input.messages.map((m) => {
+      const api = apiMessage(m);
+      return {
+        role: m.role,
+        content: m.content,
+        ...(m.thinking ? { reasoning_content: m.thinking } : {}),
+        ...(api.tool_calls
+          ? {
+              tool_calls: api.tool_calls.map((c) => ({
+                ...(c.id ? { id: c.id } : {}),
+                type: "function",
+                function: { name: c.function.name, arguments: c.function.arguments ?? {} },
+              })),
+            }
+          : {}),
+        ...(m.tool_name ? { name: m.tool_name } : {}),
+        ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
+      };
+    }),
     tools: input.tools && input.tools.length > 0 ? input.tools : undefined,
     add_generation_prompt: last?.role !== "assistant",
     bos_token: t.bos,
     eos_token: t.eos,
+    ...(input.isThinkSet ? { enable_thinking: input.think ?? false } : {}),
+    ...(input.isThinkSet && input.think && input.thinkLevel ? { reasoning_effort: input.thinkLevel } : {}),
   });
 }
 

@@ -28,13 +28,58 @@ export function keepAliveOf(value: number | string | undefined): number | undefi
 
 const THINK_LEVELS = new Set(["low", "medium", "high", "max"]);
 
-/** `think: false` is accepted everywhere; a truthy think needs the thinking capability. */
-export function checkThink(spec: ModelSpec, model: string, think: boolean | string | undefined): void {
-  if (typeof think === "string" && !THINK_LEVELS.has(think) && think !== "true" && think !== "false") {
-    throw badRequest(`invalid think value: "${think}" (must be "high", "medium", "low", true, or false)`);
+/** The request's `think`, resolved as Ollama does (api.ThinkValue + the handlers' defaulting). */
+export interface ThinkSetting {
+  /** ThinkValue.Bool(): thinking is on. */
+  enabled: boolean;
+  /** ThinkValue.String(): "" when off, "medium" for true, else the level. */
+  level: string;
+  /** The request set think (or the model defaulted it on). */
+  isSet: boolean;
+}
+
+/** Checks the JSON shape of `think` (400 with Go's messages), before the model is looked up. */
+export function validateThink(think: unknown): void {
+  if (think === undefined || think === null || typeof think === "boolean") return;
+  if (typeof think === "string") {
+    if (THINK_LEVELS.has(think)) return;
+    throw badRequest(`invalid think value: ${JSON.stringify(think)} (must be "high", "medium", "low", "max", true, or false)`);
   }
-  const on = think === true || (typeof think === "string" && think !== "false");
-  if (on && !spec.capabilities.includes("thinking")) throw badRequest(`"${model}" does not support thinking`);
+  throw badRequest('think must be a boolean or string ("high", "medium", "low", "max", true, or false)');
+}
+
+/**
+ * `think: false` is accepted everywhere; a truthy think needs the thinking capability; a model
+ * that can think thinks by default when the request does not say.
+ */
+export function resolveThink(spec: ModelSpec, model: string, think: unknown): ThinkSetting {
+  validateThink(think);
+  const capable = spec.capabilities.includes("thinking");
+  if (think === undefined || think === null) {
+    return capable ? { enabled: true, level: "medium", isSet: true } : { enabled: false, level: "", isSet: false };
+  }
+  const enabled = think !== false;
+  if (enabled && !capable) throw badRequest(`"${model}" does not support thinking`);
+  return { enabled, level: typeof think === "string" ? think : enabled ? "medium" : "", isSet: true };
+}
+
+/** Ollama checks the range first of all; the backend cannot produce logprobs at all. */
+export function checkTopLogprobs(topLogprobs: number | null | undefined): void {
+  if (topLogprobs != null && (topLogprobs < 0 || topLogprobs > 20)) throw badRequest("top_logprobs must be between 0 and 20");
+}
+
+export const LOGPROBS_UNSUPPORTED =
+  "logprobs are not supported by this backend: node-llama-cpp 3.21.1 does not expose token probabilities during generation";
+
+export function rejectLogprobs(logprobs: boolean | null | undefined, topLogprobs: number | null | undefined): void {
+  if (logprobs === true || (topLogprobs != null && topLogprobs > 0)) throw badRequest(LOGPROBS_UNSUPPORTED);
+}
+
+export const IMAGES_UNSUPPORTED =
+  "images are not supported: this engine version (node-llama-cpp 3.21.1) has no multimodal (vision) support";
+
+export function rejectImages(images: Array<unknown[] | null | undefined>): void {
+  if (images.some((i) => i != null && i.length > 0)) throw badRequest(IMAGES_UNSUPPORTED);
 }
 
 function tokenText(spec: ModelSpec, idKey: string): string {
@@ -52,6 +97,12 @@ export function templateFor(spec: ModelSpec, override?: string): PromptTemplate 
     tokenText(spec, "tokenizer.ggml.bos_token_id"),
     tokenText(spec, "tokenizer.ggml.eos_token_id"),
   );
+}
+
+/** The full name Ollama puts in capability errors (registry.ollama.ai/library/x:latest). */
+export function fullModelName(spec: ModelSpec): string {
+  const n = spec.name;
+  return `${n.host}/${n.namespace}/${n.model}:${n.tag}`;
 }
 
 export function createdAt(): string {

@@ -1,54 +1,79 @@
-// POST /api/create (reference §4.8): NDJSON progress, or the last status with stream:false.
+// POST /api/create (reference §4.8): the `from`/`files`/`adapters`/… form and the legacy
+// `modelfile` form; NDJSON progress, or the last status with stream:false.
 import { Hono } from "hono";
-import type { ProgressResponse } from "../../api/types.js";
-import { AsyncQueue } from "../../backends/async-queue.js";
-import { CreateError, createModel } from "../../registry/create.js";
+import { z } from "zod";
+import { createInputFromModelfile, LegacyModelfileError } from "../../registry/create-modelfile.js";
+import { CreateError, createModel, type CreateInput } from "../../registry/create.js";
 import { parseModelName } from "../../registry/name.js";
+import { pullModel } from "../../registry/pull.js";
 import { parseBody } from "../body.js";
 import { goTemplate } from "../prompt/render.js";
 import type { Deps } from "../deps.js";
 import { ApiError, badRequest } from "../errors.js";
 import { createSchema } from "../schemas.js";
-import { jsonResponse, ndjsonResponse } from "../stream.js";
+import { progressReply } from "./transfer.js";
+
+const createBody = createSchema.extend({
+  /** legacy form: the whole Modelfile */
+  modelfile: z.string().optional(),
+  path: z.string().optional(),
+  requires: z.string().optional(),
+  renderer: z.string().optional(),
+  parser: z.string().optional(),
+  draft_files: z.record(z.string(), z.string()).nullish(),
+});
 
 export function createRoutes(deps: Deps): Hono {
   const app = new Hono();
+  const logger = (level: "debug" | "info" | "warn", msg: string, fields?: Record<string, unknown>) => deps.log[level](msg, fields);
+  const userAgent = `ollamats/${deps.version} (${process.arch} ${process.platform}) Node/${process.version}`;
+
   app.post("/api/create", async (c) => {
-    const body = await parseBody(c, createSchema);
+    const body = await parseBody(c, createBody);
     const name = parseModelName(body.model ?? body.name ?? "");
     if (!name) throw badRequest("invalid model name");
-    if (body.quantize ?? body.quantization) throw badRequest("quantization is not supported yet by ollamats");
-    if (body.template !== undefined) goTemplate(body.template); // a bad template is a 400 before anything is written
-    const events = new AsyncQueue<ProgressResponse>();
-    const done = createModel(
-      deps.store,
-      deps.models,
-      { name, from: body.from, files: body.files, template: body.template, system: body.system, license: body.license, parameters: body.parameters, messages: body.messages },
-      (p) => events.push(p),
-    ).then(
-      () => events.end(),
-      (err: Error) => {
-        events.fail(err instanceof CreateError ? new ApiError(err.status, err.message) : err);
-      },
-    );
-    if (body.stream === false) {
-      let last: ProgressResponse | undefined;
-      for await (const p of events) last = p;
-      await done;
-      return jsonResponse(last ?? { status: "success" });
-    }
-    // Validation errors come before any progress: answer them with their real status.
-    const it = events[Symbol.asyncIterator]();
-    const first = await it.next();
-    async function* rest(): AsyncIterable<ProgressResponse> {
-      if (!first.done) yield first.value;
-      for (;;) {
-        const n = await it.next();
-        if (n.done) return;
-        yield n.value;
+    if (body.draft_files && Object.keys(body.draft_files).length > 0) throw badRequest("DRAFT models are not supported by ollamats");
+
+    let legacy: Omit<CreateInput, "name"> = {};
+    if (body.modelfile !== undefined && !body.from && !body.files) {
+      try {
+        legacy = createInputFromModelfile(body.modelfile);
+      } catch (e) {
+        if (e instanceof LegacyModelfileError || e instanceof Error) throw badRequest(e.message);
+        throw e;
       }
     }
-    return ndjsonResponse(rest(), () => undefined);
+    const input: CreateInput = {
+      ...legacy,
+      name,
+      ...(body.from !== undefined ? { from: body.from } : {}),
+      ...(body.files !== undefined ? { files: body.files } : {}),
+      ...(body.adapters !== undefined ? { adapters: body.adapters } : {}),
+      ...(body.template !== undefined ? { template: body.template } : {}),
+      ...(body.system !== undefined ? { system: body.system } : {}),
+      ...(body.license !== undefined ? { license: body.license } : {}),
+      ...(body.parameters !== undefined ? { parameters: { ...legacy.parameters, ...body.parameters } } : {}),
+      ...(body.messages !== undefined ? { messages: body.messages } : {}),
+      ...(body.requires ? { requires: body.requires } : {}),
+      ...(body.renderer ? { renderer: body.renderer } : {}),
+      ...(body.parser ? { parser: body.parser } : {}),
+    };
+    const quantize = body.quantize || body.quantization;
+    if (quantize) input.quantize = quantize;
+    if (input.template !== undefined) goTemplate(input.template); // a bad template is a 400 before anything is written
+
+    return progressReply(c.req.raw, body.stream !== false, async (progress, signal) => {
+      try {
+        await createModel(deps.store, deps.models, input, progress, {
+          noPrune: deps.config.noPrune,
+          signal,
+          pull: (from, p) => pullModel(deps.store, from, { noPrune: deps.config.noPrune, signal, userAgent, logger }, p),
+        });
+      } catch (err) {
+        if (err instanceof CreateError) throw new ApiError(err.status, err.message);
+        throw err;
+      }
+    });
   });
   return app;
 }

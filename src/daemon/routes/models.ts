@@ -1,16 +1,19 @@
-// GET /api/tags, POST /api/show, DELETE /api/delete, POST /api/copy.
+// GET /api/tags, POST /api/show, DELETE /api/delete, POST /api/copy (reference §1.9, §1.11, §1.12).
+// Delete unloads the model, removes the manifest (and directories left empty) and every blob no
+// other manifest references, whatever OLLAMA_NOPRUNE says, as Ollama does.
 import { Hono } from "hono";
 import type { ListModel } from "../../api/types.js";
 import { ggufModelInfo } from "../../registry/gguf.js";
 import { ModelResolver } from "../../registry/model-spec.js";
-import { displayName, parseModelName } from "../../registry/name.js";
+import { displayName, parseModelName, sameName } from "../../registry/name.js";
 import { parseBody } from "../body.js";
 import type { Deps } from "../deps.js";
 import { badRequest, notFound } from "../errors.js";
 import { copySchema, deleteSchema, showSchema } from "../schemas.js";
 import { jsonResponse } from "../stream.js";
 import { detailsOf, localTime } from "./details.js";
-import { showModelfile, showParameters } from "./show-format.js";
+import { showModelfile } from "../../registry/show-modelfile.js";
+import { showParameters } from "./show-format.js";
 
 export function modelRoutes(deps: Deps): Hono {
   const app = new Hono();
@@ -85,6 +88,8 @@ export function modelRoutes(deps: Deps): Hono {
     if (!dst) throw badRequest(`destination "${body.destination}" is invalid`);
     const stored = await deps.store.readManifest(src);
     if (!stored) throw notFound(`model "${body.source}" not found`);
+    // Only the manifest is copied; the blobs are shared. Copying a model onto itself is a no-op.
+    if (sameName(stored.name, dst)) return c.body(null, 200);
     await deps.store.writeManifestRaw(dst, stored.raw);
     return c.body(null, 200);
   });

@@ -1,13 +1,23 @@
-// The scheduler owns every loaded runner: it loads on demand (one load at a time), attaches
-// requests to loaded runners, reloads when runner options differ, unloads on keep-alive expiry,
-// evicts the least recently used idle runner when the loaded-model limit is reached, and
-// forgets a runner that died so the next request loads it afresh.
-import type { Backend, LoadOptions, Runner } from "../../backends/backend.js";
+// The scheduler owns every loaded runner (DESIGN.md §5, Ollama's server/sched.go):
+//   - a request for a loaded model with the same runner options attaches at once (no queue);
+//     the runner's slots then decide when it runs;
+//   - anything else goes through the pending-load queue (one at a time, OLLAMA_MAX_QUEUE waiting,
+//     else 503): reload when runner options differ, otherwise plan the memory, make room by
+//     unloading idle runners (least recently used first) when OLLAMA_MAX_LOADED_MODELS or the
+//     memory plan says so, wait while every runner is busy, then load with the planned layers;
+//   - keep-alive: the request's keep_alive replaces the runner's duration, absent keeps it, a fresh
+//     load uses OLLAMA_KEEP_ALIVE; the timer starts when the last request ends; 0 unloads then;
+//   - a runner that dies is forgotten, so the next request loads it afresh.
+import type { Backend, DeviceInfo, LoadOptions, Runner } from "../../backends/backend.js";
 import type { Config } from "../../config.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { RunnerOptions } from "../options.js";
+import { checkKvSettings } from "./kv-cache.js";
+import { humanBytes2, ramShortMessage, type MemoryPlan } from "./memory.js";
+import { FactsCache, loadOptionsFor, maxLoaded, needsReload, planFor } from "./placement.js";
+import { canceled, LoadQueue } from "./queue.js";
 
 export interface AcquireRequest {
   spec: ModelSpec;
@@ -27,15 +37,18 @@ export interface LoadedModel {
   spec: ModelSpec;
   runner: Runner;
   opts: LoadOptions;
+  plan: MemoryPlan;
   expiresAt: Date;
+  /** Requests attached right now. */
+  refCount: number;
 }
 
 interface Entry {
   key: string;
   spec: ModelSpec;
   opts: LoadOptions;
-  runner: Runner | null;
-  loading: Promise<Runner> | null;
+  plan: MemoryPlan;
+  runner: Runner;
   refCount: number;
   keepAliveMs: number;
   expiresAt: Date;
@@ -43,117 +56,174 @@ interface Entry {
   lastUsed: number;
 }
 
-const FOREVER = new Date(Date.now() + 292 * 365.25 * 86400e3); // what Ollama shows for keep_alive < 0
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** What Ollama shows for keep_alive < 0: about 292 years ahead. */
+const FOREVER_MS = 292 * 365.25 * 86400e3;
 
 export class Scheduler {
   private readonly entries = new Map<string, Entry>();
-  private loadChain: Promise<unknown> = Promise.resolve();
-  private pending = 0;
+  private readonly queue: LoadQueue;
+  private readonly facts: FactsCache;
   private waiters: Array<() => void> = [];
+  private readonly closing = new AbortController();
 
-  constructor(private readonly deps: { backend: Backend; config: Config; log: Logger }) {}
+  constructor(private readonly deps: { backend: Backend; config: Config; log: Logger }) {
+    checkKvSettings(deps.config); // contradicting cache settings stop the daemon at start
+    this.queue = new LoadQueue(deps.config.maxQueue);
+    this.facts = new FactsCache(deps.config);
+  }
 
-  /** Load options of a request: runner options plus the daemon-wide ones. */
+  /** Looks at the devices ahead of the first load (the GPU probe takes a moment). */
+  warmUp(): void {
+    void this.deps.backend.devices().then(
+      (d) => {
+        const gpus = d.filter((x) => x.kind === "gpu").map((g) => `${g.library} ${g.name} ${humanBytes2(g.totalBytes)}`);
+        this.deps.log.info(gpus.length > 0 ? `GPUs: ${gpus.join(", ")}` : "no GPU found, models run on the CPU");
+      },
+      (err: unknown) => this.deps.log.warn(`device discovery failed: ${(err as Error).message}`),
+    );
+  }
+
+  /** Load options of a request: runner options plus the daemon-wide and per-model ones. */
   loadOptions(spec: ModelSpec, r: RunnerOptions): LoadOptions {
-    const c = this.deps.config;
-    const train = spec.facts.contextLength ?? r.numCtx;
-    return {
-      numCtx: Math.max(4, Math.min(r.numCtx, train)),
-      numBatch: r.numBatch,
-      numGpu: r.numGpu,
-      numThread: r.numThread,
-      useMmap: r.useMmap,
-      slots: spec.facts.isEmbedding ? 1 : Math.max(1, c.numParallel),
-      flashAttention: c.flashAttention,
-      kvCacheTypeK: c.kvCacheTypeK,
-      kvCacheTypeV: c.kvCacheTypeV,
-      embedding: spec.facts.isEmbedding,
-    };
+    return loadOptionsFor(this.deps.config, spec, r, this.facts.get(spec).kv);
   }
 
   async acquire(req: AcquireRequest): Promise<Lease> {
+    if (this.closing.signal.aborted) throw shuttingDown();
+    if (req.signal.aborted) throw canceled();
     const opts = this.loadOptions(req.spec, req.runner);
+    const e = this.entries.get(req.spec.modelPath);
+    if (e && !needsReload(e.opts, opts)) return this.attach(e, req);
+    return this.queue.run(req.signal, () => this.process(req, opts));
+  }
+
+  /** The head of the load queue: reload, make room, load; returns the request's lease. */
+  private async process(req: AcquireRequest, opts: LoadOptions): Promise<Lease> {
     const key = req.spec.modelPath;
+    const { log } = this.deps;
+    let reloading: Entry | null = null;
     for (;;) {
-      if (req.signal.aborted) throw new ApiError(499, "request canceled");
+      if (this.closing.signal.aborted) throw shuttingDown();
+      if (req.signal.aborted) throw canceled();
       const e = this.entries.get(key);
-      if (e?.loading) {
-        await e.loading.catch(() => undefined);
-        continue;
-      }
-      if (e?.runner && !needsReload(e.opts, opts)) return this.attach(e, req);
       if (e) {
-        // Options differ: unload once idle, then load with the new ones.
+        if (!needsReload(e.opts, opts)) return this.attach(e, req);
+        // Runner options differ: unload it once idle, then load again.
+        if (reloading !== e) log.info(`reloading ${e.spec.shortName}: runner options changed`);
+        reloading = e;
         e.keepAliveMs = 0;
         if (e.refCount === 0) await this.unload(e);
-        else await this.changed();
+        else await this.changed(req.signal);
         continue;
       }
-      await this.admit(req.signal, () => this.load(key, req, opts));
+      const devices = await this.deps.backend.devices();
+      const plan = planFor(this.deps.config, devices, this.facts.get(req.spec).shape, opts);
+      const room = this.room(plan);
+      if (room === "wait") {
+        log.debug(`waiting for a busy runner to finish before loading ${req.spec.shortName}`);
+        await this.changed(req.signal);
+        continue;
+      }
+      if (room !== "ok") {
+        log.info(`unloading ${room.spec.shortName} to make room for ${req.spec.shortName}`);
+        await this.unload(room);
+        continue;
+      }
+      if (!plan.fitsRam) throw new ApiError(500, ramShortMessage(plan));
+      const entry = await this.load(req, opts, plan, devices);
+      return this.attach(entry, req);
     }
   }
 
-  /** Loads queue behind each other; at most OLLAMA_MAX_QUEUE may wait. */
-  private async admit(signal: AbortSignal, load: () => Promise<void>): Promise<void> {
-    if (this.pending >= this.deps.config.maxQueue) {
-      throw new ApiError(503, "server busy, please try again.  maximum pending requests exceeded");
+  /** "ok", the runner to unload first, or "wait" when every loaded runner is busy. */
+  private room(plan: MemoryPlan): "ok" | "wait" | Entry {
+    if (this.entries.size === 0) return "ok";
+    const tooMany = this.entries.size >= maxLoaded(this.deps.config);
+    // With other models loaded the new one must fit entirely where it was asked to go.
+    const tooBig = !plan.fitsRam || !plan.fitsGpu;
+    if (!tooMany && !tooBig) return "ok";
+    let victim: Entry | null = null;
+    for (const e of this.entries.values()) {
+      if (e.refCount === 0 && (!victim || e.lastUsed < victim.lastUsed)) victim = e;
     }
-    this.pending++;
-    const run = this.loadChain.then(async () => {
-      this.pending--;
-      if (!signal.aborted) await load();
-    });
-    this.loadChain = run.catch(() => undefined);
-    await run;
+    return victim ?? "wait";
   }
 
-  private async load(key: string, req: AcquireRequest, opts: LoadOptions): Promise<void> {
-    if (this.entries.has(key)) return; // another request loaded it while we queued
-    await this.makeRoom();
+  private async load(req: AcquireRequest, opts: LoadOptions, plan: MemoryPlan, devices: DeviceInfo[]): Promise<Entry> {
     const { backend, config, log } = this.deps;
+    const { spec } = req;
+    for (const w of this.facts.get(spec).kv.warnings) log.warn(`${spec.shortName}: ${w}`);
+    const gpuNames = new Map(devices.map((d) => [d.id, d.name]));
+    log.info(`loading ${spec.shortName}`, {
+      layers: `${plan.gpuLayers}/${this.facts.get(spec).shape.blockCount + 1} on GPU`,
+      gpus: plan.devices.length > 0 ? plan.devices.map((d) => `${gpuNames.get(d.id) ?? d.id}:${d.layers}`).join(",") : undefined,
+      "memory.required": humanBytes2(plan.totalBytes),
+      "memory.vram": humanBytes2(plan.vramBytes),
+      "memory.kv": humanBytes2(plan.kvBytes),
+      "memory.graph": humanBytes2(plan.graphBytes),
+      ctx: `${opts.numCtx}x${opts.slots}`,
+      kv: `${opts.kvCacheTypeK}/${opts.kvCacheTypeV}`,
+      flash_attention: opts.flashAttention,
+    });
+    const signal = AbortSignal.any([req.signal, this.closing.signal]);
+    let runner: Runner;
+    try {
+      runner = await backend.load(
+        spec.modelPath,
+        opts,
+        {
+          gpuLayers: plan.gpuLayers,
+          ...(plan.devices.length > 0 ? { gpus: plan.devices.map((d) => d.id) } : {}),
+          ...(Number.isFinite(config.loadTimeoutMs) ? { loadTimeoutMs: config.loadTimeoutMs } : {}),
+        },
+        signal,
+      );
+    } catch (err) {
+      if (req.signal.aborted) throw canceled();
+      throw new ApiError(500, `failed to load model ${spec.shortName}: ${(err as Error).message}`);
+    }
+    const info = runner.info;
+    for (const w of info.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
+    log.info(`loaded ${spec.shortName}`, {
+      ctx: `${info.contextLength}x${opts.slots}`,
+      threads: info.threads,
+      gpu_layers: info.gpuLayers,
+      size: humanBytes2(info.sizeBytes),
+      vram: humanBytes2(info.vramBytes),
+      kv: info.kvCacheTypeK ? `${info.kvCacheTypeK}/${info.kvCacheTypeV}` : undefined,
+      flash_attention: info.flashAttention,
+    });
     const entry: Entry = {
-      key,
-      spec: req.spec,
+      key: spec.modelPath,
+      spec,
       opts,
-      runner: null,
-      loading: null,
+      plan,
+      runner,
       refCount: 0,
       keepAliveMs: req.keepAliveMs ?? config.keepAliveMs,
       expiresAt: new Date(),
       timer: null,
       lastUsed: Date.now(),
     };
-    const timeout = Number.isFinite(config.loadTimeoutMs) ? AbortSignal.timeout(config.loadTimeoutMs) : new AbortController().signal;
-    const gpuLayers = opts.numGpu >= 0 ? opts.numGpu : 0; // CPU-only until the memory planner places layers
-    entry.loading = backend.load(req.spec.modelPath, opts, { gpuLayers }, timeout);
-    this.entries.set(key, entry);
-    try {
-      const runner = await entry.loading;
-      entry.runner = runner;
-      log.info(`loaded ${req.spec.shortName} (ctx ${runner.info.contextLength} x ${opts.slots}, ${runner.info.threads} threads)`);
-      void runner.exited.then((exit) => {
-        if (this.entries.get(key)?.runner === runner) {
-          log.warn(`${req.spec.shortName}: ${exit.message}`);
-          this.forget(entry);
-        }
-      });
-    } catch (err) {
-      this.forget(entry);
-      throw new ApiError(500, `failed to load model ${req.spec.shortName}: ${(err as Error).message}`);
-    } finally {
-      entry.loading = null;
-    }
+    this.entries.set(entry.key, entry);
+    void runner.exited.then((exit) => {
+      if (this.entries.get(entry.key) === entry) {
+        log.warn(`${spec.shortName}: ${exit.message}`);
+        this.forget(entry);
+      }
+    });
+    return entry;
   }
 
   private attach(e: Entry, req: AcquireRequest): Lease {
     e.refCount++;
-    if (e.timer) clearTimeout(e.timer);
-    e.timer = null;
+    e.lastUsed = Date.now();
+    this.stopTimer(e);
     if (req.keepAliveMs !== undefined) e.keepAliveMs = req.keepAliveMs;
-    const runner = e.runner as Runner;
     let released = false;
     return {
-      runner,
+      runner: e.runner,
       spec: e.spec,
       release: () => {
         if (released) return;
@@ -166,58 +236,75 @@ export class Scheduler {
     };
   }
 
-  /** Keep-alive: reset when the last request ends; only idle runners expire. */
+  /** Keep-alive: armed when the last request ends; only idle runners expire. */
   private idle(e: Entry): void {
+    if (this.entries.get(e.key) !== e) return;
     if (e.keepAliveMs <= 0) {
       e.expiresAt = new Date();
       void this.unload(e);
       return;
     }
     if (!Number.isFinite(e.keepAliveMs)) {
-      e.expiresAt = FOREVER;
+      e.expiresAt = new Date(Date.now() + FOREVER_MS);
       return;
     }
     e.expiresAt = new Date(Date.now() + e.keepAliveMs);
-    e.timer = setTimeout(() => void this.unload(e), Math.min(e.keepAliveMs, 2 ** 31 - 1));
+    this.arm(e);
+  }
+
+  /** Timers past ~24.8 days are chained (setTimeout cannot wait longer). */
+  private arm(e: Entry): void {
+    const left = e.expiresAt.getTime() - Date.now();
+    e.timer = setTimeout(() => {
+      e.timer = null;
+      if (e.refCount > 0) return;
+      if (e.expiresAt.getTime() > Date.now()) this.arm(e);
+      else void this.unload(e);
+    }, Math.max(0, Math.min(left, MAX_TIMER_MS)));
     e.timer.unref();
   }
 
-  private async makeRoom(): Promise<void> {
-    const max = this.deps.config.maxLoadedModels > 0 ? this.deps.config.maxLoadedModels : 3;
-    while (this.entries.size >= max) {
-      const idle = [...this.entries.values()].filter((e) => e.refCount === 0 && e.runner);
-      idle.sort((a, b) => a.lastUsed - b.lastUsed);
-      const victim = idle[0];
-      if (victim) await this.unload(victim);
-      else await this.changed();
-    }
+  private stopTimer(e: Entry): void {
+    if (e.timer) clearTimeout(e.timer);
+    e.timer = null;
   }
 
-  /** Explicit unload (keep_alive 0 with an empty prompt, `ollamats stop`). */
+  /** Explicit unload (keep_alive 0 with an empty prompt, `ollamats stop`): now, or when idle. */
   async expire(spec: ModelSpec): Promise<void> {
     const e = this.entries.get(spec.modelPath);
     if (!e) return;
     e.keepAliveMs = 0;
     e.expiresAt = new Date();
-    if (e.refCount === 0 && e.runner) await this.unload(e);
+    this.stopTimer(e);
+    if (e.refCount === 0) await this.unload(e);
   }
 
   private async unload(e: Entry): Promise<void> {
     if (this.entries.get(e.key) !== e) return;
     this.forget(e);
-    await e.runner?.close();
+    await e.runner.close();
     this.deps.log.info(`unloaded ${e.spec.shortName}`);
     this.notify();
   }
 
   private forget(e: Entry): void {
-    if (e.timer) clearTimeout(e.timer);
+    this.stopTimer(e);
     if (this.entries.get(e.key) === e) this.entries.delete(e.key);
     this.notify();
   }
 
-  private changed(): Promise<void> {
-    return new Promise((resolve) => this.waiters.push(resolve));
+  /** Resolves at the next change (a request ended, a runner went), or when the signal aborts. */
+  private changed(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        signal.removeEventListener("abort", done);
+        this.closing.signal.removeEventListener("abort", done);
+        resolve();
+      };
+      signal.addEventListener("abort", done, { once: true });
+      this.closing.signal.addEventListener("abort", done, { once: true });
+      this.waiters.push(done);
+    });
   }
 
   private notify(): void {
@@ -227,26 +314,49 @@ export class Scheduler {
   }
 
   loaded(): LoadedModel[] {
-    const out: LoadedModel[] = [];
-    for (const e of this.entries.values()) {
-      if (e.runner) out.push({ spec: e.spec, runner: e.runner, opts: e.opts, expiresAt: e.expiresAt });
-    }
-    return out;
+    return [...this.entries.values()].map((e) => ({
+      spec: e.spec,
+      runner: e.runner,
+      opts: e.opts,
+      plan: e.plan,
+      expiresAt: e.expiresAt,
+      refCount: e.refCount,
+    }));
   }
 
-  async shutdown(): Promise<void> {
+  /** Requests attached to runners right now. */
+  get activeRequests(): number {
+    let n = 0;
+    for (const e of this.entries.values()) n += e.refCount;
+    return n;
+  }
+
+  /**
+   * Graceful shutdown: refuse new requests and queued loads, let the running generations finish
+   * (at most `graceMs`), then unload every runner.
+   */
+  async shutdown(graceMs = 0): Promise<void> {
+    if (!this.closing.signal.aborted) {
+      this.queue.close(shuttingDown());
+      this.closing.abort();
+      this.notify();
+    }
+    const deadline = Date.now() + graceMs;
+    while (this.activeRequests > 0 && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
     const all = [...this.entries.values()];
-    this.entries.clear();
-    await Promise.all(all.map((e) => e.runner?.close()));
+    for (const e of all) this.forget(e);
+    await Promise.all(all.map((e) => e.runner.close()));
   }
 }
 
-function needsReload(a: LoadOptions, b: LoadOptions): boolean {
-  return (
-    a.numCtx !== b.numCtx ||
-    a.numBatch !== b.numBatch ||
-    (b.numGpu >= 0 && a.numGpu !== b.numGpu) ||
-    a.numThread !== b.numThread ||
-    (b.useMmap !== undefined && a.useMmap !== b.useMmap)
-  );
+function shuttingDown(): ApiError {
+  return new ApiError(503, "server is shutting down");
 }

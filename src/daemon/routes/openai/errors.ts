@@ -1,0 +1,27 @@
+// OpenAI's error shape for every /v1 error: {"error":{"message","type","param":null,"code":null}},
+// with Ollama's type per status. Thrown errors reach `openaiErrorHandler` (the /v1 onError).
+import type { Context } from "hono";
+import { ApiError, errorMessage } from "../../errors.js";
+import type { Logger } from "../../log.js";
+
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: null; code: null };
+}
+
+export function errorType(status: number): string {
+  if (status === 400) return "invalid_request_error";
+  if (status === 404) return "not_found_error";
+  return "api_error";
+}
+
+export function openaiError(status: number, message: string): OpenAIErrorBody {
+  return { error: { message, type: errorType(status), param: null, code: null } };
+}
+
+export function openaiErrorHandler(log: Logger) {
+  return (err: Error, c: Context): Response => {
+    const status = err instanceof ApiError ? err.status : 500;
+    if (status >= 500) log.error(err instanceof ApiError ? err.message : `internal error: ${errorMessage(err)}`);
+    return c.json(openaiError(status, errorMessage(err)), status as 400);
+  };
+}

@@ -1,0 +1,98 @@
+// From what the backend reports about its devices to the memory planner's input, and from a
+// request to the load options of its runner (with the model's flash attention / KV cache types).
+import type { DeviceInfo, LoadOptions } from "../../backends/backend.js";
+import type { Config } from "../../config.js";
+import type { ModelSpec } from "../../registry/model-spec.js";
+import type { RunnerOptions } from "../options.js";
+import { resolveKvCache, type KvPlan } from "./kv-cache.js";
+import { modelShape, planMemory, type GpuDevice, type KvCacheType, type MemoryPlan, type ModelShape } from "./memory.js";
+
+export interface ModelFacts {
+  shape: ModelShape;
+  kv: KvPlan;
+}
+
+/** Shapes and KV decisions per weights file (a blob never changes). */
+export class FactsCache {
+  private readonly cache = new Map<string, ModelFacts>();
+
+  constructor(private readonly config: Config) {}
+
+  get(spec: ModelSpec): ModelFacts {
+    let f = this.cache.get(spec.modelPath);
+    if (!f) {
+      const shape = modelShape(spec.gguf);
+      const kv = resolveKvCache(this.config, {
+        architecture: shape.architecture,
+        headDimK: shape.headDimK,
+        headDimV: shape.headDimV,
+        isEmbedding: spec.facts.isEmbedding,
+      });
+      f = { shape, kv };
+      this.cache.set(spec.modelPath, f);
+    }
+    return f;
+  }
+}
+
+/** Load options of a request: its runner options plus the daemon-wide and per-model ones. */
+export function loadOptionsFor(config: Config, spec: ModelSpec, r: RunnerOptions, kv: KvPlan): LoadOptions {
+  const train = spec.facts.contextLength ?? r.numCtx;
+  return {
+    numCtx: Math.max(4, Math.min(r.numCtx, train)),
+    numBatch: r.numBatch,
+    numGpu: r.numGpu,
+    numThread: r.numThread,
+    useMmap: r.useMmap,
+    slots: spec.facts.isEmbedding ? 1 : Math.max(1, config.numParallel),
+    flashAttention: kv.flashAttention,
+    kvCacheTypeK: kv.typeK,
+    kvCacheTypeV: kv.typeV,
+    embedding: spec.facts.isEmbedding,
+  };
+}
+
+/** Ollama's needsReload on runner options (num_gpu -1 and an unset use_mmap match anything). */
+export function needsReload(loaded: LoadOptions, wanted: LoadOptions): boolean {
+  return (
+    loaded.numCtx !== wanted.numCtx ||
+    loaded.numBatch !== wanted.numBatch ||
+    (wanted.numGpu >= 0 && loaded.numGpu !== wanted.numGpu) ||
+    loaded.numThread !== wanted.numThread ||
+    (wanted.useMmap !== undefined && loaded.useMmap !== wanted.useMmap)
+  );
+}
+
+export function planFor(config: Config, devices: DeviceInfo[], shape: ModelShape, opts: LoadOptions): MemoryPlan {
+  const cpu = devices.find((d) => d.kind === "cpu");
+  // num_gpu 0 keeps everything on the CPU; Ollama does not even look at the GPUs then.
+  const gpus: GpuDevice[] =
+    opts.numGpu === 0
+      ? []
+      : devices
+          .filter((d) => d.kind === "gpu")
+          .map((d) => ({ id: d.id, name: d.name, library: d.library ?? "gpu", totalBytes: d.totalBytes, freeBytes: d.freeBytes, ...(d.library === "metal" ? { minimumBytes: 512 * 1024 * 1024 } : {}) }));
+  return planMemory({
+    shape,
+    numCtx: opts.numCtx,
+    slots: opts.slots,
+    numBatch: opts.numBatch,
+    kvTypeK: opts.kvCacheTypeK as KvCacheType,
+    kvTypeV: opts.kvCacheTypeV as KvCacheType,
+    flashAttention: opts.flashAttention === true,
+    numGpu: opts.numGpu,
+    gpus,
+    ram: { freeBytes: cpu?.freeBytes ?? 0, swapFreeBytes: cpu?.swapFreeBytes ?? 0 },
+    gpuOverheadBytes: config.gpuOverhead,
+    spread: config.schedSpread,
+  });
+}
+
+/**
+ * OLLAMA_MAX_LOADED_MODELS; 0 leaves it to the memory plan alone (issue 3). Ollama's automatic
+ * value is 3 per GPU instead, a guard against GPUs that misreport free memory, which our own
+ * accounting of what each runner holds does not need.
+ */
+export function maxLoaded(config: Config): number {
+  return config.maxLoadedModels > 0 ? config.maxLoadedModels : Infinity;
+}

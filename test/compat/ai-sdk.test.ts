@@ -1,0 +1,107 @@
+// The AI SDK (`ai`) with ollama-ai-provider-v2 against the daemon. The provider validates every
+// NDJSON line with a zod schema and silently drops lines that fail it, so a wrong field shows up
+// here as missing text, finishReason "other" or missing usage. Sampling goes through
+// providerOptions.ollama.options (the provider's top-level temperature/max_output_tokens are
+// fields Ollama ignores). Structured output and tools exercise the completion layer's event
+// stream (format grammar, tool-call parser).
+import { embed, embedMany, generateObject, generateText, jsonSchema, Output, streamText, tool } from "ai";
+import { createOllama } from "ollama-ai-provider-v2";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TestDaemon } from "../helpers/daemon.js";
+import { ANSWER_SCHEMA, CALL_FORMAT, CITIES, EMBED_DIM, expectAnswer, MODELS, norm, startCompatDaemon, WEATHER_TOOL } from "./helpers.js";
+
+let d: TestDaemon;
+let ollama: ReturnType<typeof createOllama>;
+const providerOptions = (num_predict = 12) => ({ ollama: { options: { seed: 13, num_predict, temperature: 0.7 } } });
+
+beforeAll(async () => {
+  d = await startCompatDaemon();
+  ollama = createOllama({ baseURL: `${d.url}/api` });
+});
+
+afterAll(async () => {
+  await d?.stop();
+});
+
+describe("ai + ollama-ai-provider-v2", () => {
+  it("generateText with a system prompt: text, finishReason from done_reason, usage", async () => {
+    const r = await generateText({ model: ollama(MODELS.chat), system: "You are terse.", prompt: "Hello there", providerOptions: providerOptions(), maxRetries: 0 });
+    expect(r.text.length).toBeGreaterThan(0);
+    expect(["stop", "length"]).toContain(r.finishReason);
+    expect(r.usage.outputTokens).toBeGreaterThan(0);
+    expect(r.usage.outputTokens).toBeLessThanOrEqual(12);
+    expect(r.usage.inputTokens).toBeGreaterThan(0);
+    const bare = await generateText({ model: ollama(MODELS.chat), prompt: "Hello there", providerOptions: providerOptions(), maxRetries: 0 });
+    expect(bare.usage.inputTokens).not.toBe(r.usage.inputTokens);
+  });
+
+  it("streamText: every line passes the provider's schema (same text, a real finish reason, usage)", async () => {
+    const whole = await generateText({ model: ollama(MODELS.chat), prompt: "Tell me something", providerOptions: providerOptions(), maxRetries: 0 });
+    const s = streamText({ model: ollama(MODELS.chat), prompt: "Tell me something", providerOptions: providerOptions(), maxRetries: 0 });
+    let text = "";
+    let parts = 0;
+    for await (const delta of s.textStream) {
+      text += delta;
+      parts++;
+    }
+    expect(parts).toBeGreaterThan(1);
+    expect(text).toBe(whole.text);
+    expect(await s.finishReason).toBe(whole.finishReason);
+    expect((await s.usage).outputTokens).toBe(whole.usage.outputTokens);
+  });
+
+  it("generateObject with a JSON schema (sent as format)", async () => {
+    const r = await generateObject({ model: ollama(MODELS.chat), schema: jsonSchema(ANSWER_SCHEMA), prompt: "yes or no?", providerOptions: providerOptions(64), maxRetries: 0 });
+    expectAnswer(r.object);
+    expect(r.finishReason).toBe("stop");
+  });
+
+  it("tools: a tool call with its input parsed, finishReason tool-calls", async () => {
+    const r = await generateText({
+      model: ollama(MODELS.tools),
+      prompt: "What is the weather in Paris?",
+      tools: {
+        get_weather: tool({ description: WEATHER_TOOL.function.description, inputSchema: jsonSchema<{ city: string }>(WEATHER_TOOL.function.parameters as never) }),
+      },
+      output: Output.object({ schema: jsonSchema(CALL_FORMAT) }),
+      providerOptions: providerOptions(64),
+      maxRetries: 0,
+    });
+    expect(r.finishReason).toBe("tool-calls");
+    expect(r.toolCalls).toHaveLength(1);
+    expect(r.toolCalls[0]!.toolName).toBe("get_weather");
+    expect(CITIES).toContain((r.toolCalls[0]!.input as { city: string }).city);
+  });
+
+  it("abort mid-stream, then the next request is served", async () => {
+    const ac = new AbortController();
+    const s = streamText({ model: ollama(MODELS.chat), prompt: "Go on forever", abortSignal: ac.signal, providerOptions: { ollama: { options: { num_predict: 100000 } } }, maxRetries: 0, onError: () => {} });
+    let n = 0;
+    try {
+      for await (const _ of s.textStream) {
+        if (++n === 2) ac.abort();
+      }
+    } catch (err) {
+      expect((err as Error).name).toMatch(/Abort/);
+    }
+    expect(n).toBeGreaterThanOrEqual(2);
+    const next = await generateText({ model: ollama(MODELS.chat), prompt: "Next", providerOptions: providerOptions(), maxRetries: 0 });
+    expect(next.text.length).toBeGreaterThan(0);
+  });
+
+  it("embed and embedMany (the provider requires all three stats)", async () => {
+    const one = await embed({ model: ollama.embedding(MODELS.embed), value: "hello world", maxRetries: 0 });
+    expect(one.embedding).toHaveLength(EMBED_DIM);
+    expect(norm(one.embedding)).toBeCloseTo(1, 6);
+    expect(one.usage.tokens).toBeGreaterThan(0);
+    const many = await embedMany({ model: ollama.embedding(MODELS.embed), values: ["hello world", "other words", "third"], maxRetries: 0 });
+    expect(many.embeddings).toHaveLength(3);
+    for (let i = 0; i < EMBED_DIM; i++) expect(many.embeddings[0]![i]).toBeCloseTo(one.embedding[i]!, 6);
+  });
+
+  it("the completion model (/api/generate, non-streamed: it needs `context`)", async () => {
+    // Its sampling fields are top-level (ignored, as by Ollama): the length comes from PARAMETERs.
+    const r = await generateText({ model: ollama.completion(MODELS.short), prompt: "Once upon a time", maxRetries: 0 });
+    expect(r.text.length).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,220 @@
+// `ollamats run MODEL` in a real terminal: tmux runs the REPL against the built daemon, the test
+// types with send-keys and reads the screen with capture-pane. Covers multi-line input, /set
+// parameter, /save then /load, Ctrl+C in the middle of an answer then another question, word
+// wrap at the terminal width, a bracketed paste, /bye and Ctrl+D; and the daemon's request log.
+import { spawnSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestModel } from "../../scripts/make-test-model.js";
+import { float32Json } from "../../src/cli/format.js";
+import { CLI, createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+
+const haveTmux = spawnSync("sh", ["-c", "command -v tmux"]).status === 0;
+if (!haveTmux && process.env.CI) throw new Error("tmux is not installed (apt-get install -y tmux)");
+
+const SOCKET = `ollamats-repl-${process.pid}`;
+const WIDTH = 70;
+let d: TestDaemon;
+let home: string;
+
+function tmux(...args: string[]): string {
+  const r = spawnSync("tmux", ["-L", SOCKET, ...args], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`tmux ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+}
+
+const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** Start `ollamats run <args>` in a fresh tmux window; the shell prints EXITED:<code> when it ends. */
+function startRun(session: string, args: string[], extraEnv: Record<string, string> = {}): void {
+  const env = { OLLAMA_HOST: d.host, HOME: home, TERM: "xterm-256color", PATH: process.env.PATH ?? "/usr/bin:/bin", ...extraEnv };
+  const envWords = Object.entries(env).map(([k, v]) => shellQuote(`${k}=${v}`));
+  const cmd = `env -i ${envWords.join(" ")} ${shellQuote(process.execPath)} ${shellQuote(CLI)} run ${args.map(shellQuote).join(" ")}; echo EXITED:$?; sleep 600`;
+  tmux("new-session", "-d", "-s", session, "-x", String(WIDTH), "-y", "200", cmd);
+}
+
+function screen(session: string): string {
+  return tmux("capture-pane", "-p", "-t", session, "-S", "-1000");
+}
+
+/** The screen's lines, trailing blanks removed. */
+function lines(session: string): string[] {
+  return screen(session)
+    .split("\n")
+    .map((l) => l.replace(/\s+$/, ""))
+    .filter((l, i, all) => l !== "" || all.slice(i).some((x) => x.trim() !== ""));
+}
+
+async function waitFor(session: string, test: (text: string) => boolean, what: string, timeoutMs = 60_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = screen(session);
+    if (test(text)) return text;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; screen:\n${text}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Waits until the last non-empty line is an idle prompt (the answer is complete). */
+function idlePrompt(session: string, what: string, timeoutMs?: number): Promise<string> {
+  return waitFor(session, (t) => /(^|\n)>>> Send a message \(\/\? for help\)\s*$/.test(t), what, timeoutMs);
+}
+
+function keys(session: string, ...k: string[]): void {
+  tmux("send-keys", "-t", session, ...k);
+}
+
+/** Type a line literally, then Enter. */
+function type(session: string, text: string): void {
+  tmux("send-keys", "-t", session, "-l", text);
+  tmux("send-keys", "-t", session, "Enter");
+}
+
+async function show(model: string): Promise<{ parameters?: string; messages?: { role: string; content: string }[] }> {
+  const r = await fetch(`${d.url}/api/show`, { method: "POST", body: JSON.stringify({ model }) });
+  return (await r.json()) as { parameters?: string; messages?: { role: string; content: string }[] };
+}
+
+describe.skipIf(!haveTmux)("ollamats run in a terminal (tmux)", () => {
+  beforeAll(async () => {
+    const gguf = await makeTestModel({ shape: "tiny", type: "Q8_0", seed: 1 });
+    d = await startDaemon();
+    home = await mkdtemp(path.join(os.tmpdir(), "ollamats-repl-home-"));
+    const r = await createModelFromFile(d.url, "repl-model", gguf, { parameters: { seed: 5, num_predict: 12 } });
+    expect(r.status).toBe(200);
+  }, 120_000);
+
+  afterAll(async () => {
+    spawnSync("tmux", ["-L", SOCKET, "kill-server"]);
+    await d?.stop();
+    if (home) await rm(home, { recursive: true, force: true });
+  });
+
+  it("chats: multi-line input, /set parameter, /save and /load, Ctrl+C mid-answer, another question, /bye", async () => {
+    const s = "main";
+    startRun(s, ["repl-model"]);
+    await idlePrompt(s, "the first prompt");
+
+    type(s, "/set parameter temperature 0.5");
+    await waitFor(s, (t) => t.includes("Set parameter 'temperature' to '0.5'"), "the /set confirmation");
+
+    // a """ block: the first line opens it, the continuation prompt shows, the closing line sends it
+    type(s, '"""first line');
+    await waitFor(s, (t) => /\n\.\.\. Press Enter to send\s*$/.test(t) || /\n\.\.\. \s*$/.test(t), "the continuation prompt");
+    type(s, 'second line"""');
+    await idlePrompt(s, "the answer to the multi-line message");
+    expect(lines(s)).toContain('>>> """first line');
+    expect(lines(s)).toContain('... second line"""');
+
+    // /save: the session (parameters, the multi-line message as one user message, the answer)
+    type(s, "/save repl-saved");
+    await waitFor(s, (t) => t.includes("Created new model 'repl-saved'"), "the /save confirmation");
+    const saved = await show("repl-saved");
+    expect(saved.parameters).toMatch(/^temperature\s+0\.5$/m);
+    expect(saved.messages?.[0]).toEqual({ role: "user", content: "first line\nsecond line" });
+    expect(saved.messages?.[1]?.role).toBe("assistant");
+
+    // /load it back and see its parameters
+    type(s, "/load repl-saved");
+    await waitFor(s, (t) => t.includes("Loading model 'repl-saved'"), "the /load message");
+    await idlePrompt(s, "the prompt after /load");
+    type(s, "/show parameters");
+    await waitFor(s, (t) => /Model defined parameters:\n(\s+\S+\s+\S+\n)*\s+temperature\s+0\.5\n/.test(t), "the loaded model's parameters");
+    await idlePrompt(s, "the prompt after /show");
+
+    // a long answer, interrupted with Ctrl+C once it has started
+    type(s, "/set parameter num_predict 100000");
+    await idlePrompt(s, "the prompt after /set");
+    const before = lines(s).length;
+    type(s, "Tell me a very long story about the sea.");
+    await waitFor(s, () => lines(s).length > before + 3, "the long answer to start");
+    keys(s, "C-c");
+    const after = await idlePrompt(s, "the prompt after Ctrl+C", 15_000);
+    expect(after).not.toContain("EXITED:"); // still running
+    // it was the answer that stopped (the terminal echoes ^C after its text), not an idle Ctrl+C
+    expect(after).toMatch(/\S\^C\n>>> Send a message/);
+    expect(after).not.toContain("Use Ctrl + d or /bye to exit.");
+    // the answer was word-wrapped at the terminal width
+    const answer = lines(s).slice(before + 1, -1);
+    expect(answer.length).toBeGreaterThan(2);
+    for (const l of answer) expect(l.length, l).toBeLessThanOrEqual(WIDTH - 5 + 2); // + the "^C" echo
+
+    // the next question is answered normally
+    type(s, "/set parameter num_predict 6");
+    await idlePrompt(s, "the prompt after /set");
+    const mark = lines(s).length;
+    type(s, "And another question?");
+    await idlePrompt(s, "the answer to the next question");
+    expect(lines(s).length).toBeGreaterThan(mark + 1);
+
+    type(s, "/bye");
+    await waitFor(s, (t) => t.includes("EXITED:0"), "the REPL to exit with code 0");
+  }, 180_000);
+
+  it("keeps a bracketed paste as one message, composes one in $OLLAMA_EDITOR (Ctrl+G), exits on Ctrl+D", async () => {
+    const s = "paste";
+    const editor = path.join(home, "editor.sh");
+    await writeFile(editor, `#!/bin/sh\nprintf ' and more\\nfrom the editor\\n' >> "$1"\n`, { mode: 0o755 });
+    startRun(s, ["repl-model"], { OLLAMA_EDITOR: editor });
+    await idlePrompt(s, "the first prompt");
+    tmux("set-buffer", "-b", "p", "pasted one\npasted two\npasted three");
+    tmux("paste-buffer", "-p", "-b", "p", "-t", s);
+    await waitFor(s, (t) => t.includes("... pasted three"), "the pasted lines");
+    expect(screen(s)).not.toMatch(/pasted one\n(?!\.\.\. pasted two)/); // nothing sent before Enter
+    keys(s, "Enter");
+    await idlePrompt(s, "the answer to the paste");
+    type(s, "/save pasted");
+    await waitFor(s, (t) => t.includes("Created new model 'pasted'"), "the /save confirmation");
+    expect((await show("pasted")).messages?.[0]).toEqual({ role: "user", content: "pasted one\npasted two\npasted three" });
+
+    // Ctrl+G: what was typed goes to the editor; its lines come back, the last one waiting for Enter
+    tmux("send-keys", "-t", s, "-l", "typed");
+    keys(s, "C-g");
+    await waitFor(s, (t) => /\n>>> typed and more\n\.\.\. from the editor\s*$/.test(t), "the editor's text on the prompt");
+    keys(s, "Enter");
+    await idlePrompt(s, "the answer to the edited message");
+    type(s, "/save edited");
+    await waitFor(s, (t) => t.includes("Created new model 'edited'"), "the /save confirmation");
+    expect((await show("edited")).messages?.at(-2)).toEqual({ role: "user", content: "typed and more\nfrom the editor" });
+
+    keys(s, "C-d");
+    await waitFor(s, (t) => t.includes("EXITED:0"), "the REPL to exit on Ctrl+D");
+  }, 120_000);
+
+  it("prints an embedding model's vector, and the server version for -v", async (ctx) => {
+    const v = spawnSync(process.execPath, [CLI, "-v"], { encoding: "utf8", env: { ...process.env, OLLAMA_HOST: d.host } });
+    expect(v.stdout).toMatch(/^ollamats version is \d+\.\d+\.\d+\S*\n$/);
+
+    const probe = await fetch(`${d.url}/api/embed`, { method: "POST", body: "{}" });
+    if (probe.status === 404 && (await probe.text()) === "404 page not found") ctx.skip(); // no /api/embed in this daemon yet
+    const gguf = await makeTestModel({ shape: "tiny", type: "F16", seed: 1, embedding: true });
+    expect((await createModelFromFile(d.url, "repl-embed", gguf)).status).toBe(200);
+    const run = (args: string[]) => spawnSync(process.execPath, [CLI, "run", ...args], { encoding: "utf8", env: { ...process.env, OLLAMA_HOST: d.host }, input: "" });
+    const full = run(["repl-embed", "hello world"]);
+    expect(full.stderr).toBe("");
+    expect(full.stdout).toMatch(/^\[-?\d[^\]]*\]\n$/);
+    const vec = JSON.parse(full.stdout) as number[];
+    expect(vec).toHaveLength(64);
+    // float32 values printed as Go's json.Marshal prints them: the shortest float32 decimal
+    for (const word of full.stdout.trim().slice(1, -1).split(",")) expect(float32Json(Number(word))).toBe(word);
+    const cut = run(["repl-embed", "hello world", "--dimensions", "4"]);
+    expect(JSON.parse(cut.stdout)).toHaveLength(4);
+    const none = run(["repl-embed"]);
+    expect(none.status).toBe(1);
+    expect(none.stderr).toBe('Error: embedding models require input text. Usage: ollamats run repl-embed "your text here"\n');
+  });
+
+  it("logs one line per request, chat streams when they end, without prompt text", async () => {
+    const log = d.logs();
+    expect(log).not.toContain("first line");
+    expect(log).not.toContain("long story");
+    expect(log).not.toContain("pasted one");
+    expect(log).toMatch(/level=INFO msg=request method=POST path=\/api\/chat status=200 .*duration=\S+/);
+    // the interrupted answer: logged when the client went away
+    const requests = log.split("\n").filter((l) => l.includes("msg=request")).join("\n");
+    expect(requests, requests).toMatch(/path=\/api\/chat status=200 .*canceled=true/);
+    expect(log).toMatch(/path=\/api\/create status=200/);
+  });
+});

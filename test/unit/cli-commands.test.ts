@@ -1,0 +1,120 @@
+// The built CLI without a daemon: usage errors on one line with exit code 1, `-v` without a
+// server, "could not connect" with how to start the daemon (serve, or the installed service),
+// and help text.
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serviceStartHint } from "../../src/service/manage.js";
+import { CLI } from "../helpers/daemon.js";
+
+let home: string;
+beforeAll(async () => {
+  home = await mkdtemp(path.join(os.tmpdir(), "ollamats-cli-home-"));
+});
+afterAll(async () => {
+  await rm(home, { recursive: true, force: true });
+});
+
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...process.env, HOME: home, XDG_CONFIG_HOME: "", OLLAMA_HOST: "127.0.0.1:1", ...env }, timeout: 30_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+    child.stdin?.end();
+  });
+}
+
+describe("usage errors: one line, exit code 1", () => {
+  const cases: [string[], string][] = [
+    [["frobnicate"], 'Error: unknown command "frobnicate" for "ollamats"'],
+    [["run", "m", "--bogus"], "Error: unknown flag: --bogus"],
+    [["list", "-z"], "Error: unknown shorthand flag: 'z' in -z"],
+    [["run"], "Error: requires at least 1 arg(s), only received 0"],
+    [["cp", "a"], "Error: requires at least 2 arg(s), only received 1"],
+    [["show", "a", "b"], 'Error: unexpected argument "b" for "ollamats show"'],
+    [["run", "bad name", "hi"], 'Error: invalid model name: "bad name"'],
+    [["show", "bad name"], 'Error: invalid model name: "bad name"'],
+    [["stop", "bad name"], 'Error: invalid model name: "bad name"'],
+    [["run", "m", "--think=loud", "hi"], 'Error: invalid value for --think: "loud" (must be true, false, high, medium, low, or max)'],
+    [["run", "m", "--keepalive", "soon", "hi"], 'Error: time: invalid duration "soon"'],
+    [["run", "m", "--dimensions", "x", "hi"], 'Error: invalid argument "x" for "--dimensions" flag: strconv.ParseInt: parsing "x": invalid syntax'],
+    [["show", "m", "--license", "--system"], "Error: only one of '--license', '--modelfile', '--parameters', '--system', or '--template' can be specified"],
+  ];
+  for (const [args, message] of cases) {
+    it(args.join(" "), async () => {
+      const r = await cli(args);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(`${message}\n`);
+      expect(r.stdout).toBe("");
+    });
+  }
+});
+
+describe("without a daemon", () => {
+  it("-v prints the client version with a warning", async () => {
+    for (const flag of ["-v", "--version"]) {
+      const r = await cli([flag]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^Warning: could not connect to a running ollamats instance\nWarning: client version is \d+\.\d+\.\d+\S*\n$/);
+    }
+  });
+
+  it("says to run serve when no service is installed", async () => {
+    const r = await cli(["list"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe("Error: could not connect to ollamats server, run 'ollamats serve' to start it\n");
+  });
+
+  it.skipIf(process.platform !== "linux")("names the service's start command when one is installed", async () => {
+    const unitDir = path.join(home, ".config/systemd/user");
+    await mkdir(unitDir, { recursive: true });
+    await writeFile(path.join(unitDir, "ollamats.service"), "# Managed by ollamats\n");
+    try {
+      const r = await cli(["ps"]);
+      expect(r.code).toBe(1);
+      // a system-wide unit on this machine would take precedence
+      expect(r.stderr).toMatch(
+        /^Error: could not connect to ollamats server, start the service with '(systemctl --user start ollamats|sudo systemctl start ollamats)' \(or run 'ollamats serve'\)\n$/,
+      );
+    } finally {
+      await rm(path.join(home, ".config"), { recursive: true, force: true });
+    }
+  });
+
+  it("picks the start command from the files present", () => {
+    const hint = (files: string[], platform = "linux") => serviceStartHint(platform, "/home/a", {}, (p) => files.includes(p));
+    expect(hint([])).toBeUndefined();
+    expect(hint(["/etc/systemd/system/ollamats.service"])).toBe("sudo systemctl start ollamats");
+    expect(hint(["/usr/lib/systemd/system/ollamats.service"])).toBe("sudo systemctl start ollamats");
+    expect(hint(["/home/a/.config/systemd/user/ollamats.service"])).toBe("systemctl --user start ollamats");
+    expect(hint(["/home/a/Library/LaunchAgents/com.ollamats.server.plist"], "darwin")).toBe("launchctl kickstart gui/$(id -u)/com.ollamats.server");
+    expect(hint(["/Library/LaunchDaemons/com.ollamats.server.plist"], "darwin")).toBe("sudo launchctl kickstart system/com.ollamats.server");
+    expect(hint(["/etc/systemd/system/ollamats.service"], "win32")).toBeUndefined();
+  });
+});
+
+describe("help", () => {
+  it("lists every command, with service", async () => {
+    const r = await cli(["--help"]);
+    expect(r.code).toBe(0);
+    for (const c of ["serve", "create", "show", "run", "stop", "pull", "list", "ps", "cp", "rm", "service"]) {
+      expect(r.stdout).toMatch(new RegExp(`^  ollamats ${c}\\b`, "m"));
+    }
+    expect((await cli([])).stdout).toBe(r.stdout);
+  });
+
+  it("`help run` shows run's flags and environment variables, one per line", async () => {
+    const r = await cli(["help", "run"]);
+    expect(r.code).toBe(0);
+    for (const flag of ["--keepalive", "--verbose", "--insecure", "--nowordwrap", "--format", "--think", "--hidethinking", "--truncate", "--dimensions"]) {
+      expect(r.stdout).toContain(flag);
+    }
+    expect(r.stdout).toMatch(/^ {6}OLLAMA_HOST {19}IP Address for the ollama server \(default 127\.0\.0\.1:11434\)$/m);
+    expect(r.stdout).toMatch(/^ {6}OLLAMA_NOHISTORY {14}Do not preserve readline history$/m);
+  });
+});

@@ -1,0 +1,106 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { OllamaTemplate } from "../../src/daemon/prompt/gotemplate/ollama.js";
+import { selectTemplate } from "../../src/daemon/prompt/render.js";
+import { ThinkingParser, inferThinkingTagsFromTree, stripHistoryThinking, thinkingTags } from "../../src/daemon/prompt/thinking.js";
+import { capabilitiesOf } from "../../src/registry/model-spec.js";
+
+const FIXTURES = path.resolve(__dirname, "../fixtures/templates");
+const fixture = (name: string) => readFileSync(path.join(FIXTURES, `${name}.gotmpl`), "utf8");
+const tagsOf = (src: string) => inferThinkingTagsFromTree(OllamaTemplate.parse(src).template.root);
+
+/** Feeds the text in pieces of `size` characters (1 = every split point) and joins the output. */
+function parse(text: string, size: number, open = "<think>", close = "</think>") {
+  const p = new ThinkingParser({ open, close });
+  let thinking = "";
+  let content = "";
+  for (let i = 0; i < text.length; i += size) {
+    const s = p.add(text.slice(i, i + size));
+    thinking += s.thinking;
+    content += s.content;
+  }
+  const f = p.flush();
+  return { thinking: thinking + f.thinking, content: content + f.content };
+}
+
+describe("thinking tags inferred from templates (thinking/template.go)", () => {
+  it("qwen3 and deepseek-r1 declare <think>…</think>", () => {
+    expect(tagsOf(fixture("qwen3"))).toEqual({ open: "<think>", close: "</think>" });
+    expect(tagsOf(fixture("deepseek-r1"))).toEqual({ open: "<think>", close: "</think>" });
+  });
+  it("templates without .Thinking in the messages range declare none", () => {
+    for (const name of ["qwen2.5", "llama3.2", "mistral", "gemma3", "llama2"]) expect(tagsOf(fixture(name))).toEqual({ open: "", close: "" });
+  });
+  it("a .Thinking outside a range over .Messages does not count", () => {
+    expect(tagsOf("{{ if .Thinking }}<t>{{ .Thinking }}</t>{{ end }}{{ .Prompt }}")).toEqual({ open: "", close: "" });
+    expect(tagsOf("{{ range .Messages }}<r>{{ .Thinking }}</r>{{ .Content }}{{ end }}")).toEqual({ open: "<r>", close: "" });
+    expect(tagsOf("{{ range .Messages }}{{ if .Thinking }}<r>{{ .Thinking }}</r>{{ end }}{{ end }}")).toEqual({ open: "<r>", close: "</r>" });
+  });
+  it("capabilities: thinking exactly when both tags are inferred; tools from .Tools; insert from .Suffix", () => {
+    const caps = (template: string) => capabilitiesOf({ template, facts: { isEmbedding: false } as never });
+    expect(caps(fixture("qwen3"))).toEqual(["completion", "tools", "thinking"]);
+    expect(caps(fixture("deepseek-r1"))).toEqual(["completion", "thinking"]);
+    expect(caps(fixture("qwen2.5"))).toEqual(["completion", "tools"]);
+    expect(caps("{{ .Prompt }}{{ .Suffix }}")).toEqual(["completion", "insert"]);
+    expect(caps("{{ if .X }")).toEqual(["completion"]); // does not parse: nothing derived
+    // Jinja (no Go template): tool and think markers
+    expect(capabilitiesOf({ template: undefined, facts: { isEmbedding: false, chatTemplate: "{% if tools %}<think></think>{% endif %}" } as never })).toEqual([
+      "completion",
+      "tools",
+      "thinking",
+    ]);
+    expect(capabilitiesOf({ template: undefined, facts: { isEmbedding: true } as never })).toEqual(["embedding"]);
+  });
+  it("the tags of a selected template (Go or Jinja)", () => {
+    expect(thinkingTags(selectTemplate(fixture("qwen3"), undefined, "", ""))).toEqual({ open: "<think>", close: "</think>" });
+    expect(thinkingTags(selectTemplate(undefined, "{{ '<think>' }}x{{ '</think>' }}", "", ""))).toEqual({ open: "<think>", close: "</think>" });
+    expect(thinkingTags(selectTemplate(undefined, undefined, "", ""))).toEqual({ open: "", close: "" });
+  });
+});
+
+describe("ThinkingParser (thinking/parser.go)", () => {
+  const sample = "<think>\nLet me think.\n</think>\n\nThe answer is 4.";
+  it("separates thinking from content at every split point", () => {
+    for (const size of [1, 2, 3, 5, 7, 100]) {
+      expect(parse(sample, size)).toEqual({ thinking: "Let me think.\n", content: "The answer is 4." });
+    }
+  });
+  it("leading whitespace before the opening tag is eaten", () => {
+    expect(parse("  \n<think>x</think>y", 1)).toEqual({ thinking: "x", content: "y" });
+  });
+  it("output that does not start with the tag is content, untouched (leading spaces kept)", () => {
+    expect(parse("  Hello <think>no</think>", 1)).toEqual({ thinking: "", content: "  Hello <think>no</think>" });
+    expect(parse("<thinx", 1)).toEqual({ thinking: "", content: "<thinx" });
+  });
+  it("a prompt that already opened the tag starts inside thinking", () => {
+    const p = new ThinkingParser({ open: "<think>", close: "</think>" });
+    p.add("<think>");
+    expect(p.inThinking).toBe(true);
+    expect(p.add("deep thought</think>Done")).toEqual({ thinking: "deep thought", content: "Done" });
+    expect(p.done).toBe(true);
+  });
+  it("held-back text is released at the end (a partial closing tag, thinking that never closed)", () => {
+    expect(parse("<think>abc</thi", 1)).toEqual({ thinking: "abc</thi", content: "" });
+    expect(parse("<thi", 1)).toEqual({ thinking: "", content: "<thi" });
+    expect(parse("   ", 1)).toEqual({ thinking: "", content: "" });
+  });
+  it("the closing tag text inside content later is content", () => {
+    expect(parse("<think>a</think>b</think>c", 1)).toEqual({ thinking: "a", content: "b</think>c" });
+  });
+  it("empty thinking gives no thinking text", () => {
+    expect(parse("<think>\n\n</think>\n\nHi", 1)).toEqual({ thinking: "", content: "Hi" });
+  });
+});
+
+describe("history thinking (qwen3, deepseek-r1)", () => {
+  it("strips <think> blocks from assistant turns before the last user message only", () => {
+    const out = stripHistoryThinking([
+      { role: "user", content: "q1" },
+      { role: "assistant", content: "<think>t1</think>a1" },
+      { role: "user", content: "q2" },
+      { role: "assistant", content: "<think>t2</think>a2" },
+    ]);
+    expect(out.map((m) => m.content)).toEqual(["q1", "a1", "q2", "<think>t2</think>a2"]);
+  });
+});

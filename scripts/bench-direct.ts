@@ -9,7 +9,7 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
-import { cpuMs, cpuSnapshot, foreignCores, readRssMiB, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
+import { cpuMs, cpuSnapshot, foreignCores, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
 
 function nowMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
@@ -87,6 +87,7 @@ async function run(plan: BenchPlan): Promise<SideResult> {
 
   await generate(model, seq, plan, plan.warmup.prompt, plan.warmup.tokens);
 
+  const quietWaitedMs = await waitForQuiet(["self"], plan.quietWaitMs);
   const cpu0 = await cpuSnapshot(["self"]);
   const decode: DecodeRun[] = [];
   for (let i = 0; i < plan.decode.runs; i++) {
@@ -117,7 +118,7 @@ async function run(plan: BenchPlan): Promise<SideResult> {
   await context.dispose();
   await model.dispose();
   await llama.dispose();
-  return { decode, ttft, loadMs, modelRssMiB, foreignCores: foreignCores(cpu0, cpu1) };
+  return { decode, ttft, loadMs, modelRssMiB, foreignCores: foreignCores(cpu0, cpu1), quietWaitedMs };
 }
 
 process.once("message", (plan) => {

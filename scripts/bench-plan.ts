@@ -12,6 +12,8 @@ export interface Sampling {
 /** One round of one side: load, warm up, then the measured generations, then unload. */
 export interface BenchPlan {
   modelPath: string;
+  /** Before measuring, wait up to this long for other processes to leave the CPUs alone. */
+  quietWaitMs: number;
   threads: number;
   numCtx: number;
   numBatch: number;
@@ -54,6 +56,8 @@ export interface SideResult {
   modelRssMiB: number | null;
   /** CPU used by processes outside the bench during the measured generations, in cores. */
   foreignCores: number;
+  /** How long the side waited for a quiet machine before measuring, ms. */
+  quietWaitedMs: number;
 }
 
 const WORDS = (
@@ -132,4 +136,16 @@ export async function cpuMs(pid: number, which: "main" | "all"): Promise<number>
     ns += Number(text.split(" ")[0]) || 0;
   }
   return ns / 1e6;
+}
+
+/** Waits until other processes use less than `threshold` cores over one second (or `maxMs` has
+ *  passed); returns how long it waited. The processes in `pids` are ours and not counted. */
+export async function waitForQuiet(pids: Array<number | "self">, maxMs: number, threshold = 0.15): Promise<number> {
+  const start = Date.now();
+  for (;;) {
+    const a = await cpuSnapshot(pids);
+    await new Promise((r) => setTimeout(r, 1000));
+    const b = await cpuSnapshot(pids);
+    if (foreignCores(a, b) < threshold || Date.now() - start >= maxMs) return Date.now() - start;
+  }
 }

@@ -10,6 +10,9 @@
 // The two sides never run at the same time: the daemon is stopped before the direct process starts.
 // Prints a table and the ratios against their targets; writes .cache/bench-latest.json.
 // BENCH_ROUNDS (default 3) and BENCH_TOKENS (default 128) shorten a run for a smoke check.
+// On a shared machine each side first waits up to BENCH_QUIET_WAIT_S (default 20) seconds for
+// other processes to go quiet, and the CPU they used anyway is reported: engine threads that spin
+// on every core make any other load show up as a large, random slowdown.
 import { fork } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import http from "node:http";
@@ -18,7 +21,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { childPids, createModelFromFile, REPO, startDaemon, type TestDaemon } from "../test/helpers/daemon.js";
 import { makeTestModel } from "./make-test-model.js";
-import { cpuMs, cpuSnapshot, foreignCores, median, promptFor, readRssMiB, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
+import { cpuMs, cpuSnapshot, foreignCores, median, promptFor, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MODEL_NAME = "bench-1b:q4_0";
@@ -179,6 +182,7 @@ async function runDaemonRound(d: TestDaemon, plan: BenchPlan): Promise<DaemonRou
   await daemonGenerate(d, plan, plan.warmup.prompt, plan.warmup.tokens);
 
   const own: Array<number | "self"> = ["self", pid, ...(runnerPid ? [runnerPid] : [])];
+  const quietWaitedMs = await waitForQuiet(own, plan.quietWaitMs);
   const cpu0 = await cpuSnapshot(own);
   const decode: DecodeRun[] = [];
   for (let i = 0; i < plan.decode.runs; i++) {
@@ -231,6 +235,7 @@ async function runDaemonRound(d: TestDaemon, plan: BenchPlan): Promise<DaemonRou
     loadMs,
     modelRssMiB,
     foreignCores: foreignCores(cpu0, cpu1),
+    quietWaitedMs,
     rssAfterUnloadMiB,
     runnerExitedMs,
     firstTokenPathMs,
@@ -286,6 +291,7 @@ interface Summary {
   daemonIdleRssMiB: number;
   sameText: boolean;
   foreignCoresMax: number;
+  firstTokenPathMs: number;
   addedCpuMsPerToken?: number;
   estimatedDecodeRatioFromCpu?: number;
 }
@@ -297,6 +303,7 @@ function merge(rounds: SideResult[]): SideResult {
     loadMs: median(rounds.map((r) => r.loadMs)),
     modelRssMiB: rounds.at(-1)?.modelRssMiB ?? null,
     foreignCores: Math.max(...rounds.map((r) => r.foreignCores)),
+    quietWaitedMs: rounds.reduce((a, r) => a + r.quietWaitedMs, 0),
   };
 }
 
@@ -308,9 +315,11 @@ async function main(): Promise<void> {
   const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS) || 3);
   const TOKENS = Math.max(8, Number(process.env.BENCH_TOKENS) || 128);
   const TTFT_PER_ROUND = 3;
+  const QUIET_WAIT_MS = Math.max(0, Number(process.env.BENCH_QUIET_WAIT_S ?? 20) * 1000);
   // Round r runs the same plan on both sides; the ttft prompts are new in every round.
   const plans: BenchPlan[] = Array.from({ length: ROUNDS }, (_, r) => ({
     modelPath,
+    quietWaitMs: QUIET_WAIT_MS,
     threads,
     numCtx: 4096,
     numBatch: 512,
@@ -383,7 +392,8 @@ async function main(): Promise<void> {
         const res = side === "daemon" ? daemonRounds.at(-1)! : directRounds.at(-1)!;
         console.log(
           `  round ${r + 1} ${side.padEnd(6)} ${f1(res.decode[0]?.wallTokPerS)} tok/s, first token ` +
-            `${res.ttft.map((x) => f1(x.ms)).join("/")} ms, other processes ${f2(res.foreignCores)} cores (${((nowMs() - t) / 1000).toFixed(1)} s)`,
+            `${res.ttft.map((x) => f1(x.ms)).join("/")} ms, other processes ${f2(res.foreignCores)} cores` +
+            `${res.quietWaitedMs >= 2000 ? `, waited ${(res.quietWaitedMs / 1000).toFixed(0)} s for quiet` : ""} (${((nowMs() - t) / 1000).toFixed(1)} s)`,
         );
       }
     }
@@ -421,6 +431,7 @@ async function main(): Promise<void> {
     daemonIdleRssMiB: Math.max(rssStartMiB ?? Infinity, rssAfterUnloadMiB),
     sameText: daemon.decode.every((x, i) => x.text === direct.decode[i]?.text),
     foreignCoresMax: Math.max(daemon.foreignCores, direct.foreignCores),
+    firstTokenPathMs: NaN,
   };
   const cpuMed = (side: SideResult, k: string) => median(side.decode.map((x) => x.cpuMsPerToken[k] ?? NaN));
   const cpu = {
@@ -433,39 +444,49 @@ async function main(): Promise<void> {
   // beyond the direct consumer. With every core busy with engine threads, each ms of it delays
   // the token by about a ms, which gives an estimate that does not depend on other load.
   const addedCpuMs = cpu.daemon + Math.max(0, cpu.runnerMain - cpu.directMain);
-  const estimatedRatio = 1000 / xWall / (1000 / xWall + addedCpuMs);
+  const bestDirectMs = 1000 / Math.max(...direct.decode.map((x) => x.wallTokPerS)); // least disturbed run
+  const estimatedRatio = bestDirectMs / (bestDirectMs + addedCpuMs);
   summary.addedCpuMsPerToken = addedCpuMs;
   summary.estimatedDecodeRatioFromCpu = estimatedRatio;
   const produced = (s: SideResult) => s.decode.map((x) => `${x.tokens}${x.doneReason === "stop" ? " (eos)" : ""}`).join(" ");
   const pathMs = daemonRounds.flatMap((x) => x.firstTokenPathMs);
+  summary.firstTokenPathMs = median(pathMs);
 
+  const list = (xs: number[], f: (x: number) => string = f1) => xs.map(f).join(" ");
   console.log("");
   console.log(
     table([
       ["", "daemon (HTTP)", "direct", "daemon/direct"],
-      [`decode tok/s, client wall (median of ${ROUNDS})`, f2(dWall), f2(xWall), f2(summary.decodeRatio)],
+      [`decode tok/s, client wall (median of ${daemon.decode.length})`, f2(dWall), f2(xWall), f2(summary.decodeRatio)],
       ["decode tok/s, eval_count/eval_duration", f2(dStats), f2(xStats), f2(summary.decodeStatsRatio)],
-      ["  per run, client wall", daemon.decode.map((x) => f1(x.wallTokPerS)).join(" "), direct.decode.map((x) => f1(x.wallTokPerS)).join(" "), ""],
-      ["  tokens produced per run", produced(daemon), produced(direct), ""],
-      ["  text chunks per run", daemon.decode.map((x) => x.chunks).join(" "), direct.decode.map((x) => x.chunks).join(" "), ""],
-      ["  CPU ms/token: daemon process", f2(cpu.daemon), "", ""],
-      ["  CPU ms/token: JS thread next to the engine", f2(cpu.runnerMain) + " (runner)", f2(cpu.directMain), ""],
-      ["  CPU ms/token: HTTP client (this bench)", f2(cpu.client), "", ""],
+      ["CPU ms/token, daemon process", f2(cpu.daemon), "", ""],
+      ["CPU ms/token, JS thread beside the engine", f2(cpu.runnerMain), f2(cpu.directMain), ""],
+      ["CPU ms/token, HTTP client (this bench)", f2(cpu.client), "", ""],
       [`first token ms (median of ${daemon.ttft.length})`, f1(dTtft), f1(xTtft), f2(dTtft / xTtft)],
-      ["  per run", daemon.ttft.map((x) => f1(x.ms)).join(" "), direct.ttft.map((x) => f1(x.ms)).join(" "), ""],
-      ["  prompt tokens", daemon.ttft.map((x) => x.promptTokens).join(" "), direct.ttft.map((x) => x.promptTokens).join(" "), ""],
       ["load ms (median)", f1(daemon.loadMs), f1(direct.loadMs), ""],
-      ["RSS of the process holding the model, MiB", f1(daemon.modelRssMiB), f1(direct.modelRssMiB), ""],
-      ["other processes' CPU while measuring (max), cores", f2(daemon.foreignCores), f2(direct.foreignCores), ""],
-      ["daemon RSS: start / after create / after unload, MiB", `${f1(rssStartMiB)} / ${f1(rssAfterCreateMiB)} / ${daemonRounds.map((x) => f1(x.rssAfterUnloadMiB)).join(" ")}`, "", ""],
+      ["RSS with the model loaded, MiB", `${f1(daemon.modelRssMiB)} (runner)`, f1(direct.modelRssMiB), ""],
+      ["other processes' CPU while measuring, cores", f2(daemon.foreignCores), f2(direct.foreignCores), ""],
     ]),
   );
   console.log("");
+  console.log(`decode runs, tok/s (client wall):  daemon ${list(daemon.decode.map((x) => x.wallTokPerS))}   direct ${list(direct.decode.map((x) => x.wallTokPerS))}`);
+  console.log(`tokens produced / text chunks:     daemon ${produced(daemon)} / ${daemon.decode.map((x) => x.chunks).join(" ")}   direct ${produced(direct)}`);
+  console.log(`first token runs, ms:              daemon ${list(daemon.ttft.map((x) => x.ms))}`);
+  console.log(`                                   direct ${list(direct.ttft.map((x) => x.ms))}`);
+  console.log(`prompt tokens of those runs:       ${daemon.ttft.map((x) => x.promptTokens).join(" ")} (direct ${direct.ttft.map((x) => x.promptTokens).join(" ")})`);
   console.log(`same generated text on both sides: ${summary.sameText ? "yes" : "NO"}`);
-  console.log(`first token, client time minus runner prompt_eval_duration (HTTP + scheduler + IPC), ms: ${pathMs.map(f1).join(" ")} (median ${f1(median(pathMs))})`);
   console.log(
-    `CPU the daemon path adds per token: ${f2(addedCpuMs)} ms (daemon ${f2(cpu.daemon)} + runner JS thread beyond direct ` +
-      `${f2(Math.max(0, cpu.runnerMain - cpu.directMain))}); at ${f1(1000 / xWall)} ms/token that predicts a decode ratio of ${f2(estimatedRatio)}`,
+    `daemon RSS, MiB:                   start ${f1(rssStartMiB)}, after creating the model ${f1(rssAfterCreateMiB)}, ` +
+      `after each unload ${list(daemonRounds.map((x) => x.rssAfterUnloadMiB ?? NaN))}`,
+  );
+  console.log("");
+  console.log(
+    `first token through the daemon minus the runner's own prompt_eval_duration (HTTP, routing, scheduler, IPC both ways), ms: ` +
+      `${list(pathMs)}, median ${f1(median(pathMs))}`,
+  );
+  console.log(
+    `CPU the daemon path adds per token: ${f2(addedCpuMs)} ms (daemon process ${f2(cpu.daemon)} + runner JS thread beyond the direct one ` +
+      `${f2(Math.max(0, cpu.runnerMain - cpu.directMain))}); at ${f1(bestDirectMs)} ms/token (best direct run) that predicts a decode ratio of ${f2(estimatedRatio)}`,
   );
   const exits = daemonRounds.map((x) => x.runnerExitedMs);
   console.log(`runner process gone after keep_alive 0, ms: ${exits.map((x) => (x == null ? "never" : f1(x))).join(" ")}`);

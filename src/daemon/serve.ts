@@ -3,6 +3,7 @@ import { serve as listen, type ServerType } from "@hono/node-server";
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import type { Config } from "../config.js";
+import { notifyReady } from "../service/notify.js";
 import { LlamaCppBackend } from "../backends/llamacpp/backend.js";
 import { ModelResolver } from "../registry/model-spec.js";
 import { Store } from "../registry/store.js";
@@ -74,6 +75,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
 export async function serveForever(config: Config): Promise<void> {
   const running = await startServer(config);
+  // Under systemd Type=notify, readiness is signalled only once the listener is up.
+  notifyReady({ status: `Listening on ${running.url}`, onError: (m) => running.deps.log.warn(m) });
   await new Promise<void>((resolve) => {
     const stop = (sig: string) => {
       running.deps.log.info(`received ${sig}, shutting down`);

@@ -353,7 +353,7 @@ export class BlobDownload {
   readonly final: string;
   readonly partial: string;
   completed = 0;
-  /** Bytes received from the network by this process (resume tests count these). */
+  /** Bytes this download received from the network (including any later discarded). */
   transferred = 0;
   readonly done: Promise<void>;
   private parts: PartState[] = [];

@@ -102,7 +102,7 @@ export async function readBody(res: Dispatcher.ResponseData, limit = 4 << 20): P
     n += c.length;
     if (n > limit) {
       res.body.destroy();
-      throw new RegistryError(`response body exceeds ${limit} bytes`);
+      throw new RegistryError(`response body exceeds ${limit} bytes`, 0); // status 0: not worth a retry
     }
     chunks.push(c);
   }

@@ -71,7 +71,10 @@ async function uploadOffset(client: RegistryClient, location: URL, signal?: Abor
   await res.body.dump().catch(() => undefined);
   const range = String(res.headers["range"] ?? "");
   const m = /^(?:bytes=)?0-(\d+)$/.exec(range);
-  return { offset: m ? Number(m[1]) + 1 : 0, location: locationOf(res, location) ?? location };
+  // "0-<last byte>"; docker/distribution also says "0-0" for an empty upload, so "0-0" is read as
+  // nothing received (were it one byte, the next PATCH is refused rather than data misplaced)
+  const last = m ? Number(m[1]) : 0;
+  return { offset: last > 0 ? last + 1 : 0, location: locationOf(res, location) ?? location };
 }
 
 async function uploadBlob(store: Store, client: RegistryClient, layer: Layer, opts: PushOptions, progress: Progress): Promise<void> {

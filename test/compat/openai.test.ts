@@ -187,9 +187,25 @@ describe("openai: completions, embeddings, models", () => {
     expect(b64.usage.prompt_tokens).toBeGreaterThan(0);
     const float = await client.embeddings.create({ model: MODELS.embed, input: "hello world", encoding_format: "float" });
     for (let i = 0; i < EMBED_DIM; i++) expect(float.data[0]!.embedding[i]).toBeCloseTo(v[i]!, 6);
+    // "" is one input (Ollama's /v1 turns it into [""]): the embedding of the BOS token alone.
+    const empty = await client.embeddings.create({ model: MODELS.embed, input: "" });
+    expect(empty.data[0]!.embedding).toHaveLength(EMBED_DIM);
+    expect(norm(empty.data[0]!.embedding)).toBeCloseTo(1, 5);
     const cut = await client.embeddings.create({ model: MODELS.embed, input: "hello world", dimensions: 8 });
     expect(cut.data[0]!.embedding).toHaveLength(8);
     expect(norm(cut.data[0]!.embedding)).toBeCloseTo(1, 5);
+  });
+
+  it("_debug_render_only shows the rendered prompt; an empty completions prompt only loads the model", async () => {
+    const r = await fetch(`${d.url}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ model: MODELS.chat, messages: [{ role: "developer", content: "Be brief." }, { role: "user", content: "Render me" }], _debug_render_only: true }),
+    });
+    const body = (await r.json()) as { object: string; _debug_info: { rendered_template: string } };
+    expect(body.object).toBe("chat.completion");
+    expect(body._debug_info.rendered_template).toBe("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nRender me<|im_end|>\n<|im_start|>assistant\n");
+    const load = await client.completions.create({ model: MODELS.chat, prompt: "" });
+    expect(load.choices[0]).toMatchObject({ text: "", finish_reason: "load" });
   });
 
   it("models: list and retrieve; a missing model is a NotFoundError", async () => {

@@ -21,6 +21,11 @@ export function haveRegistry(): boolean {
   return existsSync(REGISTRY_BIN);
 }
 
+/** openssl makes the self-signed certificate of a TLS registry. */
+export function haveOpenssl(): boolean {
+  return (process.env.PATH ?? "").split(path.delimiter).some((d) => d !== "" && existsSync(path.join(d, "openssl")));
+}
+
 export interface TestRegistry {
   /** `127.0.0.1:<port>`: the host part of model names. */
   host: string;
@@ -120,6 +125,8 @@ export interface Faults {
   fail500?: number;
   /** Fail this many manifest GETs with 500. */
   manifest500?: number;
+  /** Fail this many upload PATCHes with 500 (the body is read and dropped). */
+  patch500?: number;
   /** Drop the connection after this many body bytes, for the next `dropCount` blob GETs. */
   dropAfter?: number;
   dropCount?: number;
@@ -231,6 +238,12 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
         f.manifest500--;
         return reply(500, "injected manifest failure");
       }
+    }
+    if (req.method === "PATCH" && f.patch500 && f.patch500 > 0) {
+      f.patch500--;
+      req.resume();
+      req.on("end", () => reply(500, "injected upload failure"));
+      return;
     }
     const blob = req.method === "GET" ? BLOB_GET.exec(u.pathname)?.[1] : undefined;
     if (blob && f.fail500 && f.fail500 > 0) {

@@ -228,7 +228,8 @@ describe("eviction and the queue (MAX_LOADED_MODELS=1, MAX_QUEUE=1, NUM_PARALLEL
   });
 
   it("a busy runner is never evicted: the other model waits, then loads", async () => {
-    const s = await Stream.open(d, { model: "b", prompt: "Keep going", options: { num_predict: 16, seed: 1 } });
+    // A generation long enough (up to 10 x num_ctx tokens) to stay busy however fast the machine.
+    const s = await Stream.open(d, { model: "b", prompt: "Keep going", options: { num_predict: 100000, seed: 1 } });
     await s.next();
     let waited = true;
     const other = generate(d, { model: "c", prompt: "Me next", options: { num_predict: 2 } }).then((r) => ((waited = false), r));
@@ -237,21 +238,22 @@ describe("eviction and the queue (MAX_LOADED_MODELS=1, MAX_QUEUE=1, NUM_PARALLEL
       expect(await psNames(d)).toEqual(["b:latest"]);
       expect(waited).toBe(true);
     }
-    const end = await s.rest();
-    expect(end?.done).toBe(true); // the stream ran to its end: its runner was not taken away
+    expect((await s.next())?.done).toBe(false); // still streaming: its runner was not taken away
+    s.hangUp(); // now b is idle and can make room
     expect((await other).done).toBe(true);
     expect(await psNames(d)).toEqual(["c:latest"]);
   }, 30_000);
 
   it("queue overflow is 503 with Ollama's message; the others load in turn", async () => {
-    const s = await Stream.open(d, { model: "c", prompt: "Hold on", options: { num_predict: 12 } });
-    await s.next(); // c is busy, so nothing can be loaded
+    const s = await Stream.open(d, { model: "c", prompt: "Hold on", options: { num_predict: 100000 } });
+    await s.next(); // c is busy (for as long as the stream lasts), so nothing can be loaded
     // One request is handled (it waits for c to be idle), one waits in the queue, one is refused.
     const reqs = ["a", "b", "a"].map((model, i) => generate(d, { model, prompt: `${i}`, options: { num_predict: 2 } }));
     const first = await Promise.race(reqs);
     expect(first.status).toBe(503);
     expect(first.error).toBe("server busy, please try again.  maximum pending requests exceeded");
-    expect((await s.rest())?.done).toBe(true);
+    expect((await s.next())?.done).toBe(false); // c is still busy
+    s.hangUp(); // c goes idle: the handled request evicts it, then the queued one runs
     const all = await Promise.all(reqs);
     expect(all.filter((r) => r.status === 503)).toHaveLength(1);
     expect(all.filter((r) => r.status === 200 && r.done)).toHaveLength(2);

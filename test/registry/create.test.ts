@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kv, writeGguf } from "../../scripts/gguf-writer.js";
 import { makeTestModel } from "../../scripts/make-test-model.js";
 import { CLI, createModelFromFile, sha256File, startDaemon, type TestDaemon } from "../helpers/daemon.js";
-import { generateText, haveRegistry, ndjson, postJson, registryEnv, startRegistry, verifyBlobs, type TestRegistry } from "../helpers/registry.js";
+import { generateText, haveOpenssl, haveRegistry, ndjson, postJson, registryEnv, startRegistry, verifyBlobs, type TestRegistry } from "../helpers/registry.js";
 
 let d: TestDaemon;
 let home: string;
@@ -138,8 +138,7 @@ describe("request forms and sources", () => {
     expect(await weightsOf("blob-old")).toBe(digest);
   });
 
-  it("FROM a model that is not in the store pulls it first (from an https registry)", async () => {
-    if (!haveRegistry()) return;
+  it.runIf(haveRegistry() && haveOpenssl())("FROM a model that is not in the store pulls it first (from an https registry)", async () => {
     reg = await startRegistry({ tls: true });
     // a daemon that trusts the registry's self-signed certificate
     const t = await startDaemon(registryEnv(home, { NODE_EXTRA_CA_CERTS: reg.caFile as string }));

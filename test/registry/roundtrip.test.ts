@@ -83,6 +83,23 @@ run("push and pull through a real registry", () => {
     expect(proxy.requests.some((r) => r.method === "PUT" && r.path.endsWith("/manifests/latest"))).toBe(true);
   });
 
+  it("a failed PATCH is resumed from the offset the registry reports", async () => {
+    const other = `${proxy.host}/test/retry:latest`;
+    expect((await postJson(`${a.url}/api/copy`, { source: name, destination: other })).status).toBe(200);
+    proxy.reset();
+    proxy.faults = { patch500: 2 };
+    const res = await postJson(`${a.url}/api/push`, { model: other, insecure: true, stream: false });
+    expect(await res.json()).toEqual({ status: "success" });
+    expect(proxy.requests.filter((r) => r.method === "PATCH" && r.status === 500).length).toBe(2);
+    // the upload's state was asked for, then it went on
+    expect(proxy.requests.some((r) => r.method === "GET" && r.path.includes("/blobs/uploads/"))).toBe(true);
+    proxy.reset();
+    const back = await postJson(`${b.url}/api/pull`, { model: other, insecure: true, stream: false });
+    expect(await back.json()).toEqual({ status: "success" });
+    await verifyBlobs(b.models);
+    expect((await postJson(`${b.url}/api/delete`, { model: other }, "DELETE")).status).toBe(200);
+  });
+
   it("a second push finds every blob in the registry and uploads nothing", async () => {
     proxy.reset();
     const res = await postJson(`${a.url}/api/push`, { model: name, insecure: true, stream: false });

@@ -2,6 +2,7 @@
 import { Hono } from "hono";
 import type { ChatResponse, ToolCall } from "../../api/types.js";
 import { parseBody } from "../body.js";
+import { logCounts } from "../middleware/request-log.js";
 import { doneMetrics, nowNs, startCompletion, type Completion } from "../completion.js";
 import type { Deps } from "../deps.js";
 import { badRequest } from "../errors.js";
@@ -169,11 +170,12 @@ export function chatRoutes(deps: Deps): Hono {
   app.post("/api/chat", async (c) => {
     const startedAt = nowNs();
     const body: ChatBody = await parseBody(c, chatSchema);
+    c.set("logModel", body.model);
     const ac = requestSignal(c.req.raw);
     const prepared = await prepareChat(deps, body, ac.signal, startedAt);
     if (prepared.kind === "reply") return jsonResponse(prepared.body);
     const { completion } = prepared;
-    const gen = chunks(body.model, completion);
+    const gen = logCounts(c, chunks(body.model, completion));
     if (body.stream === false) return jsonResponse(await collect(gen));
     return ndjsonResponse(gen, () => {
       ac.abort();

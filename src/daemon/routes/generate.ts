@@ -2,6 +2,7 @@
 import { Hono } from "hono";
 import type { GenerateResponse } from "../../api/types.js";
 import { parseBody } from "../body.js";
+import { logCounts } from "../middleware/request-log.js";
 import { doneMetrics, nowNs, startCompletion, type Completion, type CompletionRequest } from "../completion.js";
 import type { Deps } from "../deps.js";
 import { badRequest } from "../errors.js";
@@ -138,11 +139,12 @@ export function generateRoutes(deps: Deps): Hono {
   app.post("/api/generate", async (c) => {
     const startedAt = nowNs();
     const body: GenerateBody = await parseBody(c, generateSchema);
+    c.set("logModel", body.model);
     const ac = requestSignal(c.req.raw);
     const prepared = await prepareGenerate(deps, body, ac.signal, startedAt);
     if (prepared.kind === "reply") return jsonResponse(prepared.body);
     const { completion } = prepared;
-    const gen = chunks(body.model, completion, !body.raw);
+    const gen = logCounts(c, chunks(body.model, completion, !body.raw));
     if (body.stream === false) return jsonResponse(await collect(gen));
     return ndjsonResponse(gen, () => {
       ac.abort();

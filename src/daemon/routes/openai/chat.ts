@@ -11,7 +11,7 @@ import type { Deps } from "../../deps.js";
 import { badRequest } from "../../errors.js";
 import { jsonResponse } from "../../stream.js";
 import { requestSignal } from "../common.js";
-import { completionEvents, type CompletionEvent } from "./events.js";
+import type { CompletionEvent } from "./events.js";
 import { nativeChatBody, startChat } from "./native.js";
 import { sseResponse } from "./sse.js";
 import {
@@ -275,6 +275,7 @@ export function translateChatRequest(body: unknown): ChatTranslation {
     ...(think !== undefined ? { think } : {}),
     ...(logprobs ? { logprobs } : {}),
     ...(topLogprobs ? { top_logprobs: topLogprobs } : {}),
+    ...(o._debug_render_only === true ? { _debug_render_only: true } : {}),
   };
   return { model, stream, includeUsage, native };
 }
@@ -406,13 +407,24 @@ export function chatRoutes(deps: Deps): Hono {
     const t = translateChatRequest(await parseBody(c, z.unknown()));
     const body = nativeChatBody(t.native);
     const ac = requestSignal(c.req.raw);
-    const completion = await startChat(deps, body, ac.signal, startedAt);
+    const started = await startChat(deps, body, ac.signal, startedAt);
     const meta = { id: newId("chatcmpl"), created: Math.floor(Date.now() / 1000), model: t.model };
-    const events = completionEvents(completion);
-    if (!t.stream) return jsonResponse(await chatCompletion(events, meta));
-    return sseResponse(chatChunks(events, meta, t.includeUsage), () => {
+    if (started.kind === "debug") {
+      return jsonResponse({
+        id: meta.id,
+        object: "chat.completion",
+        created: meta.created,
+        model: meta.model,
+        system_fingerprint: "fp_ollama",
+        choices: [{ index: 0, message: { role: "assistant", content: "" }, finish_reason: null, logprobs: null }],
+        usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+        _debug_info: started.debugInfo,
+      });
+    }
+    if (!t.stream) return jsonResponse(await chatCompletion(started.events, meta));
+    return sseResponse(chatChunks(started.events, meta, t.includeUsage), () => {
       ac.abort();
-      completion.cancel();
+      started.cancel();
     });
   });
   return app;

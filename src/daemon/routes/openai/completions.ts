@@ -9,7 +9,7 @@ import { badRequest } from "../../errors.js";
 import { jsonResponse } from "../../stream.js";
 import { requestSignal } from "../common.js";
 import { finishReason, newId, usageOf } from "./chat.js";
-import { completionEvents, type CompletionEvent } from "./events.js";
+import type { CompletionEvent } from "./events.js";
 import { nativeGenerateBody, startGenerate } from "./native.js";
 import { sseResponse } from "./sse.js";
 import { aboveMaximum, belowMinimum, field, invalidType, modelOf, requestObject, stopList } from "./validate.js";
@@ -68,6 +68,7 @@ export function translateCompletionRequest(body: unknown): CompletionTranslation
     stream,
     options,
     ...(logprobs ? { logprobs: true, top_logprobs: logprobs } : {}),
+    ...(o._debug_render_only === true ? { _debug_render_only: true } : {}),
   };
   return { model, stream, includeUsage, native };
 }
@@ -121,13 +122,24 @@ export function completionRoutes(deps: Deps): Hono {
     const t = translateCompletionRequest(await parseBody(c, z.unknown()));
     const body = nativeGenerateBody(t.native);
     const ac = requestSignal(c.req.raw);
-    const completion = await startGenerate(deps, body, ac.signal, startedAt);
+    const started = await startGenerate(deps, body, ac.signal, startedAt);
     const meta = { id: newId("cmpl"), created: Math.floor(Date.now() / 1000), model: t.model };
-    const events = completionEvents(completion);
-    if (!t.stream) return jsonResponse(await textCompletion(events, meta));
-    return sseResponse(textChunks(events, meta, t.includeUsage), () => {
+    if (started.kind === "debug") {
+      return jsonResponse({
+        id: meta.id,
+        object: "text_completion",
+        created: meta.created,
+        model: meta.model,
+        system_fingerprint: "fp_ollama",
+        choices: [choice("", null)],
+        usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+        _debug_info: started.debugInfo,
+      });
+    }
+    if (!t.stream) return jsonResponse(await textCompletion(started.events, meta));
+    return sseResponse(textChunks(started.events, meta, t.includeUsage), () => {
       ac.abort();
-      completion.cancel();
+      started.cancel();
     });
   });
   return app;

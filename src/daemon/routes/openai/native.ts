@@ -1,32 +1,13 @@
-// From a native /api/chat or /api/generate body (what Ollama's /v1 middleware builds) to a
-// running Completion — the same startCompletion, with the same checks and request fields, as the
-// /api routes, so /v1 has no generation path of its own.
-//
-// PROVISIONAL: startChat / startGenerate repeat the preparation steps of routes/chat.ts and
-// routes/generate.ts line for line (validation order, capability checks, think, format, tools,
-// system prompt, template). When those routes export their preparation, e.g.
-//   prepareChat(deps, body, signal, startedAt): Promise<{ completion: Completion } | { reply: object }>
-// both bodies here become one call each and this copy goes away.
-import { startCompletion, type Completion, type CompletionRequest } from "../../completion.js";
-import type { Deps } from "../../deps.js";
+// From a native /api/chat or /api/generate body (what Ollama's /v1 middleware builds) to the
+// completion's event stream: the very preparation the /api routes run (prepareChat /
+// prepareGenerate: validation, capability checks, think, format, tools, template,
+// startCompletion), so /v1 has no generation path of its own.
 import { badRequest } from "../../errors.js";
-import { resolveOptions } from "../../options.js";
-import { parseFormat } from "../../prompt/format.js";
-import { renderSuffix, type RenderMessage } from "../../prompt/render.js";
-import { stripHistoryThinking } from "../../prompt/thinking.js";
-import { ToolValidationError, validateTools } from "../../prompt/tools.js";
+import type { Deps } from "../../deps.js";
 import { chatSchema, generateSchema, type ChatBody, type GenerateBody } from "../../schemas.js";
-import {
-  checkTopLogprobs,
-  fullModelName,
-  keepAliveOf,
-  rejectImages,
-  rejectLogprobs,
-  resolveSpec,
-  resolveThink,
-  templateFor,
-  validateThink,
-} from "../common.js";
+import { prepareChat, type Prepared } from "../chat.js";
+import { prepareGenerate } from "../generate.js";
+import { completionEvents, type CompletionEvent } from "./events.js";
 
 /** Validates the native body with the /api schema itself, so both APIs accept the same things. */
 export function nativeChatBody(raw: Record<string, unknown>): ChatBody {
@@ -41,106 +22,31 @@ export function nativeGenerateBody(raw: Record<string, unknown>): GenerateBody {
   return r.data;
 }
 
-/** As routes/chat.ts: tool results by tool_name, by tool_call_id (name looked up), or neither. */
-function toRender(messages: ChatBody["messages"]): RenderMessage[] {
-  const names = new Map<string, string>();
-  return messages.map((m) => {
-    for (const tc of m.tool_calls ?? []) if (tc.id) names.set(tc.id, tc.function.name);
-    const toolName = m.tool_name ?? (m.role === "tool" && m.tool_call_id ? names.get(m.tool_call_id) : undefined);
-    return {
-      role: m.role,
-      content: m.content,
-      ...(m.thinking ? { thinking: m.thinking } : {}),
-      ...(m.tool_calls ? { tool_calls: m.tool_calls } : {}),
-      ...(toolName ? { tool_name: toolName } : {}),
-      ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
-    };
-  });
+export type Started =
+  | { kind: "events"; events: AsyncIterable<CompletionEvent>; cancel: () => void }
+  /** `_debug_render_only`: the rendered prompt, nothing generated. */
+  | { kind: "debug"; debugInfo: unknown };
+
+/** A ready native reply (an empty prompt only loads the model: done_reason "load") as events. */
+async function* replyEvents(body: Record<string, unknown>): AsyncIterable<CompletionEvent> {
+  const message = body.message as { content?: unknown } | undefined;
+  const text = typeof body.response === "string" ? body.response : typeof message?.content === "string" ? message.content : "";
+  if (text) yield { type: "content", text };
+  const doneReason = (typeof body.done_reason === "string" ? body.done_reason : "stop") as "stop";
+  yield { type: "done", doneReason, promptEvalCount: 0, promptEvalDurationNs: 0, evalCount: 0, evalDurationNs: 0 };
 }
 
-/** /api/chat's preparation for a non-empty conversation (/v1 refuses empty messages up front). */
-export async function startChat(deps: Deps, body: ChatBody, signal: AbortSignal, startedAt: bigint): Promise<Completion> {
-  checkTopLogprobs(body.top_logprobs);
-  validateThink(body.think);
-  let tools: Array<Record<string, unknown>>;
-  try {
-    tools = validateTools(body.tools);
-  } catch (err) {
-    if (err instanceof ToolValidationError) throw badRequest(err.message);
-    throw err;
-  }
-  if (body.model === "") throw badRequest("model is required");
-  const spec = await resolveSpec(deps, body.model);
-  const keepAliveMs = keepAliveOf(body.keep_alive);
-  if (!spec.capabilities.includes("completion")) throw badRequest(`"${body.model}" does not support chat`);
-  if (tools.length > 0 && !spec.capabilities.includes("tools")) throw badRequest(`${fullModelName(spec)} does not support tools`);
-  const think = resolveThink(spec, body.model, body.think);
-  rejectLogprobs(body.logprobs, body.top_logprobs);
-  rejectImages(body.messages.map((m) => m.images));
-  const format = parseFormat(body.format);
-  const options = resolveOptions({ numCtx: deps.config.contextLength || 4096 }, spec.params, body.options);
-
-  let messages: RenderMessage[] = [...spec.messages, ...toRender(body.messages)];
-  if (body.messages[0]?.role !== "system" && spec.system) messages.unshift({ role: "system", content: spec.system });
-  if (spec.config.model_family === "qwen3" || spec.name.model === "deepseek-r1") messages = stripHistoryThinking(messages);
-
-  const template = templateFor(spec);
-  const input = { messages, tools: tools.length > 0 ? tools : undefined, think: think.enabled, thinkLevel: think.level, isThinkSet: think.isSet };
-  return startCompletion(deps.scheduler, {
-    spec,
-    options,
-    keepAliveMs,
-    signal,
-    startedAt,
-    prompt: { template, input },
-    wantContext: false,
-    format,
-    tools: tools.length > 0 ? tools : undefined,
-    think: think.enabled,
-    truncate: body.truncate ?? true,
-    shift: body.shift ?? true,
-    heartbeat: body.stream !== false,
-    formatAfterThinking: true,
-  });
+export function fromPrepared(p: Prepared): Started {
+  if (p.kind === "completion") return { kind: "events", events: completionEvents(p.completion), cancel: () => p.completion.cancel() };
+  const body = p.body as Record<string, unknown>;
+  if ("_debug_info" in body) return { kind: "debug", debugInfo: body._debug_info };
+  return { kind: "events", events: replyEvents(body), cancel: () => undefined };
 }
 
-/** /api/generate's preparation for a non-empty prompt (templated, never raw, no context). */
-export async function startGenerate(deps: Deps, body: GenerateBody, signal: AbortSignal, startedAt: bigint): Promise<Completion> {
-  checkTopLogprobs(body.top_logprobs);
-  validateThink(body.think);
-  const spec = await resolveSpec(deps, body.model);
-  const keepAliveMs = keepAliveOf(body.keep_alive);
-  if (!spec.capabilities.includes("completion")) throw badRequest(`"${body.model}" does not support generate`);
-  if (body.suffix && !spec.capabilities.includes("insert")) throw badRequest(`${fullModelName(spec)} does not support insert`);
-  const think = resolveThink(spec, body.model, body.think);
-  rejectLogprobs(body.logprobs, body.top_logprobs);
-  const format = parseFormat(body.format);
-  const options = resolveOptions({ numCtx: deps.config.contextLength || 4096 }, spec.params, body.options);
+export async function startChat(deps: Deps, body: ChatBody, signal: AbortSignal, startedAt: bigint): Promise<Started> {
+  return fromPrepared(await prepareChat(deps, body, signal, startedAt));
+}
 
-  const template = templateFor(spec, body.template);
-  let prompt: CompletionRequest["prompt"];
-  if (body.suffix) prompt = { text: renderSuffix(template, body.prompt, body.suffix) };
-  else {
-    const messages: RenderMessage[] = [];
-    const system = body.system ?? spec.system;
-    if (system) messages.push({ role: "system", content: system });
-    messages.push(...spec.messages);
-    messages.push({ role: "user", content: body.prompt });
-    prompt = { template, input: { messages, think: think.enabled, thinkLevel: think.level, isThinkSet: think.isSet } };
-  }
-  return startCompletion(deps.scheduler, {
-    spec,
-    options,
-    keepAliveMs,
-    signal,
-    startedAt,
-    prompt,
-    wantContext: false,
-    template: templateFor(spec),
-    format,
-    think: think.enabled,
-    truncate: body.truncate ?? true,
-    shift: body.shift ?? true,
-    heartbeat: body.stream !== false,
-  });
+export async function startGenerate(deps: Deps, body: GenerateBody, signal: AbortSignal, startedAt: bigint): Promise<Started> {
+  return fromPrepared(await prepareGenerate(deps, body, signal, startedAt));
 }

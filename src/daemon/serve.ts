@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import type { Config } from "../config.js";
 import { notifyReady } from "../service/notify.js";
+import { pruneAtStartup } from "../registry/prune.js";
 import { LlamaCppBackend } from "../backends/llamacpp/backend.js";
 import { ModelResolver } from "../registry/model-spec.js";
 import { Store } from "../registry/store.js";
@@ -44,6 +45,7 @@ export interface RunningServer {
 
 export async function startServer(config: Config): Promise<RunningServer> {
   const deps = buildDeps(config);
+  await pruneAtStartup(deps.store, config, deps.log); // never throws; skipped with OLLAMA_NOPRUNE
   const app = createApp(deps);
   const hostname = config.host.host === "" ? "0.0.0.0" : config.host.host;
   const server: ServerType = await new Promise((resolve, reject) => {

@@ -63,7 +63,7 @@ export async function startDaemon(extraEnv: Record<string, string> = {}): Promis
     env,
     logs: () => out,
     stop: async () => {
-      if (proc.exitCode === null) {
+      if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill("SIGTERM");
         await new Promise((r) => proc.once("exit", r));
       }

@@ -139,6 +139,8 @@ export interface Faults {
   throttleMs?: number;
   /** Require `Authorization: Bearer <token>` on /v2/ requests, issued by /token. */
   requireAuth?: boolean;
+  /** Answer blob GETs with a 307 to this origin (a "CDN" on another host name). */
+  redirectBlobsTo?: string;
 }
 
 export interface ProxyRequestLog {
@@ -146,6 +148,8 @@ export interface ProxyRequestLog {
   path: string;
   status: number;
   range?: string;
+  /** The request carried an Authorization header. */
+  auth?: boolean;
 }
 
 export interface FaultProxy {
@@ -202,7 +206,13 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       state.forwardProxied++;
       req.url = u.pathname + u.search;
     }
-    const log: ProxyRequestLog = { method: req.method ?? "", path: u.pathname + u.search, status: 0, ...(req.headers.range ? { range: req.headers.range } : {}) };
+    const log: ProxyRequestLog = {
+      method: req.method ?? "",
+      path: u.pathname + u.search,
+      status: 0,
+      ...(req.headers.range ? { range: req.headers.range } : {}),
+      ...(req.headers.authorization ? { auth: true } : {}),
+    };
     state.requests.push(log);
     const reply = (status: number, body: string, headers: Record<string, string> = {}) => {
       log.status = status;
@@ -246,6 +256,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       return;
     }
     const blob = req.method === "GET" ? BLOB_GET.exec(u.pathname)?.[1] : undefined;
+    if (blob && f.redirectBlobsTo) {
+      return reply(307, "", { location: `${f.redirectBlobsTo}${u.pathname}${u.search}` });
+    }
     if (blob && f.fail500 && f.fail500 > 0) {
       f.fail500--;
       return reply(500, "injected failure");

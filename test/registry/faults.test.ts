@@ -235,6 +235,27 @@ run("pull under faults", () => {
     }
   });
 
+  it("follows a blob redirect to another host (a CDN) and sends it no token", async () => {
+    const authed = await startFaultProxy(reg.url);
+    const cdn = await startFaultProxy(reg.url);
+    try {
+      // the "CDN": another proxy in front of the registry, under another host name
+      authed.faults = { requireAuth: true, redirectBlobsTo: `http://localhost:${new URL(cdn.url).port}` };
+      const d = await daemon({ HOME: await tempDir("ollamats-keyhome-") });
+      const res = await pull(d, `${authed.host}/test/small:latest`);
+      expect(await res.json()).toEqual({ status: "success" });
+      expect(authed.requests.some((r) => r.method === "GET" && r.path.includes("/blobs/") && r.status === 307 && r.auth)).toBe(true);
+      expect(authed.blobBytes.size).toBe(0);
+      expect(cdn.blobBytes.get(weights.digest)).toBe(weights.size); // the probe stopped at the redirect
+      expect(cdn.requests.length).toBeGreaterThan(0);
+      expect(cdn.requests.every((r) => !r.auth)).toBe(true);
+      await verifyBlobs(d.models);
+    } finally {
+      await authed.stop();
+      await cdn.stop();
+    }
+  });
+
   it("goes through HTTP_PROXY when one is set", async () => {
     const d = await daemon({ HTTP_PROXY: proxy.url, http_proxy: proxy.url });
     proxy.reset();

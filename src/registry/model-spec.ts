@@ -49,6 +49,7 @@ const LEGACY_TEMPLATE = "application/vnd.ollama.image.prompt";
 export class ModelResolver {
   // GGUF headers are parsed once per blob; a blob's content never changes.
   private readonly ggufCache = new Map<string, Promise<GgufInfo>>();
+  private readonly specCache = new Map<string, Promise<ModelSpec>>();
 
   constructor(private readonly store: Store) {}
 
@@ -61,7 +62,23 @@ export class ModelResolver {
     return this.fromManifest(stored);
   }
 
+  /**
+   * Specs are cached per manifest content and name: blobs never change, so a manifest with the
+   * same bytes always yields the same spec and the per-request cost is one manifest read.
+   */
   async fromManifest(stored: StoredManifest): Promise<ModelSpec> {
+    const key = `${displayName(stored.name)}\0${stored.digest}\0${stored.mtime.getTime()}`;
+    let p = this.specCache.get(key);
+    if (!p) {
+      if (this.specCache.size > 256) this.specCache.clear();
+      p = this.buildSpec(stored);
+      p.catch(() => this.specCache.delete(key));
+      this.specCache.set(key, p);
+    }
+    return p;
+  }
+
+  private async buildSpec(stored: StoredManifest): Promise<ModelSpec> {
     const layers = stored.manifest.layers;
     const modelLayer = layers.find((l) => l.mediaType === MEDIA_TYPE_MODEL);
     if (!modelLayer) throw new Error(`model ${displayName(stored.name)} has no GGUF weights layer`);

@@ -91,9 +91,11 @@ async function run(plan: BenchPlan): Promise<SideResult> {
   const cpu0 = await cpuSnapshot(["self"]);
   const decode: DecodeRun[] = [];
   for (let i = 0; i < plan.decode.runs; i++) {
+    const s0 = await cpuSnapshot(["self"]);
     const c0 = await cpuMs(process.pid, "main");
     const g = await generate(model, seq, plan, plan.decode.prompt, plan.decode.tokens);
     const c1 = await cpuMs(process.pid, "main");
+    const s1 = await cpuSnapshot(["self"]);
     const n = g.tokens.length;
     decode.push({
       promptTokens: g.promptTokens,
@@ -104,13 +106,16 @@ async function run(plan: BenchPlan): Promise<SideResult> {
       chunks: n,
       text: model.detokenize(g.tokens.filter((t) => !model.isEogToken(t)), false),
       cpuMsPerToken: { main: (c1 - c0) / n },
+      foreignCores: foreignCores(s0, s1),
     });
   }
 
   const ttft: TtftRun[] = [];
   for (const prompt of plan.ttft.prompts) {
+    const s0 = await cpuSnapshot(["self"]);
     const g = await generate(model, seq, plan, prompt, plan.ttft.tokens);
-    ttft.push({ promptTokens: g.promptTokens, ms: g.tFirst - g.t0 });
+    const s1 = await cpuSnapshot(["self"]);
+    ttft.push({ promptTokens: g.promptTokens, ms: g.tFirst - g.t0, foreignCores: foreignCores(s0, s1) });
   }
 
   const cpu1 = await cpuSnapshot(["self"]);

@@ -40,12 +40,18 @@ export interface DecodeRun {
    *  `daemon` (all its threads), `runnerMain` (the runner's JS thread) and `client` (this bench);
    *  on the direct side `main` (the JS thread that consumes the tokens). */
   cpuMsPerToken: Record<string, number>;
+  /** Cores' worth of CPU other processes used during this run. */
+  foreignCores: number;
 }
 
 export interface TtftRun {
   promptTokens: number;
   /** daemon: request written → first line with non-empty response; direct: evaluate() → first token. */
   ms: number;
+  /** daemon: ms minus the runner's prompt_eval_duration, i.e. HTTP, routing, scheduler and IPC. */
+  pathMs?: number;
+  /** Cores' worth of CPU other processes used during this run. */
+  foreignCores: number;
 }
 
 export interface SideResult {
@@ -76,6 +82,9 @@ export function promptFor(run: number, words = 31): string {
   for (let i = 0; i < words; i++) out.push(WORDS[(run * 13 + i * 7) % WORDS.length]!);
   return out.join(" ");
 }
+
+/** Runs during which other processes used less than this many cores count as undisturbed. */
+export const QUIET_CORES = 0.2;
 
 export function median(xs: number[]): number {
   if (xs.length === 0) return NaN;

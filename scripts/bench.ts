@@ -21,7 +21,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { childPids, createModelFromFile, REPO, startDaemon, type TestDaemon } from "../test/helpers/daemon.js";
 import { makeTestModel } from "./make-test-model.js";
-import { cpuMs, cpuSnapshot, foreignCores, median, promptFor, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
+import { cpuMs, cpuSnapshot, foreignCores, median, promptFor, QUIET_CORES, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MODEL_NAME = "bench-1b:q4_0";
@@ -146,7 +146,7 @@ async function daemonGenerate(d: TestDaemon, plan: BenchPlan, prompt: string, nu
   return r;
 }
 
-function decodeRunOf(r: Streamed, cpuMsPerToken: Record<string, number>): DecodeRun {
+function decodeRunOf(r: Streamed, cpuMsPerToken: Record<string, number>, foreign: number): DecodeRun {
   const final = r.lines.at(-1)!;
   const textLines = r.lines.filter((l) => typeof l.obj.response === "string" && l.obj.response !== "");
   const n = Number(final.obj.eval_count);
@@ -161,14 +161,13 @@ function decodeRunOf(r: Streamed, cpuMsPerToken: Record<string, number>): Decode
     chunks: textLines.length,
     text: textLines.map((l) => l.obj.response as string).join(""),
     cpuMsPerToken,
+    foreignCores: foreign,
   };
 }
 
 interface DaemonRound extends SideResult {
   rssAfterUnloadMiB: number | null;
   runnerExitedMs: number | null;
-  /** Client-side first-token time minus the runner's prompt_eval_duration: IPC + HTTP + scheduling. */
-  firstTokenPathMs: number[];
 }
 
 /** One round on the daemon: load, warm up, measure, unload (keep_alive 0) and wait for the runner to exit. */
@@ -191,28 +190,31 @@ async function runDaemonRound(d: TestDaemon, plan: BenchPlan): Promise<DaemonRou
       runnerMain: runnerPid ? await cpuMs(runnerPid, "main") : NaN,
       client: ((u) => (u.user + u.system) / 1000)(process.cpuUsage()),
     });
+    const s0 = await cpuSnapshot(own);
     const c0 = await cpu();
     const r = await daemonGenerate(d, plan, plan.decode.prompt, plan.decode.tokens);
     const c1 = await cpu();
+    const s1 = await cpuSnapshot(own);
     const n = Number(r.lines.at(-1)!.obj.eval_count) || 1;
     decode.push(
       decodeRunOf(r, {
         daemon: (c1.daemon - c0.daemon) / n,
         runnerMain: (c1.runnerMain - c0.runnerMain) / n,
         client: (c1.client - c0.client) / n,
-      }),
+      }, foreignCores(s0, s1)),
     );
   }
 
   const ttft: TtftRun[] = [];
-  const firstTokenPathMs: number[] = [];
   for (const prompt of plan.ttft.prompts) {
+    const s0 = await cpuSnapshot(own);
     const r = await daemonGenerate(d, plan, prompt, plan.ttft.tokens);
+    const s1 = await cpuSnapshot(own);
     const first = r.lines.find((l) => typeof l.obj.response === "string" && l.obj.response !== "");
     const final = r.lines.at(-1)!;
     const ms = (first?.t ?? final.t) - r.tSent;
-    ttft.push({ promptTokens: Number(final.obj.prompt_eval_count), ms });
-    firstTokenPathMs.push(ms - Number(final.obj.prompt_eval_duration) / 1e6);
+    const pathMs = ms - Number(final.obj.prompt_eval_duration) / 1e6;
+    ttft.push({ promptTokens: Number(final.obj.prompt_eval_count), ms, pathMs, foreignCores: foreignCores(s0, s1) });
   }
   const cpu1 = await cpuSnapshot(own);
   const modelRssMiB = runnerPid ? await readRssMiB(runnerPid) : null;
@@ -238,7 +240,6 @@ async function runDaemonRound(d: TestDaemon, plan: BenchPlan): Promise<DaemonRou
     quietWaitedMs,
     rssAfterUnloadMiB,
     runnerExitedMs,
-    firstTokenPathMs,
   };
 }
 
@@ -291,6 +292,8 @@ interface Summary {
   daemonIdleRssMiB: number;
   sameText: boolean;
   foreignCoresMax: number;
+  /** Whether the medians could be taken over undisturbed runs only. */
+  undisturbed: { decode: boolean; firstToken: boolean };
   firstTokenPathMs: number;
   addedCpuMsPerToken?: number;
   estimatedDecodeRatioFromCpu?: number;
@@ -364,6 +367,7 @@ async function main(): Promise<void> {
   const directRounds: SideResult[] = [];
   let rssStartMiB: number | null = null;
   let rssAfterCreateMiB: number | null = null;
+  let rssEndMiB: number | null = null;
   const restarts: string[] = [];
   try {
     for (let r = 0; r < ROUNDS; r++) {
@@ -397,6 +401,8 @@ async function main(): Promise<void> {
         );
       }
     }
+    // The daemon has sat without a model while the last direct side ran: its settled idle size.
+    if (d) rssEndMiB = await readRssMiB(d.proc.pid!);
   } catch (err) {
     if (d) {
       const state = d.proc.exitCode !== null || d.proc.signalCode !== null ? `exited (${d.proc.signalCode ?? d.proc.exitCode})` : "running";
@@ -410,14 +416,24 @@ async function main(): Promise<void> {
 
   const daemon = merge(daemonRounds);
   const direct = merge(directRounds);
-  const med = (s: SideResult, k: "statsTokPerS" | "wallTokPerS") => median(s.decode.map((x) => x[k]));
-  const dWall = med(daemon, "wallTokPerS");
-  const xWall = med(direct, "wallTokPerS");
-  const dStats = med(daemon, "statsTokPerS");
-  const xStats = med(direct, "statsTokPerS");
-  const dTtft = median(daemon.ttft.map((x) => x.ms));
-  const xTtft = median(direct.ttft.map((x) => x.ms));
-  const rssAfterUnloadMiB = Math.max(...daemonRounds.map((x) => x.rssAfterUnloadMiB ?? Infinity));
+  // Medians over the undisturbed runs when both sides have some; otherwise over all of them.
+  const pick = <T extends { foreignCores: number }>(a: T[], b: T[]) => {
+    const qa = a.filter((x) => x.foreignCores < QUIET_CORES);
+    const qb = b.filter((x) => x.foreignCores < QUIET_CORES);
+    return qa.length > 0 && qb.length > 0 ? { daemon: qa, direct: qb, quiet: true } : { daemon: a, direct: b, quiet: false };
+  };
+  const dec = pick(daemon.decode, direct.decode);
+  const tt = pick(daemon.ttft, direct.ttft);
+  const dWall = median(dec.daemon.map((x) => x.wallTokPerS));
+  const xWall = median(dec.direct.map((x) => x.wallTokPerS));
+  const dStats = median(dec.daemon.map((x) => x.statsTokPerS));
+  const xStats = median(dec.direct.map((x) => x.statsTokPerS));
+  const dTtft = median(tt.daemon.map((x) => x.ms));
+  const xTtft = median(tt.direct.map((x) => x.ms));
+  const of = (p: { daemon: unknown[]; direct: unknown[]; quiet: boolean }) =>
+    p.quiet ? `median of ${p.daemon.length}+${p.direct.length} undisturbed runs` : `median of all ${p.daemon.length}+${p.direct.length} runs`;
+  // Idle RSS: right after start, and at the end of the run (no model since the last unload).
+  const rssAfterUnloadMiB = rssEndMiB ?? Math.max(...daemonRounds.map((x) => x.rssAfterUnloadMiB ?? Infinity));
   const summary: Summary = {
     decodeRatio: dWall / xWall,
     decodeStatsRatio: dStats / xStats,
@@ -431,14 +447,15 @@ async function main(): Promise<void> {
     daemonIdleRssMiB: Math.max(rssStartMiB ?? Infinity, rssAfterUnloadMiB),
     sameText: daemon.decode.every((x, i) => x.text === direct.decode[i]?.text),
     foreignCoresMax: Math.max(daemon.foreignCores, direct.foreignCores),
+    undisturbed: { decode: dec.quiet, firstToken: tt.quiet },
     firstTokenPathMs: NaN,
   };
-  const cpuMed = (side: SideResult, k: string) => median(side.decode.map((x) => x.cpuMsPerToken[k] ?? NaN));
+  const cpuMed = (xs: DecodeRun[], k: string) => median(xs.map((x) => x.cpuMsPerToken[k] ?? NaN));
   const cpu = {
-    daemon: cpuMed(daemon, "daemon"),
-    runnerMain: cpuMed(daemon, "runnerMain"),
-    client: cpuMed(daemon, "client"),
-    directMain: cpuMed(direct, "main"),
+    daemon: cpuMed(dec.daemon, "daemon"),
+    runnerMain: cpuMed(dec.daemon, "runnerMain"),
+    client: cpuMed(dec.daemon, "client"),
+    directMain: cpuMed(dec.direct, "main"),
   };
   // CPU the daemon path adds per token: the daemon process plus what the runner's JS thread does
   // beyond the direct consumer. With every core busy with engine threads, each ms of it delays
@@ -449,40 +466,43 @@ async function main(): Promise<void> {
   summary.addedCpuMsPerToken = addedCpuMs;
   summary.estimatedDecodeRatioFromCpu = estimatedRatio;
   const produced = (s: SideResult) => s.decode.map((x) => `${x.tokens}${x.doneReason === "stop" ? " (eos)" : ""}`).join(" ");
-  const pathMs = daemonRounds.flatMap((x) => x.firstTokenPathMs);
+  const pathMs = tt.daemon.map((x) => x.pathMs ?? NaN);
   summary.firstTokenPathMs = median(pathMs);
 
   const list = (xs: number[], f: (x: number) => string = f1) => xs.map(f).join(" ");
+  const runs = <T extends { foreignCores: number }>(xs: T[], v: (x: T) => number) =>
+    xs.map((x) => `${f1(v(x))}${x.foreignCores < QUIET_CORES ? "" : "*"}`).join(" ");
   console.log("");
   console.log(
     table([
       ["", "daemon (HTTP)", "direct", "daemon/direct"],
-      [`decode tok/s, client wall (median of ${daemon.decode.length})`, f2(dWall), f2(xWall), f2(summary.decodeRatio)],
+      [`decode tok/s, client wall (${of(dec)})`, f2(dWall), f2(xWall), f2(summary.decodeRatio)],
       ["decode tok/s, eval_count/eval_duration", f2(dStats), f2(xStats), f2(summary.decodeStatsRatio)],
       ["CPU ms/token, daemon process", f2(cpu.daemon), "", ""],
       ["CPU ms/token, JS thread beside the engine", f2(cpu.runnerMain), f2(cpu.directMain), ""],
       ["CPU ms/token, HTTP client (this bench)", f2(cpu.client), "", ""],
-      [`first token ms (median of ${daemon.ttft.length})`, f1(dTtft), f1(xTtft), f2(dTtft / xTtft)],
+      [`first token ms (${of(tt)})`, f1(dTtft), f1(xTtft), f2(dTtft / xTtft)],
       ["load ms (median)", f1(daemon.loadMs), f1(direct.loadMs), ""],
       ["RSS with the model loaded, MiB", `${f1(daemon.modelRssMiB)} (runner)`, f1(direct.modelRssMiB), ""],
-      ["other processes' CPU while measuring, cores", f2(daemon.foreignCores), f2(direct.foreignCores), ""],
+      ["other processes' CPU while measuring (worst round), cores", f2(daemon.foreignCores), f2(direct.foreignCores), ""],
     ]),
   );
   console.log("");
-  console.log(`decode runs, tok/s (client wall):  daemon ${list(daemon.decode.map((x) => x.wallTokPerS))}   direct ${list(direct.decode.map((x) => x.wallTokPerS))}`);
+  console.log(`(* = disturbed: other processes used ${QUIET_CORES} cores or more during that run)`);
+  console.log(`decode runs, tok/s (client wall):  daemon ${runs(daemon.decode, (x) => x.wallTokPerS)}   direct ${runs(direct.decode, (x) => x.wallTokPerS)}`);
   console.log(`tokens produced / text chunks:     daemon ${produced(daemon)} / ${daemon.decode.map((x) => x.chunks).join(" ")}   direct ${produced(direct)}`);
-  console.log(`first token runs, ms:              daemon ${list(daemon.ttft.map((x) => x.ms))}`);
-  console.log(`                                   direct ${list(direct.ttft.map((x) => x.ms))}`);
+  console.log(`first token runs, ms:              daemon ${runs(daemon.ttft, (x) => x.ms)}`);
+  console.log(`                                   direct ${runs(direct.ttft, (x) => x.ms)}`);
   console.log(`prompt tokens of those runs:       ${daemon.ttft.map((x) => x.promptTokens).join(" ")} (direct ${direct.ttft.map((x) => x.promptTokens).join(" ")})`);
   console.log(`same generated text on both sides: ${summary.sameText ? "yes" : "NO"}`);
   console.log(
     `daemon RSS, MiB:                   start ${f1(rssStartMiB)}, after creating the model ${f1(rssAfterCreateMiB)}, ` +
-      `after each unload ${list(daemonRounds.map((x) => x.rssAfterUnloadMiB ?? NaN))}`,
+      `0.5 s after each unload ${list(daemonRounds.map((x) => x.rssAfterUnloadMiB ?? NaN))}, at the end ${f1(rssEndMiB)}`,
   );
   console.log("");
   console.log(
     `first token through the daemon minus the runner's own prompt_eval_duration (HTTP, routing, scheduler, IPC both ways), ms: ` +
-      `${list(pathMs)}, median ${f1(median(pathMs))}`,
+      `${list(pathMs)}, median ${f1(median(pathMs))}${tt.quiet ? " (undisturbed runs)" : ""}`,
   );
   console.log(
     `CPU the daemon path adds per token: ${f2(addedCpuMs)} ms (daemon process ${f2(cpu.daemon)} + runner JS thread beyond the direct one ` +
@@ -490,9 +510,12 @@ async function main(): Promise<void> {
   );
   const exits = daemonRounds.map((x) => x.runnerExitedMs);
   console.log(`runner process gone after keep_alive 0, ms: ${exits.map((x) => (x == null ? "never" : f1(x))).join(" ")}`);
-  if (summary.foreignCoresMax > 0.2) {
-    console.log(`WARNING: other processes used up to ${f2(summary.foreignCoresMax)} cores while measuring; with ${threads} spinning ` +
-      `engine threads on ${threads} cores the numbers are unreliable. Run again on an idle machine.`);
+  if (!dec.quiet || !tt.quiet) {
+    console.log(
+      `WARNING: no undisturbed ${!dec.quiet ? "decode" : "first-token"} runs on one side (other processes used up to ` +
+        `${f2(summary.foreignCoresMax)} cores); with ${threads} spinning engine threads on ${threads} cores the ratios are unreliable. ` +
+        `Run again on an idle machine.`,
+    );
   }
   console.log("");
   const verdict = (ok: boolean) => (ok ? "PASS" : "MISS");
@@ -525,7 +548,7 @@ async function main(): Promise<void> {
       ttftOverhead: summary.ttftOverheadMs <= TARGETS.ttftOverheadMs,
       idleRss: summary.daemonIdleRssMiB <= TARGETS.idleRssMiB,
     },
-    daemon: { rssStartMiB, rssAfterCreateMiB, restarts, rounds: daemonRounds },
+    daemon: { rssStartMiB, rssAfterCreateMiB, rssEndMiB, restarts, rounds: daemonRounds },
     direct: { rounds: directRounds },
     totalSeconds,
   };

@@ -25,6 +25,8 @@ export interface LoadOptions {
   kvCacheTypeK: string; // "" | f16 | q8_0 | q4_0
   kvCacheTypeV: string;
   embedding: boolean;
+  /** LoRA adapter GGUF paths (Modelfile ADAPTER), applied to every sequence. */
+  adapters: string[];
 }
 
 export interface LoadPlan {

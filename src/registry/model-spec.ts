@@ -5,6 +5,7 @@ import { inferThinkingTagsFromTree } from "../daemon/prompt/thinking.js";
 import { readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
 import { parseModelName, displayName, type ModelName } from "./name.js";
 import {
+  MEDIA_TYPE_ADAPTER,
   MEDIA_TYPE_LICENSE,
   MEDIA_TYPE_MESSAGES,
   MEDIA_TYPE_MODEL,
@@ -27,6 +28,8 @@ export interface ModelSpec {
   manifest: StoredManifest;
   modelPath: string;
   modelDigest: string;
+  /** Blob paths of the ADAPTER (LoRA) layers, in manifest order. */
+  adapterPaths: string[];
   template?: string;
   system?: string;
   params: Record<string, unknown>;
@@ -111,6 +114,7 @@ export class ModelResolver {
       manifest: stored,
       modelPath,
       modelDigest: modelLayer.digest,
+      adapterPaths: layers.filter((l) => l.mediaType === MEDIA_TYPE_ADAPTER).map((l) => this.store.blobPath(l.digest)),
       template,
       system,
       params: params ?? {},

@@ -349,6 +349,7 @@ describe("the runner: longest-prefix slot choice and prompt reuse", () => {
     kvCacheTypeK: "f16",
     kvCacheTypeV: "f16",
     embedding: false,
+    adapters: [],
   };
   const job = (prompt: string): GenerateJob => ({
     prompt,

@@ -83,6 +83,7 @@ async function load(modelPath: string, opts: LoadOptions, gpuLayers: number): Pr
       batchSize: Math.min(opts.numBatch, contextSize),
       threads,
       flashAttention,
+      ...(opts.adapters.length > 0 ? { lora: { adapters: opts.adapters.map((filePath) => ({ filePath })) } } : {}),
     };
     const k = KV_TYPES[opts.kvCacheTypeK] ?? "F16";
     const v = KV_TYPES[opts.kvCacheTypeV] ?? "F16";

@@ -49,6 +49,7 @@ export function loadOptionsFor(config: Config, spec: ModelSpec, r: RunnerOptions
     kvCacheTypeK: kv.typeK,
     kvCacheTypeV: kv.typeV,
     embedding: spec.facts.isEmbedding,
+    adapters: spec.adapterPaths,
   };
 }
 
@@ -59,7 +60,8 @@ export function needsReload(loaded: LoadOptions, wanted: LoadOptions): boolean {
     loaded.numBatch !== wanted.numBatch ||
     (wanted.numGpu >= 0 && loaded.numGpu !== wanted.numGpu) ||
     loaded.numThread !== wanted.numThread ||
-    (wanted.useMmap !== undefined && loaded.useMmap !== wanted.useMmap)
+    (wanted.useMmap !== undefined && loaded.useMmap !== wanted.useMmap) ||
+    loaded.adapters.join("\0") !== wanted.adapters.join("\0")
   );
 }
 

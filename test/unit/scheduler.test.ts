@@ -98,6 +98,7 @@ function spec(name: string, bytes = GiB): ModelSpec {
   return {
     shortName: `${name}:latest`,
     modelPath: path,
+    adapterPaths: [],
     gguf,
     facts: { contextLength: 4096, isEmbedding: false },
   } as unknown as ModelSpec;

@@ -6,9 +6,13 @@
 //       directly on node-llama-cpp (LlamaContextSequence.evaluate) in a separate process;
 //   (b) time to first token: client request → first non-empty NDJSON line, versus evaluate() →
 //       first token, on ~32-token prompts that differ from the first word on (no prefix reuse);
+//       the overhead is the median difference over pairs of runs on the same prompt;
 //   (c) the daemon's RSS with no model: after start, and after a model was unloaded (keep_alive 0).
-// The two sides never run at the same time: the daemon is stopped before the direct process starts.
-// Prints a table and the ratios against their targets; writes .cache/bench-latest.json.
+// Rounds alternate the sides; each side loads, warms up, measures and unloads, so the two never
+// compete for the cores (the daemon stays up, idle and without a runner, while the direct side runs).
+// Both sides generate the same tokens (same prompt, seed, sampling and prefix-reuse rule), which
+// the report checks. Prints a table and the ratios against their targets; writes
+// .cache/bench-latest.json.
 // BENCH_ROUNDS (default 3) and BENCH_TOKENS (default 128) shorten a run for a smoke check.
 // On a shared machine each side first waits up to BENCH_QUIET_WAIT_S (default 20) seconds for
 // other processes to go quiet, and the CPU they used anyway is reported: engine threads that spin
@@ -286,7 +290,10 @@ interface Summary {
   directDecodeTokPerS: number;
   daemonTtftMs: number;
   directTtftMs: number;
+  /** Median of (daemon − direct) over runs on the same prompt. */
   ttftOverheadMs: number;
+  /** Difference of the two medians. */
+  ttftOverheadUnpairedMs: number;
   daemonRssStartMiB: number | null;
   daemonRssAfterUnloadMiB: number | null;
   daemonIdleRssMiB: number;
@@ -317,7 +324,8 @@ async function main(): Promise<void> {
   // BENCH_ROUNDS / BENCH_TOKENS shorten a run for a smoke check; the defaults are the benchmark.
   const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS) || 3);
   const TOKENS = Math.max(8, Number(process.env.BENCH_TOKENS) || 128);
-  const TTFT_PER_ROUND = 3;
+  const TTFT_PER_ROUND = 5;
+  const DECODE_PER_ROUND = 2;
   const QUIET_WAIT_MS = Math.max(0, Number(process.env.BENCH_QUIET_WAIT_S ?? 20) * 1000);
   // Round r runs the same plan on both sides; the ttft prompts are new in every round.
   const plans: BenchPlan[] = Array.from({ length: ROUNDS }, (_, r) => ({
@@ -328,7 +336,7 @@ async function main(): Promise<void> {
     numBatch: 512,
     sampling: { temperature: 0.8, topK: 40, topP: 0.9, minP: 0, seed: 42 },
     warmup: { prompt: promptFor(40), tokens: 16 },
-    decode: { prompt: promptFor(30), tokens: TOKENS, runs: 1 },
+    decode: { prompt: promptFor(30), tokens: TOKENS, runs: DECODE_PER_ROUND },
     ttft: { prompts: Array.from({ length: TTFT_PER_ROUND }, (_, i) => promptFor(r * TTFT_PER_ROUND + i)), tokens: 4 },
   }));
   const p0 = plans[0]!;
@@ -338,7 +346,7 @@ async function main(): Promise<void> {
   );
   console.log(
     `${ROUNDS} rounds, alternating which side goes first; each side loads, warms up (${p0.warmup.tokens} tokens), decodes ` +
-      `${p0.decode.tokens} tokens once and times ${TTFT_PER_ROUND} first tokens, then unloads`,
+      `${p0.decode.tokens} tokens ${DECODE_PER_ROUND} times and times ${TTFT_PER_ROUND} first tokens, then unloads`,
   );
 
   const daemonEnv = { OLLAMA_NUM_PARALLEL: "1", OLLAMA_MAX_LOADED_MODELS: "1", OLLAMA_KEEP_ALIVE: "10m" };
@@ -395,7 +403,7 @@ async function main(): Promise<void> {
         } else directRounds.push(await runDirectSide(plan));
         const res = side === "daemon" ? daemonRounds.at(-1)! : directRounds.at(-1)!;
         console.log(
-          `  round ${r + 1} ${side.padEnd(6)} ${f1(res.decode[0]?.wallTokPerS)} tok/s, first token ` +
+          `  round ${r + 1} ${side.padEnd(6)} ${res.decode.map((x) => f1(x.wallTokPerS)).join("/")} tok/s, first token ` +
             `${res.ttft.map((x) => f1(x.ms)).join("/")} ms, other processes ${f2(res.foreignCores)} cores` +
             `${res.quietWaitedMs >= 2000 ? `, waited ${(res.quietWaitedMs / 1000).toFixed(0)} s for quiet` : ""} (${((nowMs() - t) / 1000).toFixed(1)} s)`,
         );
@@ -430,6 +438,12 @@ async function main(): Promise<void> {
   const xStats = median(dec.direct.map((x) => x.statsTokPerS));
   const dTtft = median(tt.daemon.map((x) => x.ms));
   const xTtft = median(tt.direct.map((x) => x.ms));
+  // First-token overhead from pairs of runs on the same prompt (prompt lengths differ by a few
+  // tokens, each worth ~10 ms of prompt evaluation), undisturbed on both sides when there are such.
+  const allPairs = daemon.ttft.map((x, i) => ({ daemon: x, direct: direct.ttft[i]! })).filter((p) => p.direct !== undefined);
+  const quietPairs = allPairs.filter((p) => p.daemon.foreignCores < QUIET_CORES && p.direct.foreignCores < QUIET_CORES);
+  const pairs = quietPairs.length > 0 ? quietPairs : allPairs;
+  const ttftOverheadMs = median(pairs.map((p) => p.daemon.ms - p.direct.ms));
   const of = (p: { daemon: unknown[]; direct: unknown[]; quiet: boolean }) =>
     p.quiet ? `median of ${p.daemon.length}+${p.direct.length} undisturbed runs` : `median of all ${p.daemon.length}+${p.direct.length} runs`;
   // Idle RSS: right after start, and at the end of the run (no model since the last unload).
@@ -441,7 +455,8 @@ async function main(): Promise<void> {
     directDecodeTokPerS: xWall,
     daemonTtftMs: dTtft,
     directTtftMs: xTtft,
-    ttftOverheadMs: dTtft - xTtft,
+    ttftOverheadMs,
+    ttftOverheadUnpairedMs: dTtft - xTtft,
     daemonRssStartMiB: rssStartMiB,
     daemonRssAfterUnloadMiB: Number.isFinite(rssAfterUnloadMiB) ? rssAfterUnloadMiB : null,
     daemonIdleRssMiB: Math.max(rssStartMiB ?? Infinity, rssAfterUnloadMiB),
@@ -460,7 +475,7 @@ async function main(): Promise<void> {
   // CPU the daemon path adds per token: the daemon process plus what the runner's JS thread does
   // beyond the direct consumer. With every core busy with engine threads, each ms of it delays
   // the token by about a ms, which gives an estimate that does not depend on other load.
-  const addedCpuMs = cpu.daemon + Math.max(0, cpu.runnerMain - cpu.directMain);
+  const addedCpuMs = cpu.daemon + cpu.client + Math.max(0, cpu.runnerMain - cpu.directMain);
   const bestDirectMs = 1000 / Math.max(...direct.decode.map((x) => x.wallTokPerS)); // least disturbed run
   const estimatedRatio = bestDirectMs / (bestDirectMs + addedCpuMs);
   summary.addedCpuMsPerToken = addedCpuMs;
@@ -501,12 +516,16 @@ async function main(): Promise<void> {
   );
   console.log("");
   console.log(
+    `first-token overhead: median over ${pairs.length} ${quietPairs.length > 0 ? "undisturbed " : ""}same-prompt pairs ${f1(ttftOverheadMs)} ms ` +
+      `(${list(pairs.map((p) => p.daemon.ms - p.direct.ms))}); difference of the medians ${f1(dTtft - xTtft)} ms`,
+  );
+  console.log(
     `first token through the daemon minus the runner's own prompt_eval_duration (HTTP, routing, scheduler, IPC both ways), ms: ` +
       `${list(pathMs)}, median ${f1(median(pathMs))}${tt.quiet ? " (undisturbed runs)" : ""}`,
   );
   console.log(
-    `CPU the daemon path adds per token: ${f2(addedCpuMs)} ms (daemon process ${f2(cpu.daemon)} + runner JS thread beyond the direct one ` +
-      `${f2(Math.max(0, cpu.runnerMain - cpu.directMain))}); at ${f1(bestDirectMs)} ms/token (best direct run) that predicts a decode ratio of ${f2(estimatedRatio)}`,
+    `CPU the daemon path adds per token: ${f2(addedCpuMs)} ms (daemon process ${f2(cpu.daemon)} + HTTP client ${f2(cpu.client)} + ` +
+      `runner JS thread beyond the direct one ${f2(Math.max(0, cpu.runnerMain - cpu.directMain))}); at ${f1(bestDirectMs)} ms/token (best direct run) that predicts a decode ratio of ${f2(estimatedRatio)}`,
   );
   const exits = daemonRounds.map((x) => x.runnerExitedMs);
   console.log(`runner process gone after keep_alive 0, ms: ${exits.map((x) => (x == null ? "never" : f1(x))).join(" ")}`);

@@ -3,8 +3,9 @@
 // effects it asks for. Ctrl+C while the model answers cancels that answer; at the prompt it clears
 // the line; Ctrl+D on an empty line or /bye exits.
 
+import { makeDirsSync } from "../fs/make-dirs.js";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
@@ -46,7 +47,7 @@ class History {
     if (this.entries.length > HISTORY_LIMIT) this.entries.splice(0, this.entries.length - HISTORY_LIMIT);
     if (!this.enabled) return;
     try {
-      mkdirSync(path.dirname(this.file), { recursive: true });
+      makeDirsSync(path.dirname(this.file));
       writeFileSync(this.file + ".tmp", this.entries.map((e) => e + "\n").join(""), { mode: 0o600 });
       renameSync(this.file + ".tmp", this.file);
     } catch {

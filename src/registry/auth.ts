@@ -4,6 +4,7 @@
 // ~/.ollama/id_ed25519 (OpenSSH format, created on first use as `ollama serve` does); a realm on
 // another host (Docker Hub's auth.docker.io and the like) gets an anonymous token request, so the
 // identity is never sent to a third party.
+import { makeDirs } from "../fs/make-dirs.js";
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, verify, type KeyObject } from "node:crypto";
 import { promises as fs } from "node:fs";
 import os from "node:os";
@@ -180,7 +181,7 @@ export async function ensureIdentity(file: string = identityPath()): Promise<Ide
     if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
   }
   const id = generateIdentity();
-  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
+  await makeDirs(path.dirname(file));
   try {
     await fs.writeFile(file, formatOpenSshPrivateKey(id), { mode: 0o600, flag: "wx" });
     await fs.writeFile(`${file}.pub`, `${authorizedKey(id)}\n`, { mode: 0o644 });

@@ -13,6 +13,7 @@
 // Cooperation: one download per digest per process (later pulls attach to it), and a
 // proper-lockfile lock on the blob path (the one Store.writeBlobStream takes) across processes; a
 // process waiting for the lock reports the other's progress from its part files.
+import { makeDirs } from "../fs/make-dirs.js";
 import { createHash, randomBytes } from "node:crypto";
 import { promises as fs, constants as fsc } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
@@ -418,7 +419,7 @@ export class BlobDownload {
   private async run(): Promise<void> {
     // Let the constructor return (and the first follower attach) before any I/O.
     await Promise.resolve();
-    await fs.mkdir(this.store.blobsDir, { recursive: true, mode: 0o755 });
+    await makeDirs(this.store.blobsDir);
     const release = await this.lock();
     try {
       if ((await this.store.blobSize(this.digest)) !== null) {

@@ -3,6 +3,7 @@
 // (`adapters`), `quantize` (quantize.ts), plus template/system/params/messages/license layers and
 // the config blob, then the manifest. A failed create leaves no manifest and removes the blobs
 // only it had written; a replaced manifest's now-unused blobs are pruned (unless OLLAMA_NOPRUNE).
+import { makeDirs } from "../fs/make-dirs.js";
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
@@ -329,7 +330,7 @@ function checkQuantizable(info: GgufInfo, target: QuantizeTarget): void {
 /** Quantize the model layer into a new blob, with Ollama's progress lines. */
 async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target: QuantizeTarget, progress: Progress, signal?: AbortSignal): Promise<Layer> {
   const status = `quantizing ${sourceFileType(info)} model to ${target}`;
-  await fs.mkdir(store.blobsDir, { recursive: true, mode: 0o755 });
+  await makeDirs(store.blobsDir);
   const tmp = path.join(store.blobsDir, `.quantize-${randomBytes(6).toString("hex")}.tmp`);
   let last = 0;
   try {

@@ -1,6 +1,7 @@
 // Ollama's on-disk model store: `manifests/<host>/<namespace>/<model>/<tag>` and
 // `blobs/sha256-<hex>`. Every path comes from a validated ModelName or digest (name.ts); writes go
 // to a temp file that is fsynced and renamed, so readers never see a half-written file.
+import { makeDirs } from "../fs/make-dirs.js";
 import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
@@ -245,7 +246,7 @@ export class Store {
       return { created: false, size: existing };
     }
 
-    await fs.mkdir(this.blobsDir, { recursive: true, mode: 0o755 });
+    await makeDirs(this.blobsDir);
     let compromised: Error | undefined;
     const release = await lockfile.lock(final, {
       realpath: false,
@@ -383,7 +384,7 @@ export class Store {
     // Reuse the on-disk casing of each existing part, so `Foo` does not sit beside `foo`.
     let dir = this.manifestsDir;
     for (const part of parts.slice(0, 3)) dir = path.join(dir, (await findEntry(dir, part)) ?? part);
-    await fs.mkdir(dir, { recursive: true, mode: 0o755 });
+    await makeDirs(dir);
     const tag = parts[3];
     await atomicWrite(path.join(dir, (await findEntry(dir, tag)) ?? tag), raw);
   }

@@ -2,7 +2,8 @@
 // anything, the systemctl/launchctl calls. All I/O on the service manager goes through the
 // context's `run`, and with `root` set only files are written (under that directory), which is how
 // the tests and packagers use it.
-import { mkdir, readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
+import { makeDirs } from "../fs/make-dirs.js";
+import { readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { ConfigError, loadConfig } from "../config.js";
 import {
@@ -121,7 +122,7 @@ async function exists(file: string): Promise<boolean> {
 }
 
 async function writeAtomic(file: string, text: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
+  await makeDirs(path.dirname(file));
   const tmp = `${file}.tmp-${process.pid}`;
   await writeFile(tmp, text, { mode: 0o644 });
   await rename(tmp, file);
@@ -278,7 +279,7 @@ export async function installService(ctx: ServiceContext, opts: InstallOptions):
   }
   if (layout.logDir) {
     const dir = onDisk(ctx, layout.logDir);
-    await mkdir(dir, { recursive: true }).catch((err: unknown) => {
+    makeDirs(dir).catch((err: unknown) => {
       throw fsError(err, dir);
     });
   }

@@ -14,6 +14,11 @@
 // the report checks. Prints a table and the ratios against their targets; writes
 // .cache/bench-latest.json.
 // BENCH_ROUNDS (default 3) and BENCH_TOKENS (default 128) shorten a run for a smoke check.
+// After these, three more cases, each in its own file (docs/performance.md): aggregate decode
+// tok/s at 1, 2 and 4 concurrent streams (bench-parallel.ts), time to first token with a reused
+// ~1,000-token prefix (bench-prefix.ts) and pull throughput against plain undici (bench-pull.ts).
+// BENCH_PARALLEL_ROUNDS, BENCH_PREFIX_ROUNDS (default 2 each) and BENCH_PULL_ROUNDS (default 3)
+// size them; BENCH_EXTRA=0 skips them.
 // On a shared machine each side first waits up to BENCH_QUIET_WAIT_S (default 20) seconds for
 // other processes to go quiet, and the CPU they used anyway is reported: engine threads that spin
 // on every core make any other load show up as a large, random slowdown.
@@ -25,6 +30,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { childPids, createModelFromFile, REPO, startDaemon, type TestDaemon } from "../test/helpers/daemon.js";
 import { makeTestModel } from "./make-test-model.js";
+import { benchParallel, type ParallelBench } from "./bench-parallel.js";
+import { benchPrefix, type PrefixBench } from "./bench-prefix.js";
+import { benchPull, type PullBench } from "./bench-pull.js";
 import { cpuMs, cpuSnapshot, foreignCores, median, promptFor, QUIET_CORES, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -549,6 +557,10 @@ async function main(): Promise<void> {
   ];
   const w = Math.max(...lines.map((l) => l[0]!.length));
   for (const l of lines) console.log(`${l[0]!.padEnd(w)}   ${l[1]!.padEnd(18)} ${l[2]}`);
+
+  // ---- the extra cases: parallel streams, prefix reuse, pull throughput ----
+  const extras = await runExtras(modelPath, QUIET_WAIT_MS);
+
   const totalSeconds = (nowMs() - tStart) / 1000;
   console.log(`\n(${totalSeconds.toFixed(1)} s)`);
 
@@ -569,10 +581,95 @@ async function main(): Promise<void> {
     },
     daemon: { rssStartMiB, rssAfterCreateMiB, rssEndMiB, restarts, rounds: daemonRounds },
     direct: { rounds: directRounds },
+    parallel: extras.parallel,
+    prefix: extras.prefix,
+    pull: extras.pull,
+    extraErrors: extras.errors,
+    extraPass: {
+      parallel4: extras.parallel ? extras.parallel.ratio4 >= extras.parallel.target4 : null,
+      prefixIssue3: extras.prefix ? extras.prefix.ratio <= extras.prefix.targets.issue3 : null,
+      prefixIssue7: extras.prefix ? extras.prefix.ratio <= extras.prefix.targets.issue7 : null,
+      pull: extras.pull ? extras.pull.ratio >= PULL_TARGET : null,
+    },
     totalSeconds,
   };
   await writeFile(out, JSON.stringify(report, null, 2) + "\n");
   console.log(`wrote ${path.relative(REPO, out)}`);
+}
+
+const PULL_TARGET = 0.8;
+
+interface Extras {
+  parallel: ParallelBench | null;
+  prefix: PrefixBench | null;
+  pull: PullBench | null;
+  /** A case that failed is reported here and does not stop the others. */
+  errors: Record<string, string>;
+  seconds: Record<string, number>;
+}
+
+/** Runs the three extra cases one after another (each with its own daemon, stopped before the
+ *  next starts), prints their rows and verdicts, and returns their figures for the JSON report. */
+async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras> {
+  const ex: Extras = { parallel: null, prefix: null, pull: null, errors: {}, seconds: {} };
+  if (process.env.BENCH_EXTRA === "0") return ex;
+  const log = (s: string) => console.log(s);
+  const attempt = async <T>(name: string, f: () => Promise<T>): Promise<T | null> => {
+    const t = nowMs();
+    console.log(`\n${name}:`);
+    try {
+      return await f();
+    } catch (err) {
+      ex.errors[name] = err instanceof Error ? err.message : String(err);
+      console.log(`  FAILED: ${ex.errors[name]}`);
+      return null;
+    } finally {
+      ex.seconds[name] = (nowMs() - t) / 1000;
+    }
+  };
+  ex.parallel = await attempt("parallel streams (OLLAMA_NUM_PARALLEL=4)", () => benchParallel({ modelPath, log, quietWaitMs }));
+  ex.prefix = await attempt("shared ~1,000-token prefix sent twice", () => benchPrefix({ modelPath, log, quietWaitMs }));
+  ex.pull = await attempt("pull throughput", () => benchPull({ rounds: Math.max(1, Number(process.env.BENCH_PULL_ROUNDS) || 3), log }));
+
+  const rows: string[][] = [["", "value", "", "other processes (cores, worst)"]];
+  const p = ex.parallel;
+  if (p) {
+    for (const l of p.levels) {
+      rows.push([`aggregate decode tok/s, ${l.streams} stream(s) × ${p.tokens} tokens`, f2(l.aggregateTokPerS), `runs ${l.rounds.map((x) => f1(x.aggregateTokPerS)).join(" ")}`, f2(Math.max(...l.rounds.map((x) => x.foreignCores)))]);
+    }
+  }
+  const q = ex.prefix;
+  if (q) {
+    rows.push([`first token ms, prefix new (${q.rounds[0]?.promptTokens[0] ?? "?"} prompt tokens)`, f1(q.firstMs), `runs ${q.rounds.map((x) => f1(x.firstMs)).join(" ")}`, f2(q.foreignCoresMax)]);
+    rows.push(["first token ms, same prefix again", f1(q.secondMs), `runs ${q.rounds.map((x) => f1(x.secondMs)).join(" ")}`, ""]);
+  }
+  const u = ex.pull;
+  if (u) {
+    rows.push([`pull MB/s (${(u.bytes / 1e6).toFixed(0)} MB, median of ${u.rounds})`, f1(u.pullMBps), "", ""]);
+    rows.push(["plain undici MB/s", f1(u.undiciMBps), "", ""]);
+  }
+  console.log("");
+  if (rows.length > 1) console.log(table(rows));
+  console.log("");
+  const verdict = (ok: boolean) => (ok ? "PASS" : "MISS");
+  const lines: string[][] = [];
+  if (p) {
+    lines.push([`parallel 2 streams / 1 stream: ${f2(p.ratio2)}`, "(reported)", ""]);
+    lines.push([`parallel 4 streams / 1 stream: ${f2(p.ratio4)}`, `target >= ${p.target4} (issue 7)`, verdict(p.ratio4 >= p.target4)]);
+  }
+  if (q) {
+    lines.push([`prefix reuse, 2nd/1st first token: ${q.ratio.toFixed(3)}`, `target <= ${q.targets.issue3} (issue 3)`, verdict(q.ratio <= q.targets.issue3)]);
+    lines.push(["", `target <= ${q.targets.issue7} (issue 7)`, verdict(q.ratio <= q.targets.issue7)]);
+  }
+  if (u) lines.push([`pull / plain undici: ${f2(u.ratio)}`, `target >= ${PULL_TARGET}`, verdict(u.ratio >= PULL_TARGET)]);
+  for (const [name, msg] of Object.entries(ex.errors)) lines.push([`${name}: not measured`, msg.slice(0, 120), "FAIL"]);
+  const w = Math.max(0, ...lines.map((l) => l[0]!.length));
+  const w1 = Math.max(0, ...lines.map((l) => l[1]!.length));
+  for (const l of lines) console.log(`${l[0]!.padEnd(w)}   ${l[1]!.padEnd(w1)} ${l[2]}`);
+  const busy = Math.max(p?.foreignCoresMax ?? 0, q?.foreignCoresMax ?? 0);
+  if (busy >= QUIET_CORES) console.log(`WARNING: other processes used up to ${f2(busy)} cores during the extra cases; their figures are disturbed.`);
+  console.log(`extra cases took ${Object.entries(ex.seconds).map(([k, v]) => `${k.split(" ")[0]} ${v.toFixed(0)} s`).join(", ")}`);
+  return ex;
 }
 
 main().catch((err: unknown) => {

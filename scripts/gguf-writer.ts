@@ -1,5 +1,6 @@
 // Minimal streaming GGUF v3 writer (little-endian) and ggml block quantizers used by
 // make-test-model.ts. Tensor data is produced chunk by chunk, so multi-GB files never sit in memory.
+import { encode as encodeBlocks, halfBits } from "../src/registry/ggml-encode.js";
 import { open, rename, rm } from "node:fs/promises";
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" read as little-endian u32
@@ -187,89 +188,16 @@ export async function writeGguf(path: string, kvs: KvEntry[], tensors: TensorSpe
   }
 }
 
-// ---------- float16 and block quantizers (ggml reference layouts) ----------
-
-const f32buf = new Float32Array(1);
-const u32buf = new Uint32Array(f32buf.buffer);
-
-/** float32 bit pattern -> float16 bits, round to nearest even (like ggml's GGML_FP32_TO_FP16). */
-function halfBits(x: number): number {
-  const sign = (x >>> 16) & 0x8000;
-  const exp = (x >>> 23) & 0xff;
-  let mant = x & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  const e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    let h = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1);
-    const half = 1 << (shift - 1);
-    if (rem > half || (rem === half && (h & 1))) h++;
-    return sign | h;
-  }
-  let h = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
-  return sign | h;
-}
+// ---------- float16 and block quantizers: the daemon's own (src/registry/ggml-encode.ts) ----------
 
 /** IEEE float32 value -> float16 bits. */
 export function toHalf(v: number): number {
-  f32buf[0] = v;
-  return halfBits(u32buf[0]!);
+  return halfBits(v);
 }
 
 /** Encodes `src` (length a multiple of the block size) into `out` (pre-sized), little-endian. */
 export function encode(type: WritableType, src: Float32Array, out: Uint8Array): void {
-  const n = src.length;
-  if (type === "F32") {
-    const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
-    for (let i = 0; i < n; i++) dv.setFloat32(i * 4, src[i]!, true);
-  } else if (type === "F16") {
-    const bits = new Uint32Array(src.buffer, src.byteOffset, n);
-    for (let i = 0; i < n; i++) {
-      const h = halfBits(bits[i]!);
-      out[2 * i] = h & 0xff;
-      out[2 * i + 1] = h >>> 8;
-    }
-  } else if (type === "Q8_0") {
-    for (let b = 0, o = 0; b < n; b += 32, o += 34) {
-      let amax = 0;
-      for (let j = 0; j < 32; j++) { const a = Math.abs(src[b + j]!); if (a > amax) amax = a; }
-      const d = amax / 127;
-      const id = d ? 1 / d : 0;
-      const h = toHalf(d);
-      out[o] = h & 0xff;
-      out[o + 1] = h >>> 8;
-      for (let j = 0; j < 32; j++) {
-        const q = src[b + j]! * id; // round half away from zero, like roundf
-        out[o + 2 + j] = (q < 0 ? (q - 0.5) | 0 : (q + 0.5) | 0) & 0xff;
-      }
-    }
-  } else {
-    // Q4_0: d = max / -8 where max is the signed value of largest magnitude; q = min(15, trunc(x/d + 8.5))
-    for (let b = 0, o = 0; b < n; b += 32, o += 18) {
-      let amax = 0, max = 0;
-      for (let j = 0; j < 32; j++) {
-        const v = src[b + j]!;
-        const a = v < 0 ? -v : v;
-        if (a > amax) { amax = a; max = v; }
-      }
-      const d = max / -8;
-      const id = d ? 1 / d : 0;
-      const h = toHalf(d);
-      out[o] = h & 0xff;
-      out[o + 1] = h >>> 8;
-      for (let j = 0; j < 16; j++) {
-        const lo = Math.min(15, (src[b + j]! * id + 8.5) | 0);
-        const hi = Math.min(15, (src[b + j + 16]! * id + 8.5) | 0);
-        out[o + 2 + j] = lo | (hi << 4);
-      }
-    }
-  }
+  encodeBlocks(type, src, src.length, Buffer.from(out.buffer, out.byteOffset, out.byteLength));
 }
 
 /** Encoded tensor bytes, chunk by chunk (whole rows; the yielded buffer is reused between chunks), for `elements` values produced by `fill(dst, startIndex)`. */

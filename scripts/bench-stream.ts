@@ -1,0 +1,87 @@
+// Shared by the extra `npm run bench` cases (bench-parallel.ts, bench-prefix.ts): one streamed
+// POST /api/generate over node:http, every NDJSON line timestamped on arrival, plus the CPU-load
+// bookkeeping (how many cores' worth of CPU processes outside the bench used meanwhile).
+import http from "node:http";
+import { childPids } from "../test/helpers/daemon.js";
+import { cpuSnapshot, foreignCores, type CpuSnapshot } from "./bench-plan.js";
+
+export const nowMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+export interface Generation {
+  tSent: number;
+  /** First line with a non-empty `response` (the final line's time when there is none). */
+  tFirst: number;
+  tEnd: number;
+  final: Record<string, unknown>;
+  text: string;
+}
+
+/** Streams one /api/generate and throws on an HTTP error, an `error` line or a missing final chunk. */
+export function generate(agent: http.Agent, base: string, body: Record<string, unknown>): Promise<Generation> {
+  const url = new URL("/api/generate", base);
+  const data = Buffer.from(JSON.stringify({ stream: true, ...body }));
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    let tSent = 0;
+    let tFirst = NaN;
+    let text = "";
+    let final: Record<string, unknown> | undefined;
+    let error: string | undefined;
+    const onLine = (line: string, t: number) => {
+      if (!line.trim()) return;
+      const obj = JSON.parse(line) as Record<string, unknown>;
+      if (typeof obj.error === "string") error = obj.error;
+      if (typeof obj.response === "string" && obj.response !== "") {
+        if (Number.isNaN(tFirst)) tFirst = t;
+        text += obj.response;
+      }
+      if (obj.done) final = obj;
+    };
+    const req = http.request(
+      { agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "Content-Type": "application/json", "Content-Length": data.length } },
+      (res) => {
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          const t = nowMs();
+          buf += chunk;
+          let nl: number;
+          while ((nl = buf.indexOf("\n")) >= 0) {
+            onLine(buf.slice(0, nl), t);
+            buf = buf.slice(nl + 1);
+          }
+        });
+        res.on("end", () => {
+          const tEnd = nowMs();
+          onLine(buf, tEnd);
+          if (res.statusCode !== 200 || error) reject(new Error(`/api/generate: HTTP ${res.statusCode} ${error ?? ""}`));
+          else if (!final) reject(new Error("/api/generate: stream ended without a final chunk"));
+          else resolve({ tSent, tFirst: Number.isNaN(tFirst) ? tEnd : tFirst, tEnd, final, text });
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    tSent = nowMs();
+    req.end(data);
+  });
+}
+
+/** Samples CPU use of the bench, the daemon and its runners, to tell how much other processes used. */
+export class LoadMeter {
+  private start: CpuSnapshot | undefined;
+  constructor(private readonly daemonPid: number) {}
+  private async pids(): Promise<Array<number | "self">> {
+    return ["self", this.daemonPid, ...(await childPids(this.daemonPid))];
+  }
+  async begin(): Promise<void> {
+    this.start = await cpuSnapshot(await this.pids());
+  }
+  /** Cores' worth of CPU other processes used since begin(). */
+  async end(): Promise<number> {
+    const b = await cpuSnapshot(await this.pids());
+    return this.start ? foreignCores(this.start, b) : NaN;
+  }
+  async ownPids(): Promise<Array<number | "self">> {
+    return this.pids();
+  }
+}

@@ -1,7 +1,8 @@
 // Minimal streaming GGUF v3 writer (little-endian) and ggml block quantizers used by
 // make-test-model.ts. Tensor data is produced chunk by chunk, so multi-GB files never sit in memory.
 import { encode as encodeBlocks, halfBits } from "../src/registry/ggml-encode.js";
-import { open, rename, rm } from "node:fs/promises";
+import { mkdir, open, rename, rm, stat } from "node:fs/promises";
+import { dirname } from "node:path";
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" read as little-endian u32
 
@@ -218,4 +219,25 @@ export function* encodedChunks(
     encode(type, view, out.subarray(0, bytes));
     yield out.subarray(0, bytes);
   }
+}
+
+async function startsWith(path: string, prefix: Buffer): Promise<boolean> {
+  const fh = await open(path, "r");
+  try {
+    const buf = Buffer.alloc(prefix.length);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    return bytesRead === prefix.length && buf.equals(prefix);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Writes the file unless one with the same size and header bytes is already there (a cache). */
+export async function writeGgufCached(path: string, kvs: KvEntry[], tensors: TensorSpec[]): Promise<string> {
+  const { totalSize, header } = ggufLayout(kvs, tensors);
+  const existing = await stat(path).catch(() => undefined);
+  if (existing?.isFile() && existing.size === totalSize && (await startsWith(path, header))) return path;
+  await mkdir(dirname(path), { recursive: true });
+  await writeGguf(path, kvs, tensors);
+  return path;
 }

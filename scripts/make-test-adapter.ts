@@ -10,10 +10,9 @@
 // dims [rank, n_out] (a->ne[0] == W->ne[0], b->ne[1] == W->ne[1], a->ne[1] == b->ne[0]). The
 // forward pass adds scale * B(A x) with scale = adapter.lora.alpha / rank (times the per-context
 // adapter scale), so alpha == rank gives a scale of 1.
-import { mkdir, open, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { encodedChunks, ggufLayout, kv, writeGguf, type KvEntry, type TensorSpec } from "./gguf-writer.js";
+import { encodedChunks, kv, writeGgufCached, type KvEntry, type TensorSpec } from "./gguf-writer.js";
 import { DEFAULT_MODEL_DIR, SHAPES } from "./make-test-model.js";
 
 export interface MakeAdapterOptions {
@@ -93,17 +92,6 @@ export function buildAdapter(opts: MakeAdapterOptions = {}): { kvs: KvEntry[]; t
   return { kvs, tensors };
 }
 
-async function startsWith(path: string, prefix: Buffer): Promise<boolean> {
-  const fh = await open(path, "r");
-  try {
-    const buf = Buffer.alloc(prefix.length);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    return bytesRead === prefix.length && buf.equals(prefix);
-  } finally {
-    await fh.close();
-  }
-}
-
 /** Writes (or reuses: same size and header bytes) the adapter file and returns its absolute path. */
 export async function makeTestAdapter(opts: MakeAdapterOptions = {}): Promise<string> {
   const outDir = resolve(opts.outDir ?? DEFAULT_MODEL_DIR);
@@ -111,13 +99,7 @@ export async function makeTestAdapter(opts: MakeAdapterOptions = {}): Promise<st
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new Error(`seed must be a uint32, got ${seed}`);
   const path = join(outDir, adapterFileName(opts));
   const { kvs, tensors } = buildAdapter(opts);
-  const { totalSize, header } = ggufLayout(kvs, tensors);
-  const existing = await stat(path).catch(() => undefined);
-  if (existing?.isFile() && existing.size === totalSize && (await startsWith(path, header))) return path;
-  await mkdir(outDir, { recursive: true });
-  // writeGguf writes a temp file and renames it into place
-  await writeGguf(path, kvs, tensors);
-  return path;
+  return writeGgufCached(path, kvs, tensors);
 }
 
 function parseArgs(argv: string[]): MakeAdapterOptions {

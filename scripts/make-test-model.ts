@@ -5,10 +5,9 @@
 //
 // Prints the absolute path. Same options => byte-identical file. Files go to <repo>/.cache/models by
 // default and are reused when already present with the expected size and header bytes.
-import { mkdir, open, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { encodedChunks, ggufLayout, kv, writeGguf, type KvEntry, type TensorSpec, type WritableType } from "./gguf-writer.js";
+import { encodedChunks, kv, writeGgufCached, type KvEntry, type TensorSpec, type WritableType } from "./gguf-writer.js";
 import { BOS_ID, buildVocab, EOS_ID, FIRST_PIECE_ID, UNK_ID } from "./test-vocab.js";
 
 export type ModelShape = "tiny" | "small" | "1b";
@@ -177,17 +176,6 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   return { kvs, tensors };
 }
 
-async function startsWith(path: string, prefix: Buffer): Promise<boolean> {
-  const fh = await open(path, "r");
-  try {
-    const buf = Buffer.alloc(prefix.length);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    return bytesRead === prefix.length && buf.equals(prefix);
-  } finally {
-    await fh.close();
-  }
-}
-
 /** Writes (or reuses: same size and same header bytes) the model file and returns its absolute path. */
 export async function makeTestModel(opts: MakeModelOptions = {}): Promise<string> {
   const outDir = resolve(opts.outDir ?? DEFAULT_MODEL_DIR);
@@ -195,12 +183,7 @@ export async function makeTestModel(opts: MakeModelOptions = {}): Promise<string
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new Error(`seed must be a uint32, got ${seed}`);
   const path = join(outDir, modelFileName(opts));
   const { kvs, tensors } = buildModel(opts);
-  const { totalSize, header } = ggufLayout(kvs, tensors);
-  const existing = await stat(path).catch(() => undefined);
-  if (existing?.isFile() && existing.size === totalSize && (await startsWith(path, header))) return path;
-  await mkdir(outDir, { recursive: true });
-  await writeGguf(path, kvs, tensors);
-  return path;
+  return writeGgufCached(path, kvs, tensors);
 }
 
 function parseArgs(argv: string[]): MakeModelOptions {

@@ -102,7 +102,7 @@ describe("openai: chat completions", () => {
     expect(choice.finish_reason).toBe("tool_calls");
     const call = choice.message.tool_calls?.[0];
     expect(call?.type).toBe("function");
-    expect(call?.id).toBeTruthy();
+    expect(call?.id).toMatch(/^call_[a-z0-9]{8}$/);
     if (call?.type !== "function") throw new Error("no function call");
     expect(call.function.name).toBe("get_weather");
     expect(CITIES).toContain((JSON.parse(call.function.arguments) as { city: string }).city);

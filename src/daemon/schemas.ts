@@ -3,7 +3,7 @@ import { z } from "zod";
 
 const keepAlive = z.union([z.number(), z.string()]).optional();
 // think, format and tools are checked by the routes (common.ts resolveThink, prompt/format.ts,
-// prompt/tools.ts validateTools) so that their errors carry Ollama's exact messages.
+// prompt/tool-validation.ts validateTools) so that their errors carry Ollama's exact messages.
 const think = z.unknown().optional();
 const format = z.unknown().optional();
 // Inference flags shared by /api/generate and /api/chat.

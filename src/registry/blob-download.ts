@@ -14,22 +14,26 @@
 // proper-lockfile lock on the blob path (the one Store.writeBlobStream takes) across processes; a
 // process waiting for the lock reports the other's progress from its part files.
 import { makeDirs } from "../fs/make-dirs.js";
-import { createHash, randomBytes } from "node:crypto";
 import { promises as fs, constants as fsc } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import path from "node:path";
 import { setMaxListeners } from "node:events";
-import { Worker } from "node:worker_threads";
 import lockfile from "proper-lockfile";
 import { backoffDelay, isAbort, RegistryError, sleep, type RegistryClient } from "./client.js";
 import type { Store } from "./store.js";
+import { OrderedHasher, WorkerHasher, type Hasher } from "./blob-hasher.js";
+import {
+  atomicWriteSmall,
+  discardPartialFiles,
+  fsyncDir,
+  planParts,
+  readPartStates,
+  validateParts,
+  writeAll,
+  type DownloadTuning,
+  type PartState,
+} from "./blob-parts.js";
 
-export interface PartState {
-  N: number;
-  Offset: number;
-  Size: number;
-  Completed: number;
-}
+export { DEFAULT_TUNING, planParts, validateParts, type DownloadTuning, type PartState } from "./blob-parts.js";
 
 interface TrackedPart {
   part: PartState;
@@ -46,38 +50,6 @@ interface Chunk {
   written: number;
 }
 
-export interface DownloadTuning {
-  /** Smallest part (Ollama: 100 MB). */
-  minPartSize: number;
-  /** Largest part (Ollama: 1000 MB). */
-  maxPartSize: number;
-  /** Parts per blob and the most parallel requests (Ollama: 16). */
-  maxParts: number;
-  /** Parallel requests at the start; more are added while they raise the rate. */
-  initialConnections: number;
-  /** Tries per part after errors that made no progress (Ollama: 6). */
-  maxRetries: number;
-  /** How often part states are saved while bytes arrive. */
-  persistIntervalMs: number;
-  /** One range request fetches a chunk of total/256 bytes within [min, max] (and within a part). */
-  minChunkSize: number;
-  maxChunkSize: number;
-  /** Blobs at least this big are hashed on a worker thread, in parallel with the download. */
-  workerHashMin: number;
-}
-
-export const DEFAULT_TUNING: DownloadTuning = {
-  minPartSize: 100_000_000,
-  maxPartSize: 1_000_000_000,
-  maxParts: 16,
-  initialConnections: 4,
-  maxRetries: 6,
-  persistIntervalMs: 500,
-  minChunkSize: 16 << 20,
-  maxChunkSize: 64 << 20,
-  workerHashMin: 32 << 20,
-};
-
 export class DigestMismatchPullError extends Error {
   override name = "DigestMismatchPullError";
   constructor(want: string, got: string) {
@@ -86,255 +58,6 @@ export class DigestMismatchPullError extends Error {
 }
 
 const errCode = (e: unknown) => (e as NodeJS.ErrnoException | null)?.code;
-
-/** Ollama's part sizing: total/16 clamped to [min, max]. */
-export function planParts(total: number, t: DownloadTuning): PartState[] {
-  let size = Math.floor(total / t.maxParts);
-  size = Math.min(Math.max(size, t.minPartSize), t.maxPartSize);
-  const parts: PartState[] = [];
-  for (let offset = 0; offset < total; offset += size) {
-    parts.push({ N: parts.length, Offset: offset, Size: Math.min(size, total - offset), Completed: 0 });
-  }
-  return parts;
-}
-
-/** Part states that tile [0, total) exactly, or null. */
-export function validateParts(parts: PartState[], total: number): PartState[] | null {
-  const sorted = [...parts].sort((a, b) => a.Offset - b.Offset);
-  let at = 0;
-  const ns = new Set<number>();
-  for (const p of sorted) {
-    const ints = [p.N, p.Offset, p.Size, p.Completed].every((v) => Number.isSafeInteger(v) && v >= 0);
-    if (!ints || p.Size === 0 || p.Completed > p.Size || p.Offset !== at || ns.has(p.N)) return null;
-    ns.add(p.N);
-    at += p.Size;
-  }
-  return at === total ? sorted : null;
-}
-
-/**
- * SHA-256 of the data file in order, fed while the parts are written: bytes at the hash position
- * come straight from `offer`; bytes ahead of it are read back once the position reaches them.
- */
-class OrderedHasher implements Hasher {
-  private pos = 0;
-  private busy = false;
-  private failure: Error | undefined;
-  private readonly hash = createHash("sha256");
-  private waiters: Array<() => void> = [];
-  private readBuf: Buffer | undefined;
-
-  constructor(
-    private readonly fh: FileHandle,
-    private readonly parts: PartState[],
-    private readonly total: number,
-  ) {}
-
-  /** `buf` has just been written at `offset` (and counted in its part's Completed). */
-  offer(offset: number, buf: Uint8Array): void {
-    if (!this.busy && offset === this.pos) {
-      this.hash.update(buf);
-      this.pos += buf.byteLength;
-      this.notify();
-    } else {
-      this.kick();
-    }
-  }
-
-  /** End of the written bytes contiguous from the hash position. */
-  private available(): number {
-    return contiguousEnd(this.parts, this.pos);
-  }
-
-  async close(): Promise<void> {
-    // nothing to release
-  }
-
-  kick(): void {
-    if (this.busy || this.failure || this.available() <= this.pos) return;
-    this.busy = true;
-    void this.catchUp();
-  }
-
-  private async catchUp(): Promise<void> {
-    try {
-      this.readBuf ??= Buffer.allocUnsafe(4 << 20);
-      for (;;) {
-        const avail = this.available();
-        if (avail <= this.pos) break;
-        const n = Math.min(this.readBuf.length, avail - this.pos);
-        const { bytesRead } = await this.fh.read(this.readBuf, 0, n, this.pos);
-        if (bytesRead <= 0) throw new Error(`short read at ${this.pos} while hashing`);
-        this.hash.update(this.readBuf.subarray(0, bytesRead));
-        this.pos += bytesRead;
-      }
-    } catch (e) {
-      this.failure = e as Error;
-    } finally {
-      this.busy = false;
-      this.notify();
-    }
-  }
-
-  private notify(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const f of w) f();
-  }
-
-  /** Resolves with `sha256:<hex>` once every byte is written and hashed. */
-  async finish(): Promise<string> {
-    while (this.pos < this.total) {
-      if (this.failure) throw this.failure;
-      this.kick();
-      if (!this.busy && this.pos < this.total) throw new Error(`internal: hash stopped at ${this.pos} of ${this.total}`);
-      await new Promise<void>((r) => this.waiters.push(r));
-    }
-    if (this.failure) throw this.failure;
-    return `sha256:${this.hash.digest("hex")}`;
-  }
-}
-
-
-// The worker reads the data file behind the download (from the page cache) and hashes it in order
-// up to the end it is told is written. Plain JS evaluated in the worker, so it runs the same
-// from dist/ and under tsx.
-const HASH_WORKER = `
-const { parentPort, workerData } = require("node:worker_threads");
-const fs = require("node:fs");
-const { createHash } = require("node:crypto");
-const fd = fs.openSync(workerData.path, "r");
-const h = createHash("sha256");
-const buf = Buffer.allocUnsafe(4 << 20);
-let pos = 0, avail = 0, finishing = false, done = false;
-function pump() {
-  try {
-    while (pos < avail) {
-      const n = fs.readSync(fd, buf, 0, Math.min(buf.length, avail - pos), pos);
-      if (n <= 0) throw new Error("short read at " + pos + " while hashing");
-      h.update(n === buf.length ? buf : buf.subarray(0, n));
-      pos += n;
-    }
-    if (finishing && !done && pos >= workerData.total) {
-      done = true;
-      fs.closeSync(fd);
-      parentPort.postMessage({ type: "digest", hex: h.digest("hex") });
-    }
-  } catch (e) {
-    done = true;
-    parentPort.postMessage({ type: "error", message: String(e && e.message || e) });
-  }
-}
-parentPort.on("message", (m) => {
-  if (m.type === "avail") avail = Math.max(avail, m.end);
-  else if (m.type === "finish") finishing = true;
-  pump();
-});
-`;
-
-interface Hasher {
-  offer(offset: number, buf: Uint8Array): void;
-  kick(): void;
-  finish(): Promise<string>;
-  close(): Promise<void>;
-}
-
-/** End of the written bytes contiguous from `from` (parts sorted by offset). */
-function contiguousEnd(parts: PartState[], from: number): number {
-  let p = from;
-  for (const part of parts) {
-    if (part.Offset + part.Size <= p) continue;
-    if (part.Offset > p) break;
-    const end = part.Offset + part.Completed;
-    if (end <= p) return p;
-    p = end;
-    if (part.Completed < part.Size) return p;
-  }
-  return p;
-}
-
-/** Hashing on a worker thread: the main thread only says how far the file is written. */
-class WorkerHasher implements Hasher {
-  private readonly worker: Worker;
-  private sent = -1;
-  private result: Promise<string>;
-
-  constructor(file: string, private readonly parts: PartState[], private readonly total: number) {
-    this.worker = new Worker(HASH_WORKER, { eval: true, workerData: { path: file, total } });
-    this.result = new Promise<string>((resolve, reject) => {
-      this.worker.on("message", (m: { type: string; hex?: string; message?: string }) => {
-        if (m.type === "digest") resolve(`sha256:${m.hex}`);
-        else reject(new Error(m.message));
-      });
-      this.worker.on("error", reject);
-      this.worker.on("exit", (code) => reject(new Error(`hash worker exited (${code})`)));
-    });
-    this.result.catch(() => undefined);
-  }
-
-  offer(): void {
-    this.kick();
-  }
-
-  kick(): void {
-    const end = contiguousEnd(this.parts, 0);
-    // a message per MiB at most, and always for the end of the file
-    if (end > this.sent && (end - this.sent >= 1 << 20 || end === this.total)) {
-      this.sent = end;
-      this.worker.postMessage({ type: "avail", end });
-    }
-  }
-
-  async finish(): Promise<string> {
-    this.sent = -1;
-    this.kick();
-    this.worker.postMessage({ type: "finish" });
-    return this.result;
-  }
-
-  async close(): Promise<void> {
-    await this.worker.terminate();
-  }
-}
-
-async function writeAll(fh: FileHandle, bufs: Buffer[], position: number): Promise<void> {
-  let pos = position;
-  let pending = bufs;
-  while (pending.length > 0) {
-    const { bytesWritten } = await fh.writev(pending, pos);
-    pos += bytesWritten;
-    // drop what was written (a short write is rare but legal)
-    let skip = bytesWritten;
-    const rest: Buffer[] = [];
-    for (const b of pending) {
-      if (skip >= b.length) {
-        skip -= b.length;
-        continue;
-      }
-      rest.push(skip > 0 ? b.subarray(skip) : b);
-      skip = 0;
-    }
-    pending = rest;
-  }
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  const fh = await fs.open(dir, "r").catch(() => null);
-  await fh?.sync().catch(() => {});
-  await fh?.close();
-}
-
-async function atomicWriteSmall(file: string, text: string): Promise<void> {
-  // The temp name starts with "." so Ollama's `<blob>-partial-*` glob never sees it.
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(4).toString("hex")}.tmp`);
-  await fs.writeFile(tmp, text, { mode: 0o644 });
-  try {
-    await fs.rename(tmp, file);
-  } catch (e) {
-    await fs.rm(tmp, { force: true });
-    throw e;
-  }
-}
 
 /** Stall: undici's bodyTimeout/headersTimeout (no byte for 30 s); retried without using a try. */
 function isStall(err: unknown): boolean {
@@ -448,32 +171,10 @@ export class BlobDownload {
         if (errCode(e) !== "ELOCKED") throw e;
       }
       if (waited === 0) this.log("info", `waiting for another download of ${this.hex.slice(0, 12)}`);
-      const parts = await this.readParts().catch(() => null);
+      const parts = await readPartStates(this.store.blobsDir, this.partial).catch(() => null);
       if (parts) this.completed = parts.reduce((n, p) => n + p.Completed, 0);
       await sleep(250, this.ac.signal);
     }
-  }
-
-  private async readParts(): Promise<PartState[]> {
-    const prefix = `${path.basename(this.partial)}-`;
-    const parts: PartState[] = [];
-    for (const entry of await fs.readdir(this.store.blobsDir)) {
-      if (!entry.startsWith(prefix) || !/^\d+$/.test(entry.slice(prefix.length))) continue;
-      const j = JSON.parse(await fs.readFile(path.join(this.store.blobsDir, entry), "utf8")) as PartState;
-      parts.push({ N: j.N, Offset: j.Offset, Size: j.Size, Completed: j.Completed });
-    }
-    return parts;
-  }
-
-  /** Remove the data and part files of this blob's partial download. */
-  private async discardPartial(): Promise<void> {
-    const prefix = `${path.basename(this.partial)}-`;
-    for (const entry of await fs.readdir(this.store.blobsDir).catch(() => [] as string[])) {
-      if (entry.startsWith(prefix) && /^\d+$/.test(entry.slice(prefix.length))) {
-        await fs.rm(path.join(this.store.blobsDir, entry), { force: true });
-      }
-    }
-    await fs.rm(this.partial, { force: true });
   }
 
   /** Existing part states when they describe this blob and the data file is intact, else fresh ones. */
@@ -481,7 +182,7 @@ export class BlobDownload {
     let parts: PartState[] | null = null;
     try {
       const st = await fs.stat(this.partial);
-      if (st.isFile() && st.size === this.total) parts = validateParts(await this.readParts(), this.total);
+      if (st.isFile() && st.size === this.total) parts = validateParts(await readPartStates(this.store.blobsDir, this.partial), this.total);
     } catch {
       parts = null;
     }
@@ -489,7 +190,7 @@ export class BlobDownload {
       const have = parts.reduce((n, p) => n + p.Completed, 0);
       this.log("info", `resuming ${this.hex.slice(0, 12)} at ${have} of ${this.total} bytes`, { parts: parts.length });
     } else {
-      await this.discardPartial();
+      await discardPartialFiles(this.store.blobsDir, this.partial);
       parts = planParts(this.total, this.tuning);
       for (const p of parts) await atomicWriteSmall(this.partFile(p.N), `${JSON.stringify(p)}\n`);
     }
@@ -534,7 +235,7 @@ export class BlobDownload {
         await this.persisting.catch(() => undefined);
         await fh.close().catch(() => undefined);
         this.fh = undefined;
-        await this.discardPartial();
+        await discardPartialFiles(this.store.blobsDir, this.partial);
         throw new DigestMismatchPullError(this.digest, got);
       }
       await fh.sync();

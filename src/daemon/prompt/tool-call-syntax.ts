@@ -1,0 +1,189 @@
+// The syntax of tool calls in model output (part of Ollama's tools/tools.go, reference §7.2):
+// JSON objects scanned out of free text, and Llama 3.x's python-style `[f(a=1)]` list. Used by
+// the streaming ToolCallParser in tools.ts.
+
+// ---------- JSON scanning ----------
+
+/** Index of the `}` closing the object that starts at `start` (string/escape aware), or -1. */
+export function matchingBrace(s: string, start: number, open = "{", close = "}", quotes = '"'): number {
+  let depth = 0;
+  let quote = "";
+  let escaped = false;
+  for (let i = start; i < s.length; i++) {
+    const c = s[i]!;
+    if (quote) {
+      if (escaped) escaped = false;
+      else if (c === "\\") escaped = true;
+      else if (c === quote) quote = "";
+      continue;
+    }
+    if (quotes.includes(c)) quote = c;
+    else if (c === open) depth++;
+    else if (c === close) {
+      depth--;
+      if (depth === 0) return i;
+    }
+  }
+  return -1;
+}
+
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+export const isObject = (v: unknown): v is Record<string, Json> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function argumentsOf(v: Json | undefined): Record<string, unknown> | null {
+  if (v === undefined || v === null) return {};
+  if (isObject(v)) return v;
+  if (typeof v === "string") {
+    if (v.trim() === "") return {};
+    try {
+      const parsed: unknown = JSON.parse(v);
+      return isObject(parsed) ? parsed : null;
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/**
+ * The calls in one parsed JSON value: `{"name", "arguments"|"parameters"}` (arguments may be a
+ * JSON string), `{"<tool name>": {...}}`, or such an object nested anywhere inside (OpenAI's
+ * `{"type":"function","function":{...}}`, arrays of calls). Names must be among the tools.
+ */
+export function callsInJson(v: Json, names: ReadonlySet<string>): Array<{ name: string; arguments: Record<string, unknown> }> {
+  if (Array.isArray(v)) return v.flatMap((x) => callsInJson(x, names));
+  if (!isObject(v)) return [];
+  if ("name" in v) {
+    const name = v.name;
+    if (typeof name !== "string" || !names.has(name)) return [];
+    const args = argumentsOf(v.arguments ?? v.parameters);
+    return args ? [{ name, arguments: args }] : [];
+  }
+  const keys = Object.keys(v);
+  if (keys.length === 1 && names.has(keys[0]!) && isObject(v[keys[0]!])) {
+    return [{ name: keys[0]!, arguments: v[keys[0]!] as Record<string, unknown> }];
+  }
+  for (const child of Object.values(v)) {
+    if (typeof child === "object" && child !== null) {
+      const found = callsInJson(child, names);
+      if (found.length > 0) return found;
+    }
+  }
+  return [];
+}
+
+// ---------- python-style calls (Llama 3.x: [get_weather(city="Paris"), f(x=1)]) ----------
+
+class PyReader {
+  i = 0;
+  constructor(readonly s: string) {}
+  ws(): void {
+    while (this.i < this.s.length && /\s/.test(this.s[this.i]!)) this.i++;
+  }
+  peek(): string {
+    this.ws();
+    return this.s[this.i] ?? "";
+  }
+  expect(c: string): void {
+    if (this.peek() !== c) throw new Error(`expected ${c}`);
+    this.i++;
+  }
+  ident(): string {
+    this.ws();
+    const m = /^[A-Za-z_][A-Za-z0-9_.-]*/.exec(this.s.slice(this.i));
+    if (!m) throw new Error("expected a name");
+    this.i += m[0].length;
+    return m[0];
+  }
+  value(): Json {
+    const c = this.peek();
+    if (c === '"' || c === "'") return this.string();
+    if (c === "[" || c === "(") {
+      const close = c === "[" ? "]" : ")";
+      this.i++;
+      const out: Json[] = [];
+      while (this.peek() !== close) {
+        out.push(this.value());
+        if (this.peek() === ",") this.i++;
+        else if (this.peek() !== close) throw new Error("expected , or " + close);
+      }
+      this.i++;
+      return out;
+    }
+    if (c === "{") {
+      this.i++;
+      const out: Record<string, Json> = {};
+      while (this.peek() !== "}") {
+        const k = this.value();
+        this.expect(":");
+        out[String(k)] = this.value();
+        if (this.peek() === ",") this.i++;
+        else if (this.peek() !== "}") throw new Error("expected , or }");
+      }
+      this.i++;
+      return out;
+    }
+    const m = /^-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)/.exec(this.s.slice(this.i));
+    if (m) {
+      this.i += m[0].length;
+      return Number(m[0]);
+    }
+    const word = this.ident();
+    if (word === "True" || word === "true") return true;
+    if (word === "False" || word === "false") return false;
+    if (word === "None" || word === "null") return null;
+    return word; // a bare name: keep its text
+  }
+  string(): string {
+    const q = this.s[this.i]!;
+    let out = "";
+    this.i++;
+    while (this.i < this.s.length) {
+      const c = this.s[this.i++]!;
+      if (c === q) return out;
+      if (c !== "\\") {
+        out += c;
+        continue;
+      }
+      const e = this.s[this.i++] ?? "";
+      const map: Record<string, string> = { n: "\n", t: "\t", r: "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0" };
+      if (e === "u") {
+        out += String.fromCharCode(parseInt(this.s.slice(this.i, this.i + 4), 16));
+        this.i += 4;
+      } else out += map[e] ?? e;
+    }
+    throw new Error("unterminated string");
+  }
+}
+
+/** Parses `[f(a=1, b="x"), g()]`; null when it is not such a list of known tools. */
+export function parsePythonCalls(text: string, names: ReadonlySet<string>): Array<{ name: string; arguments: Record<string, unknown> }> | null {
+  try {
+    const r = new PyReader(text.trim());
+    r.expect("[");
+    const calls: Array<{ name: string; arguments: Record<string, unknown> }> = [];
+    while (r.peek() !== "]") {
+      const name = r.ident();
+      if (!names.has(name)) return null;
+      r.expect("(");
+      const args: Record<string, unknown> = {};
+      while (r.peek() !== ")") {
+        const key = r.ident();
+        r.expect("=");
+        args[key] = r.value();
+        if (r.peek() === ",") r.i++;
+        else if (r.peek() !== ")") return null;
+      }
+      r.i++;
+      calls.push({ name, arguments: args });
+      if (r.peek() === ",") r.i++;
+      else if (r.peek() !== "]") return null;
+    }
+    r.i++;
+    r.ws();
+    if (r.i !== r.s.length) return null;
+    return calls.length > 0 ? calls : null;
+  } catch {
+    return null;
+  }
+}

@@ -12,8 +12,9 @@
 // adapter scale), so alpha == rank gives a scale of 1.
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
 import { encodedChunks, kv, writeGgufCached, type KvEntry, type TensorSpec } from "./gguf-writer.js";
-import { DEFAULT_MODEL_DIR, SHAPES } from "./make-test-model.js";
+import { checkSeed, DEFAULT_MODEL_DIR, SHAPES } from "./make-test-model.js";
 
 export interface MakeAdapterOptions {
   seed?: number;
@@ -95,34 +96,25 @@ export function buildAdapter(opts: MakeAdapterOptions = {}): { kvs: KvEntry[]; t
 /** Writes (or reuses: same size and header bytes) the adapter file and returns its absolute path. */
 export async function makeTestAdapter(opts: MakeAdapterOptions = {}): Promise<string> {
   const outDir = resolve(opts.outDir ?? DEFAULT_MODEL_DIR);
-  const seed = opts.seed ?? 1;
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new Error(`seed must be a uint32, got ${seed}`);
+  checkSeed(opts.seed ?? 1);
   const path = join(outDir, adapterFileName(opts));
   const { kvs, tensors } = buildAdapter(opts);
   return writeGgufCached(path, kvs, tensors);
 }
 
-function parseArgs(argv: string[]): MakeAdapterOptions {
-  const opts: MakeAdapterOptions = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const val = () => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === "--seed") opts.seed = Number(val());
-    else if (a === "--rank") opts.rank = Number(val());
-    else if (a === "--scale") opts.scale = Number(val());
-    else if (a === "--out") opts.outDir = val();
-    else throw new Error(`unknown argument ${a}`);
-  }
-  return opts;
+/** Command-line flags (node:util parseArgs rejects unknown ones and missing values). */
+function optionsFromArgv(argv: string[]): MakeAdapterOptions {
+  const { values: v } = parseArgs({
+    args: argv,
+    options: { seed: { type: "string" }, rank: { type: "string" }, scale: { type: "string" }, out: { type: "string" } },
+  });
+  const num = (x: string | undefined) => (x === undefined ? undefined : Number(x));
+  return { seed: num(v.seed), rank: num(v.rank), scale: num(v.scale), outDir: v.out };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   try {
-    console.log(await makeTestAdapter(parseArgs(process.argv.slice(2))));
+    console.log(await makeTestAdapter(optionsFromArgv(process.argv.slice(2))));
   } catch (err) {
     console.error(err instanceof Error ? err.message : err);
     process.exit(1);

@@ -7,6 +7,7 @@
 // default and are reused when already present with the expected size and header bytes.
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
 import { encodedChunks, kv, writeGgufCached, type KvEntry, type TensorSpec, type WritableType } from "./gguf-writer.js";
 import { BOS_ID, buildVocab, EOS_ID, FIRST_PIECE_ID, UNK_ID } from "./test-vocab.js";
 
@@ -176,40 +177,45 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   return { kvs, tensors };
 }
 
+export function checkSeed(seed: number): void {
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new Error(`seed must be a uint32, got ${seed}`);
+}
+
 /** Writes (or reuses: same size and same header bytes) the model file and returns its absolute path. */
 export async function makeTestModel(opts: MakeModelOptions = {}): Promise<string> {
   const outDir = resolve(opts.outDir ?? DEFAULT_MODEL_DIR);
-  const seed = opts.seed ?? 1;
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new Error(`seed must be a uint32, got ${seed}`);
+  checkSeed(opts.seed ?? 1);
   const path = join(outDir, modelFileName(opts));
   const { kvs, tensors } = buildModel(opts);
   return writeGgufCached(path, kvs, tensors);
 }
 
-function parseArgs(argv: string[]): MakeModelOptions {
-  const opts: MakeModelOptions = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const val = () => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === "--shape") opts.shape = val() as ModelShape;
-    else if (a === "--type") opts.type = val() as ModelType;
-    else if (a === "--seed") opts.seed = Number(val());
-    else if (a === "--embedding") opts.embedding = true;
-    else if (a === "--out") opts.outDir = val();
-    else throw new Error(`unknown argument ${a}`);
-  }
-  if (opts.shape && !(opts.shape in SHAPES)) throw new Error(`--shape must be one of ${Object.keys(SHAPES).join(", ")}`);
-  if (opts.type && !(opts.type in FILE_TYPE)) throw new Error(`--type must be one of ${Object.keys(FILE_TYPE).join(", ")}`);
-  return opts;
+/** Command-line flags (node:util parseArgs rejects unknown ones and missing values). */
+function optionsFromArgv(argv: string[]): MakeModelOptions {
+  const { values: v } = parseArgs({
+    args: argv,
+    options: {
+      shape: { type: "string" },
+      type: { type: "string" },
+      seed: { type: "string" },
+      embedding: { type: "boolean" },
+      out: { type: "string" },
+    },
+  });
+  if (v.shape !== undefined && !(v.shape in SHAPES)) throw new Error(`--shape must be one of ${Object.keys(SHAPES).join(", ")}`);
+  if (v.type !== undefined && !(v.type in FILE_TYPE)) throw new Error(`--type must be one of ${Object.keys(FILE_TYPE).join(", ")}`);
+  return {
+    shape: v.shape as ModelShape | undefined,
+    type: v.type as ModelType | undefined,
+    seed: v.seed === undefined ? undefined : Number(v.seed),
+    embedding: v.embedding,
+    outDir: v.out,
+  };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   try {
-    console.log(await makeTestModel(parseArgs(process.argv.slice(2))));
+    console.log(await makeTestModel(optionsFromArgv(process.argv.slice(2))));
   } catch (err) {
     console.error(err instanceof Error ? err.message : err);
     process.exit(1);

@@ -62,13 +62,15 @@ export async function runGeneration(
   model: LlamaModel,
   seq: LlamaContextSequence,
   job: GenerateJob,
+  /** The job's prompt as tokens (promptTokens), already computed to choose the slot. */
+  prompt: Token[],
   signal: AbortSignal,
   onText: (text: string) => void,
 ): Promise<GenerateStats> {
   const contextSize = seq.contextSize;
   const bos = model.tokens.bos;
   const grammar = job.grammar ? await grammarCacheFor(model.llama).get(job.grammar) : undefined;
-  const tokens = fitPrompt(promptTokens(model, job), contextSize, { numKeep: job.numKeep, shift: job.shift, truncate: job.truncate, bos });
+  const tokens = fitPrompt(prompt, contextSize, { numKeep: job.numKeep, shift: job.shift, truncate: job.truncate, bos });
   const t0 = hrNow();
 
   // Prompt-prefix reuse: keep what the slot already evaluated, always re-evaluate >= 1 token

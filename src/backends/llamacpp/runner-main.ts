@@ -144,7 +144,7 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
   try {
     if (ac.signal.aborted) return;
     const cachedTokens = reusable(seq, tokens);
-    const stats = await runGeneration(m, seq, job, ac.signal, (text) => send({ type: "text", id, text }));
+    const stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }));
     // Cut short by an unload (shutdown past its grace period): say so rather than end normally.
     if (closing) send({ type: "error", id, message: "the model was unloaded while generating (server shutting down)" });
     else send({ type: "done", id, ...stats, cachedTokens });

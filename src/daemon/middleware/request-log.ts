@@ -8,6 +8,7 @@
 //   c.set("logModel", name)                          as soon as the model name is known
 //   c.set("logTokens", { prompt: n, eval: m })       when the final counts are known
 // (`logCounts(c, chunks)` does the second for a stream of Ollama responses).
+import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { formatDurationMs, type Logger } from "../log.js";
 
@@ -89,7 +90,15 @@ export function requestLog(log: Logger): MiddlewareHandler {
       write();
       return;
     }
-    // Re-wrap the body so the line is written when the last byte has been handed on. Pull-based
+    // Under @hono/node-server the Node response says when the answer has been sent (or the client
+    // left): log then, at no cost per chunk.
+    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    if (outgoing) {
+      outgoing.once("close", () => write(outgoing.writableFinished ? {} : { canceled: true }));
+      return;
+    }
+    // Elsewhere (app.request in tests), re-wrap the body so the line is written when the last
+    // byte has been handed on. Pull-based
     // with no buffer of its own: the answer is still produced only as fast as the client reads,
     // and a client going away cancels the original stream exactly as before.
     const reader = body.getReader();

@@ -6,6 +6,7 @@ import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaModel
 import { PROMPT_TOO_LONG, type GenerateJob, type GenerateStats } from "../backend.js";
 import { StopMatcher } from "../stop-matcher.js";
 import { grammarCacheFor } from "./grammar.js";
+import type { StepGate } from "./step-gate.js";
 
 const DEFAULT_NUM_KEEP = 4; // Ollama's default num_keep
 
@@ -66,6 +67,8 @@ export async function runGeneration(
   prompt: Token[],
   signal: AbortSignal,
   onText: (text: string) => void,
+  /** The runner's lockstep (step-gate.ts) and this sequence's id in it. */
+  lockstep?: { gate: StepGate; id: number },
 ): Promise<GenerateStats> {
   const contextSize = seq.contextSize;
   const bos = model.tokens.bos;
@@ -126,31 +129,39 @@ export async function runGeneration(
       },
     });
     let stopped = false;
-    for await (const token of gen) {
-      tFirst ??= hrNow();
-      if (signal.aborted) break;
-      output.push(token);
-      history.push(token);
-      pending.push(token);
-      // Decode with the preceding tokens as context so SPM leading spaces survive; hold back
-      // an incomplete UTF-8 sequence (decoded as U+FFFD) until its remaining bytes arrive.
-      const text = model.detokenize(pending, false, history.slice(-pending.length - 8, -pending.length));
-      if (!text.endsWith("\uFFFD") || pending.length >= 4) {
-        pending = [];
-        if (emit(text)) {
-          stopped = true;
+    try {
+      for await (const token of gen) {
+        if (tFirst === null) {
+          tFirst = hrNow();
+          lockstep?.gate.join(lockstep.id);
+        }
+        if (signal.aborted) break;
+        output.push(token);
+        history.push(token);
+        pending.push(token);
+        // Decode with the preceding tokens as context so SPM leading spaces survive; hold back
+        // an incomplete UTF-8 sequence (decoded as U+FFFD) until its remaining bytes arrive.
+        const text = model.detokenize(pending, false, history.slice(-pending.length - 8, -pending.length));
+        if (!text.endsWith("\uFFFD") || pending.length >= 4) {
+          pending = [];
+          if (emit(text)) {
+            stopped = true;
+            break;
+          }
+        }
+        if (output.length >= limit) {
+          doneReason = "length";
           break;
         }
+        // Without context shift a full context ends the generation.
+        if (job.shift === false && seq.nextTokenIndex >= contextSize - 1) {
+          doneReason = "length";
+          break;
+        }
+        if (lockstep) await lockstep.gate.arrive(lockstep.id);
       }
-      if (output.length >= limit) {
-        doneReason = "length";
-        break;
-      }
-      // Without context shift a full context ends the generation.
-      if (job.shift === false && seq.nextTokenIndex >= contextSize - 1) {
-        doneReason = "length";
-        break;
-      }
+    } finally {
+      lockstep?.gate.leave(lockstep.id);
     }
     if (!stopped && pending.length > 0) emit(model.detokenize(pending, false));
     if (!stopped) {

@@ -18,12 +18,24 @@ import { embeddingContextOptions, embedInputs } from "./embed.js";
 import type { ChildMessage, GpuProbe, HostMessage } from "./protocol.js";
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
+import { StepGate } from "./step-gate.js";
+import { batchPlanStrategy } from "./batch-plan.js";
 
 let llama: Llama | undefined;
 let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
 let slots: SlotPool<LlamaContextSequence> | undefined;
+/** llama.cpp's sequence id of each slot: the order they were taken from the context. */
+const sequenceIds = new Map<LlamaContextSequence, number>();
+const lockstep = new StepGate();
+const busyIds = new Set<number>();
+
+/** Half a token of prefix score: breaks ties only, towards keeping busy sequence ids consecutive. */
+function adjacencyBonus(seq: LlamaContextSequence): number {
+  const id = sequenceIds.get(seq) ?? 0;
+  return busyIds.has(id - 1) || busyIds.has(id + 1) ? 0.5 : 0;
+}
 const running = new Map<number, { ac: AbortController; done: Promise<void> }>();
 let closing = false;
 
@@ -83,6 +95,7 @@ async function load(modelPath: string, opts: LoadOptions, gpuLayers: number): Pr
       batchSize: Math.min(opts.numBatch, contextSize),
       threads,
       flashAttention,
+      batching: { itemPrioritizationStrategy: batchPlanStrategy(() => context) },
       ...(opts.adapters.length > 0 ? { lora: { adapters: opts.adapters.map((filePath) => ({ filePath })) } } : {}),
     };
     const k = KV_TYPES[opts.kvCacheTypeK] ?? "F16";
@@ -97,7 +110,11 @@ async function load(modelPath: string, opts: LoadOptions, gpuLayers: number): Pr
       context = await model.createContext({ ...base, experimentalKvCacheKeyType: "F16", experimentalKvCacheValueType: "F16" });
     }
     const seqs: LlamaContextSequence[] = [];
-    for (let i = 0; i < opts.slots; i++) seqs.push(context.getSequence());
+    for (let i = 0; i < opts.slots; i++) {
+      const seq = context.getSequence();
+      sequenceIds.set(seq, i);
+      seqs.push(seq);
+    }
     slots = new SlotPool(seqs);
   }
   const usage = await llama.getLlamaMemoryUsage();
@@ -136,7 +153,10 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
   const tokens = promptTokens(m, job);
   let seq: LlamaContextSequence;
   try {
-    seq = await slots.acquire((s) => prefixScore(reusable(s, tokens), s.nextTokenIndex), ac.signal);
+    // Among slots with equal prefix scores, one next to a busy slot: llama.cpp batches only
+    // sequences with consecutive ids together (batch-plan.ts).
+    seq = await slots.acquire((s) => prefixScore(reusable(s, tokens), s.nextTokenIndex) + adjacencyBonus(s), ac.signal);
+    busyIds.add(sequenceIds.get(seq) ?? 0);
   } catch (err) {
     if (err instanceof SlotAbortedError) return; // the host already ended this stream
     throw err;
@@ -144,11 +164,15 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
   try {
     if (ac.signal.aborted) return;
     const cachedTokens = reusable(seq, tokens);
-    const stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }));
+    const stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }), {
+      gate: lockstep,
+      id: sequenceIds.get(seq) ?? 0,
+    });
     // Cut short by an unload (shutdown past its grace period): say so rather than end normally.
     if (closing) send({ type: "error", id, message: "the model was unloaded while generating (server shutting down)" });
     else send({ type: "done", id, ...stats, cachedTokens });
   } finally {
+    busyIds.delete(sequenceIds.get(seq) ?? 0);
     slots.release(seq);
   }
 }

@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { planBatch, PROMPT_CHUNK_WITH_DECODERS } from "../../src/backends/llamacpp/batch-plan.js";
+import { StepGate } from "../../src/backends/llamacpp/step-gate.js";
+
+describe("planBatch", () => {
+  it("gives decoding sequences their token and a long prompt at most one chunk", () => {
+    expect(planBatch([1, 1, 900, 1], 512)).toEqual([1, 1, PROMPT_CHUNK_WITH_DECODERS, 1]);
+  });
+  it("lets a prompt alone (or prompts among themselves) fill the batch", () => {
+    expect(planBatch([900], 512)).toEqual([512]);
+    expect(planBatch([900, 40], 512)).toEqual([472, 40]);
+    expect(planBatch([300, 300], 512)).toEqual([256, 256]);
+  });
+  it("shares a small batch fairly and never exceeds it", () => {
+    const a = planBatch([10, 10, 10, 10], 8);
+    expect(a).toEqual([2, 2, 2, 2]);
+    const b = planBatch([1, 1, 1, 1, 1], 3);
+    expect(b.reduce((x, y) => x + y, 0)).toBe(3);
+  });
+});
+
+describe("StepGate", () => {
+  const tick = () => new Promise((r) => setImmediate(r));
+  it("releases a step only when every member arrived, in ascending id order", async () => {
+    const g = new StepGate();
+    const order: number[] = [];
+    for (const id of [2, 0, 1]) g.join(id);
+    const p2 = g.arrive(2).then(() => order.push(2));
+    const p0 = g.arrive(0).then(() => order.push(0));
+    await tick();
+    expect(order).toEqual([]);
+    const p1 = g.arrive(1).then(() => order.push(1));
+    await Promise.all([p0, p1, p2]);
+    expect(order).toEqual([0, 1, 2]);
+  });
+  it("a member that leaves releases the others; a non-member never waits", async () => {
+    const g = new StepGate();
+    g.join(0);
+    g.join(1);
+    let released = false;
+    const p = g.arrive(0).then(() => (released = true));
+    await tick();
+    expect(released).toBe(false);
+    g.leave(1);
+    await p;
+    expect(released).toBe(true);
+    await g.arrive(7); // not a member
+    expect(g.size).toBe(1);
+  });
+});

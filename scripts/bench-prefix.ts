@@ -1,31 +1,61 @@
 // `npm run bench`, prefix case: a ~1,000-token prefix, new in every bench run and every round
 // (350 seeded random words ≈ 1,000 tokens of the test model's vocabulary, the seed taken from
-// the clock; BENCH_PREFIX_WORDS changes the count), sent twice through the daemon with a
-// different short suffix each time. The first request has to evaluate the whole prefix; the
-// second one can reuse it from the runner's context (prefix cache). Reported: time to first token
-// (request written → first non-empty NDJSON line) of the second request / of the first.
-// Targets: issue 3 ≤ 0.2, issue 7 ≤ 0.01 (reported only). num_ctx 2048 holds prefix + suffix +
-// output. The model is loaded and warmed up on an unrelated prompt first, so neither request pays
-// for the load. BENCH_PREFIX_ROUNDS (default 2) rounds; the median ratio is reported.
+// the clock; BENCH_PREFIX_WORDS changes the count), sent through the daemon (OLLAMA_NUM_PARALLEL=2,
+// one model loaded at a time), each time ending in "\nQuestion: <word>" with a different word:
+// what is new after the reused prefix is a token or two, as in the llama-server figure issue 7
+// compares with (12.4 s → 51 ms, one decode step).
+//   1. cold: the first request evaluates the whole prefix;
+//   2. same slot: the second request reuses it from its slot's cache;
+//   3. across slots: while a third request decodes on the slot holding the prefix, a fourth one
+//      arrives and is given the other slot, which starts from a copy of the busy slot's state;
+//   4. after a model switch: a request to another (small) model unloads this one, then a fifth
+//      request with the prefix loads it again; the states kept at unload are restored.
+// Reported: time to first token (request written → first non-empty NDJSON line) of 2, 3 and 4
+// divided by that of 1; for 4 also with the reload's load_duration taken out (the load itself
+// is not prompt work). Targets: issue 3 ≤ 0.2, issue 7 ≤ 0.01 (reported only). num_ctx 2048.
+// The model is loaded and warmed up on an unrelated prompt first, so the cold request does not
+// pay for the load. BENCH_PREFIX_ROUNDS (default 2) rounds; median ratios are reported.
 import http from "node:http";
 import os from "node:os";
 import { createModelFromFile, startDaemon, type TestDaemon } from "../test/helpers/daemon.js";
+import { makeTestModel } from "./make-test-model.js";
 import { median, promptFor, waitForQuiet } from "./bench-plan.js";
 import { generate, LoadMeter } from "./bench-stream.js";
 
+interface PrefixRound {
+  firstMs: number;
+  secondMs: number;
+  ratio: number;
+  crossSlotMs: number;
+  crossSlotRatio: number;
+  afterSwitchMs: number;
+  afterSwitchLoadMs: number;
+  afterSwitchRatio: number;
+  /** (afterSwitchMs − the reload's load_duration) / firstMs. */
+  afterSwitchPromptRatio: number;
+  promptTokens: [number, number];
+  promptEvalMs: [number, number];
+  foreignCores: number;
+}
+
 export interface PrefixBench {
+  /** Same slot: 2nd / 1st time to first token (median). */
   ratio: number;
   firstMs: number;
   secondMs: number;
+  crossSlotRatio: number;
+  afterSwitchRatio: number;
+  afterSwitchPromptRatio: number;
   prefixWords: number;
   seed: number;
-  rounds: Array<{ firstMs: number; secondMs: number; ratio: number; promptTokens: [number, number]; promptEvalMs: [number, number]; foreignCores: number }>;
+  rounds: PrefixRound[];
   targets: { issue3: number; issue7: number };
   numCtx: number;
   foreignCoresMax: number;
 }
 
 const MODEL = "bench-prefix:q4_0";
+const OTHER = "bench-prefix-other:q4_0";
 
 const WORDS = (
   "alpha bravo river stone cloud paper window garden silver market little yellow forest engine " +
@@ -69,14 +99,18 @@ export async function benchPrefix(opts: { modelPath: string; log?: (s: string) =
     seed: 42,
     repeat_penalty: 1,
   };
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 2 });
   let d: TestDaemon | undefined;
   try {
-    d = await startDaemon({ OLLAMA_NUM_PARALLEL: "1", OLLAMA_MAX_LOADED_MODELS: "1", OLLAMA_KEEP_ALIVE: "10m" });
-    const created = await createModelFromFile(d.url, MODEL, opts.modelPath);
-    if (!created.ok) throw new Error(`create failed: ${created.status} ${await created.text()}`);
-    await created.text();
-    const gen = (prompt: string, n = 4) => generate(agent, d!.url, { model: MODEL, prompt, raw: true, keep_alive: "10m", options: { ...options, num_predict: n } });
+    d = await startDaemon({ OLLAMA_NUM_PARALLEL: "2", OLLAMA_MAX_LOADED_MODELS: "1", OLLAMA_KEEP_ALIVE: "10m" });
+    const otherPath = await makeTestModel({ shape: "small", type: "Q4_0", seed: 1 });
+    for (const [name, file] of [[MODEL, opts.modelPath], [OTHER, otherPath]] as const) {
+      const created = await createModelFromFile(d.url, name, file);
+      if (!created.ok) throw new Error(`create failed: ${created.status} ${await created.text()}`);
+      await created.text();
+    }
+    const gen = (prompt: string, n = 4, model = MODEL) =>
+      generate(agent, d!.url, { model, prompt, raw: true, keep_alive: "10m", options: { ...options, num_predict: n } });
     await gen("", 0); // load
     await gen(promptFor(7), 8); // warm up on an unrelated prompt
     const meter = new LoadMeter(d.proc.pid!);
@@ -86,29 +120,48 @@ export async function benchPrefix(opts: { modelPath: string; log?: (s: string) =
       const prefix = randomWords(seed + r, prefixWords);
       await waitForQuiet(await meter.ownPids(), Math.min(10_000, opts.quietWaitMs ?? 20_000));
       await meter.begin();
-      const a = await gen(`${prefix}\nQuestion: what comes after the list?`);
-      const b = await gen(`${prefix}\nQuestion: which word is the longest?`);
+      const a = await gen(`${prefix}\nQuestion: first`);
+      const b = await gen(`${prefix}\nQuestion: last`);
+      // The slot holding the prefix is busy decoding when the next one arrives.
+      const busy = gen(`${prefix}\nQuestion: story`, 64);
+      await new Promise((r) => setTimeout(r, 500));
+      const c = await gen(`${prefix}\nQuestion: middle`);
+      await busy;
+      await gen("Hello", 1, OTHER); // switches the model out (one loaded at a time)
+      const e = await gen(`${prefix}\nQuestion: count`);
       const foreign = await meter.end();
-      const firstMs = a.tFirst - a.tSent;
-      const secondMs = b.tFirst - b.tSent;
-      const row = {
+      const ttft = (g: typeof a) => g.tFirst - g.tSent;
+      const firstMs = ttft(a);
+      const loadMs = Number(e.final.load_duration) / 1e6;
+      const row: PrefixRound = {
         firstMs,
-        secondMs,
-        ratio: secondMs / firstMs,
+        secondMs: ttft(b),
+        ratio: ttft(b) / firstMs,
+        crossSlotMs: ttft(c),
+        crossSlotRatio: ttft(c) / firstMs,
+        afterSwitchMs: ttft(e),
+        afterSwitchLoadMs: loadMs,
+        afterSwitchRatio: ttft(e) / firstMs,
+        afterSwitchPromptRatio: (ttft(e) - loadMs) / firstMs,
         promptTokens: [Number(a.final.prompt_eval_count), Number(b.final.prompt_eval_count)] as [number, number],
         promptEvalMs: [Number(a.final.prompt_eval_duration) / 1e6, Number(b.final.prompt_eval_duration) / 1e6] as [number, number],
         foreignCores: foreign,
       };
       out.push(row);
       log(
-        `  prefix round ${r + 1}: first token ${firstMs.toFixed(0)} ms then ${secondMs.toFixed(0)} ms (ratio ${row.ratio.toFixed(3)}; ` +
-          `prompt_eval_count ${row.promptTokens.join("/")}), other processes ${foreign.toFixed(2)} cores`,
+        `  prefix round ${r + 1}: first token cold ${firstMs.toFixed(0)} ms; same slot ${row.secondMs.toFixed(0)} ms (${row.ratio.toFixed(4)}); ` +
+          `other slot while busy ${row.crossSlotMs.toFixed(0)} ms (${row.crossSlotRatio.toFixed(4)}); after a model switch ${row.afterSwitchMs.toFixed(0)} ms ` +
+          `(${row.afterSwitchRatio.toFixed(4)}; without its ${loadMs.toFixed(0)} ms load ${row.afterSwitchPromptRatio.toFixed(4)}); ` +
+          `prompt_eval_count ${row.promptTokens.join("/")}, other processes ${foreign.toFixed(2)} cores`,
       );
     }
     return {
       ratio: median(out.map((x) => x.ratio)),
       firstMs: median(out.map((x) => x.firstMs)),
       secondMs: median(out.map((x) => x.secondMs)),
+      crossSlotRatio: median(out.map((x) => x.crossSlotRatio)),
+      afterSwitchRatio: median(out.map((x) => x.afterSwitchRatio)),
+      afterSwitchPromptRatio: median(out.map((x) => x.afterSwitchPromptRatio)),
       prefixWords,
       seed,
       rounds: out,

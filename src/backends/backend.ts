@@ -124,8 +124,9 @@ export interface Runner {
   embed(inputs: string[]): Promise<EmbedResult>;
   tokenize(text: string): Promise<number[]>;
   detokenize(tokens: number[]): Promise<string>;
-  /** Frees every byte it held; safe to call twice. */
-  close(): Promise<void>;
+  /** Frees every byte it held; safe to call twice. With keepPromptCache the evaluated prompts
+   *  are kept (where the backend can) for the next runner of the same model and shape. */
+  close(opts?: { keepPromptCache?: boolean }): Promise<void>;
   /** Resolves when the runner process ends, for whatever reason. */
   readonly exited: Promise<RunnerExit>;
 }

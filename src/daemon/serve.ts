@@ -10,6 +10,8 @@ import { ModelResolver } from "../registry/model-spec.js";
 import { Store } from "../registry/store.js";
 import type { Deps } from "./deps.js";
 import { createLogger } from "./log.js";
+import { createStateDir } from "./state-dir.js";
+import type { StateStore } from "../backends/llamacpp/protocol.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import { createApp } from "./server.js";
 
@@ -18,10 +20,14 @@ export function packageVersion(): string {
   return pkg.version;
 }
 
-export function buildDeps(config: Config): Deps {
+export function buildDeps(config: Config, states?: StateStore): Deps {
   const log = createLogger(config.debug);
   const store = new Store(config.models);
-  const backend = new LlamaCppBackend({ debug: config.debug >= 1, cpuOnly: config.llmLibrary.toLowerCase() === "cpu" });
+  const backend = new LlamaCppBackend({
+    debug: config.debug >= 1,
+    cpuOnly: config.llmLibrary.toLowerCase() === "cpu",
+    ...(states ? { states } : {}),
+  });
   return {
     config,
     store,
@@ -44,13 +50,17 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config): Promise<RunningServer> {
-  const deps = buildDeps(config);
+  const stateDir = createStateDir();
+  const deps = buildDeps(config, stateDir.store);
   await pruneAtStartup(deps.store, config, deps.log); // never throws; skipped with OLLAMA_NOPRUNE
   const app = createApp(deps);
   const hostname = config.host.host === "" ? "0.0.0.0" : config.host.host;
-  const server: ServerType = await new Promise((resolve, reject) => {
+  const server: ServerType = await new Promise<ServerType>((resolve, reject) => {
     const s = listen({ fetch: app.fetch, hostname, port: config.host.port }, () => resolve(s));
     s.once("error", reject);
+  }).catch((err: unknown) => {
+    stateDir.remove();
+    throw err;
   });
   // Streams may stay silent for minutes while a model loads or thinks.
   if ("requestTimeout" in server) server.requestTimeout = 0;
@@ -69,6 +79,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       if ("closeIdleConnections" in server) server.closeIdleConnections();
       await deps.scheduler.shutdown(graceMs);
+      stateDir.remove();
       if ("closeAllConnections" in server) server.closeAllConnections();
       await closed;
     },

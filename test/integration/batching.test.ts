@@ -5,23 +5,12 @@
 // No assertion depends on timing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
-import type { GenerateJob, LoadOptions, Runner } from "../../src/backends/backend.js";
+import type { GenerateJob, Runner } from "../../src/backends/backend.js";
 import { LlamaCppBackend } from "../../src/backends/llamacpp/backend.js";
+import { testLoadOptions } from "../helpers/load-options.js";
 import { PROMPT_CHUNK_WITH_DECODERS } from "../../src/backends/llamacpp/batch-plan.js";
 
-const opts: LoadOptions = {
-  numCtx: 1024,
-  numBatch: 512,
-  numGpu: -1,
-  numThread: 0,
-  useMmap: undefined,
-  slots: 4,
-  flashAttention: false,
-  kvCacheTypeK: "f16",
-  kvCacheTypeV: "f16",
-  embedding: false,
-  adapters: [],
-};
+const opts = testLoadOptions({ numCtx: 1024, slots: 4 });
 
 function job(i: number, prompt: string, numPredict = 24, stop: string[] = []): GenerateJob {
   return {

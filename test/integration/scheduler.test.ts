@@ -7,8 +7,9 @@ import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LlamaCppBackend } from "../../src/backends/llamacpp/backend.js";
-import type { GenerateJob, LoadOptions, Runner, RunnerEvent } from "../../src/backends/backend.js";
+import type { GenerateJob, Runner, RunnerEvent } from "../../src/backends/backend.js";
 import { childPids, createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { testLoadOptions } from "../helpers/load-options.js";
 
 interface Line {
   response?: string;
@@ -338,19 +339,7 @@ describe("load timeout and shutdown", () => {
 
 describe("the runner: longest-prefix slot choice and prompt reuse", () => {
   let runner: Runner;
-  const opts: LoadOptions = {
-    numCtx: 512,
-    numBatch: 512,
-    numGpu: -1,
-    numThread: 0,
-    useMmap: undefined,
-    slots: 2,
-    flashAttention: false,
-    kvCacheTypeK: "f16",
-    kvCacheTypeV: "f16",
-    embedding: false,
-    adapters: [],
-  };
+  const opts = testLoadOptions({ slots: 2 });
   const job = (prompt: string): GenerateJob => ({
     prompt,
     sampling: { temperature: 0, topK: 40, topP: 0.9, minP: 0, seed: 1, repeatLastN: 64, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0 },

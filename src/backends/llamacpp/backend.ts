@@ -2,7 +2,7 @@
 import { readFile } from "node:fs/promises";
 import os from "node:os";
 import type { Backend, DeviceInfo, LoadOptions, LoadPlan, Runner } from "../backend.js";
-import type { GpuProbe } from "./protocol.js";
+import type { GpuProbe, StateStore } from "./protocol.js";
 import { RunnerProcess } from "./runner-process.js";
 
 /** Which environment variable restricts a runner to some GPUs, per ggml backend. */
@@ -18,7 +18,15 @@ export class LlamaCppBackend implements Backend {
   private probed: Promise<GpuProbe> | null = null;
   private readonly live = new Set<Live>();
 
-  constructor(private readonly opts: { debug: boolean; /** skip the GPU probe (OLLAMA_LLM_LIBRARY=cpu) */ cpuOnly?: boolean }) {}
+  constructor(
+    private readonly opts: {
+      debug: boolean;
+      /** skip the GPU probe (OLLAMA_LLM_LIBRARY=cpu) */
+      cpuOnly?: boolean;
+      /** where runners keep their slots' prompt caches across unloads (none: not kept) */
+      states?: StateStore;
+    },
+  ) {}
 
   /**
    * GPUs come from a short-lived runner child, once (the daemon never loads the native addon
@@ -76,7 +84,7 @@ export class LlamaCppBackend implements Backend {
     const entry: Live = { runner, gpus: plan.gpuLayers !== 0 ? gpus : [] };
     this.live.add(entry);
     void runner.exited.then(() => this.live.delete(entry));
-    await runner.load(modelPath, opts, plan, signal);
+    await runner.load(modelPath, opts, plan, signal, this.opts.states);
     return runner;
   }
 }

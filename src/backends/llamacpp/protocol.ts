@@ -9,15 +9,22 @@ export interface GpuProbe {
   freeBytes: number;
 }
 
+/** Where a runner keeps its slots' KV states across unloads (sequence-states.ts). */
+export interface StateStore {
+  dir: string;
+  /** The most bytes of state files one runner writes when it is unloaded. */
+  budgetBytes: number;
+}
+
 export type HostMessage =
   | { type: "probe" }
-  | { type: "load"; modelPath: string; opts: LoadOptions; gpuLayers: number }
+  | { type: "load"; modelPath: string; opts: LoadOptions; gpuLayers: number; states?: StateStore }
   | { type: "generate"; id: number; job: GenerateJob }
   | { type: "abort"; id: number }
   | { type: "embed"; id: number; inputs: string[] }
   | { type: "tokenize"; id: number; text: string }
   | { type: "detokenize"; id: number; tokens: number[] }
-  | { type: "close" };
+  | { type: "close"; keepPromptCache?: boolean };
 
 export type ChildMessage =
   | { type: "probed"; gpu: GpuProbe }

@@ -1,7 +1,9 @@
 // Entry point of a runner child process: one loaded model, served to the daemon over IPC.
 // A native crash, an OOM or a hung load here ends this process, never the daemon.
 // A child may also be started only to probe the GPUs (`probe`), then closed.
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
+import path from "node:path";
 import {
   getLlama,
   GgmlType,
@@ -15,11 +17,13 @@ import {
 } from "node-llama-cpp";
 import type { EmbedResult, GenerateJob, LoadOptions } from "../backend.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
-import type { ChildMessage, GpuProbe, HostMessage } from "./protocol.js";
+import type { ChildMessage, GpuProbe, HostMessage, StateStore } from "./protocol.js";
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
 import { StepGate } from "./step-gate.js";
 import { batchPlanStrategy } from "./batch-plan.js";
+import { copySequenceState, MIN_COPY_GAIN_TOKENS, restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-states.js";
+import { makeDirs } from "../../fs/make-dirs.js";
 
 let llama: Llama | undefined;
 let model: LlamaModel | undefined;
@@ -30,6 +34,20 @@ let slots: SlotPool<LlamaContextSequence> | undefined;
 const sequenceIds = new Map<LlamaContextSequence, number>();
 const lockstep = new StepGate();
 const busyIds = new Set<number>();
+/** Slots in sequence-id order, the saved-state identity of this runner, and where states go. */
+let allSeqs: LlamaContextSequence[] = [];
+let fingerprint: string | undefined;
+let stateStore: StateStore | undefined;
+let scratch: string | undefined;
+
+/** This runner's private directory for sequence copies; removed when the process ends. */
+function scratchDir(): string {
+  scratch ??= mkdtempSync(path.join(os.tmpdir(), "ollamats-runner-"));
+  return scratch;
+}
+process.on("exit", () => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
 
 /** Half a token of prefix score: breaks ties only, towards keeping busy sequence ids consecutive. */
 function adjacencyBonus(seq: LlamaContextSequence): number {
@@ -58,7 +76,7 @@ async function probe(): Promise<GpuProbe> {
   return { library, names: await l.getGpuDeviceNames(), totalBytes: vram.total, freeBytes: vram.free };
 }
 
-async function load(modelPath: string, opts: LoadOptions, gpuLayers: number): Promise<void> {
+async function load(modelPath: string, opts: LoadOptions, gpuLayers: number, states: StateStore | undefined): Promise<void> {
   const threads = opts.numThread > 0 ? opts.numThread : os.availableParallelism();
   // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.
   // Without GPU layers the GPU backend is not even initialised (no VRAM spent on a context).
@@ -116,6 +134,11 @@ async function load(modelPath: string, opts: LoadOptions, gpuLayers: number): Pr
       seqs.push(seq);
     }
     slots = new SlotPool(seqs);
+    allSeqs = seqs;
+    fingerprint = await stateFingerprint(modelPath, opts, contextSize);
+    stateStore = states;
+    // The prefixes this model's previous runner had evaluated, if it saved them on unload.
+    if (states) await restoreSlotStates(seqs, states.dir, fingerprint);
   }
   const usage = await llama.getLlamaMemoryUsage();
   // A fully offloaded model is all GPU, as Ollama reports it (the token embeddings llama.cpp
@@ -147,6 +170,28 @@ function reusable(seq: LlamaContextSequence, tokens: ReturnType<typeof promptTok
   return Math.min(seq.compareContextTokens(tokens).firstDifferentIndex, tokens.length - 1);
 }
 
+/** When another slot (busy or not) holds a much longer prefix of the prompt, start from a copy. */
+async function adoptLongerPrefix(seq: LlamaContextSequence, tokens: ReturnType<typeof promptTokens>): Promise<void> {
+  const own = reusable(seq, tokens);
+  let donor: LlamaContextSequence | undefined;
+  let best = own + MIN_COPY_GAIN_TOKENS - 1;
+  for (const s of allSeqs) {
+    const r = s === seq ? 0 : reusable(s, tokens);
+    if (r > best) {
+      best = r;
+      donor = s;
+    }
+  }
+  if (!donor) return;
+  try {
+    await copySequenceState(donor, seq, scratchDir());
+  } catch (err) {
+    // The prompt is then evaluated in full: slower, never wrong.
+    process.stderr.write(`runner: prefix copy failed: ${message(err)}\n`);
+    await seq.clearHistory().catch(() => undefined);
+  }
+}
+
 async function generate(id: number, job: GenerateJob, ac: AbortController): Promise<void> {
   if (!model || !slots) throw new Error("model is not loaded for generation");
   const m = model;
@@ -163,6 +208,7 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
   }
   try {
     if (ac.signal.aborted) return;
+    await adoptLongerPrefix(seq, tokens);
     const cachedTokens = reusable(seq, tokens);
     const stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }), {
       gate: lockstep,
@@ -184,10 +230,18 @@ async function embed(inputs: string[]): Promise<EmbedResult> {
 
 /** Stops every generation, waits for them to leave their sequences, then frees everything.
  *  (Disposing a sequence under a running generation crashes node-llama-cpp 3.21.1.) */
-async function dispose(): Promise<void> {
+async function dispose(keepPromptCache: boolean): Promise<void> {
   closing = true;
   for (const r of running.values()) r.ac.abort();
   await Promise.all([...running.values()].map((r) => r.done.catch(() => undefined)));
+  if (keepPromptCache && stateStore && fingerprint && allSeqs.length > 0) {
+    try {
+      await makeDirs(stateStore.dir, 0o700);
+      await saveSlotStates(allSeqs, stateStore.dir, fingerprint, stateStore.budgetBytes);
+    } catch (err) {
+      process.stderr.write(`runner: could not keep the slots' prompt caches: ${message(err)}\n`);
+    }
+  }
   await context?.dispose();
   await embedder?.dispose();
   await model?.dispose();
@@ -209,7 +263,7 @@ async function handle(msg: HostMessage): Promise<void> {
       return;
     case "load":
       try {
-        await load(msg.modelPath, msg.opts, msg.gpuLayers);
+        await load(msg.modelPath, msg.opts, msg.gpuLayers, msg.states);
       } catch (err) {
         send({ type: "load-error", message: message(err) });
       }
@@ -230,7 +284,7 @@ async function handle(msg: HostMessage): Promise<void> {
       send({ type: "result", id: msg.id, value: model ? model.detokenize(msg.tokens as never, false) : "" });
       return;
     case "close":
-      await dispose();
+      await dispose(msg.keepPromptCache === true);
       process.exit(0);
   }
 }

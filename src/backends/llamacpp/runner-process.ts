@@ -13,7 +13,7 @@ import type {
 } from "../backend.js";
 import { RunnerError } from "../backend.js";
 import { AsyncQueue } from "../async-queue.js";
-import type { ChildMessage, GpuProbe, HostMessage } from "./protocol.js";
+import type { ChildMessage, GpuProbe, HostMessage, StateStore } from "./protocol.js";
 
 const STDERR_LINES = 20;
 
@@ -83,7 +83,7 @@ export class RunnerProcess implements Runner {
    * load makes no progress for plan.loadTimeoutMs (Ollama's OLLAMA_LOAD_TIMEOUT stall rule). A
    * load that does not succeed kills the child.
    */
-  async load(modelPath: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal): Promise<void> {
+  async load(modelPath: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal, states?: StateStore): Promise<void> {
     let progress = 0;
     let stall: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
@@ -107,7 +107,7 @@ export class RunnerProcess implements Runner {
       signal.addEventListener("abort", onAbort, { once: true });
       arm();
       try {
-        this.post({ type: "load", modelPath, opts, gpuLayers: plan.gpuLayers });
+        this.post({ type: "load", modelPath, opts, gpuLayers: plan.gpuLayers, ...(states ? { states } : {}) });
       } catch (err) {
         resolve({ type: "load-error", message: (err as Error).message });
       }
@@ -228,10 +228,12 @@ export class RunnerProcess implements Runner {
     return this.call((id) => ({ type: "detokenize", id, tokens }));
   }
 
-  async close(): Promise<void> {
+  async close(opts: { keepPromptCache?: boolean } = {}): Promise<void> {
     if (this.exit) return;
-    this.tell({ type: "close" });
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), 5000);
+    const keep = opts.keepPromptCache === true;
+    this.tell({ type: "close", keepPromptCache: keep });
+    // Writing the slots' states (at most the state budget) may take a few seconds more.
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), keep ? 20_000 : 5000);
     await this.exited;
     clearTimeout(timer);
   }

@@ -282,7 +282,8 @@ export class Scheduler {
   private async unload(e: Entry): Promise<void> {
     if (this.entries.get(e.key) !== e) return;
     this.forget(e);
-    await e.runner.close();
+    // Its evaluated prompts are kept for the next time this model is loaded.
+    await e.runner.close({ keepPromptCache: true });
     this.deps.log.info(`unloaded ${e.spec.shortName}`);
     this.notify();
   }

@@ -124,6 +124,8 @@ export interface Runner {
   embed(inputs: string[]): Promise<EmbedResult>;
   tokenize(text: string): Promise<number[]>;
   detokenize(tokens: number[]): Promise<string>;
+  /** The most CPU threads it may use from its next batch on (see daemon/scheduler/threads.ts). */
+  setThreadBudget?(threads: number): void;
   /** Frees every byte it held; safe to call twice. With keepPromptCache the evaluated prompts
    *  are kept (where the backend can) for the next runner of the same model and shape. */
   close(opts?: { keepPromptCache?: boolean }): Promise<void>;

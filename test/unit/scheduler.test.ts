@@ -1,3 +1,4 @@
+import os from "node:os";
 // The scheduler with a fake backend: eviction, waiting, the load queue, keep-alive, reloads,
 // memory-driven placement and shutdown, without any runner process.
 import { afterEach, describe, expect, it } from "vitest";
@@ -16,6 +17,10 @@ const GiB = 1024 ** 3;
 class FakeRunner implements Runner {
   readonly slots = 1;
   closed = false;
+  readonly budgets: number[] = [];
+  setThreadBudget(threads: number) {
+    this.budgets.push(threads);
+  }
   private exit!: (e: RunnerExit) => void;
   readonly exited = new Promise<RunnerExit>((r) => (this.exit = r));
   constructor(readonly info: LoadedInfo, readonly path: string) {}
@@ -372,5 +377,27 @@ describe("shutdown", () => {
     await acquire(s, spec("a")); // never released
     await s.shutdown(20);
     expect(b.runners[0]?.closed).toBe(true);
+  });
+});
+
+describe("thread budgets", () => {
+  it("busy CPU runners split the cores; one left alone gets them all back; num_thread is never changed", async () => {
+    const { s, b } = setup();
+    const cores = os.availableParallelism();
+    const half = Math.max(1, Math.floor(cores / 2));
+    const la = await acquire(s, spec("a"));
+    const ra = b.runners[0]!;
+    expect(ra.budgets.at(-1)).toBe(cores);
+    const lb = await acquire(s, spec("b"));
+    const rb = b.runners[1]!;
+    expect(ra.budgets.at(-1)).toBe(half);
+    expect(rb.budgets.at(-1)).toBe(half);
+    lb.release();
+    expect(ra.budgets.at(-1)).toBe(cores);
+    const lc = await acquire(s, spec("c"), { runner: { numThread: 1 } });
+    expect(b.runners[2]!.budgets).toEqual([]); // fixed by the request
+    expect(ra.budgets.at(-1)).toBe(cores); // a fixed runner does not count either
+    lc.release();
+    la.release();
   });
 });

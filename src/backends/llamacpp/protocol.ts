@@ -24,6 +24,7 @@ export type HostMessage =
   | { type: "embed"; id: number; inputs: string[] }
   | { type: "tokenize"; id: number; text: string }
   | { type: "detokenize"; id: number; tokens: number[] }
+  | { type: "threads"; threads: number }
   | { type: "close"; keepPromptCache?: boolean };
 
 export type ChildMessage =

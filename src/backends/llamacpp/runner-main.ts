@@ -39,6 +39,8 @@ let allSeqs: LlamaContextSequence[] = [];
 let fingerprint: string | undefined;
 let stateStore: StateStore | undefined;
 let scratch: string | undefined;
+/** Threads the model was loaded with: the most a thread budget can give back. */
+let loadedThreads = os.availableParallelism();
 
 /** This runner's private directory for sequence copies; removed when the process ends. */
 function scratchDir(): string {
@@ -78,6 +80,7 @@ async function probe(): Promise<GpuProbe> {
 
 async function load(modelPath: string, opts: LoadOptions, gpuLayers: number, states: StateStore | undefined): Promise<void> {
   const threads = opts.numThread > 0 ? opts.numThread : os.availableParallelism();
+  loadedThreads = threads;
   // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.
   // Without GPU layers the GPU backend is not even initialised (no VRAM spent on a context).
   llama = await getLlama({
@@ -282,6 +285,11 @@ async function handle(msg: HostMessage): Promise<void> {
       return;
     case "detokenize":
       send({ type: "result", id: msg.id, value: model ? model.detokenize(msg.tokens as never, false) : "" });
+      return;
+    case "threads":
+      // node-llama-cpp hands each batch at most this many threads (contexts were made with
+      // threads as a number: ideal = that number, minimum 1, so a smaller budget never blocks).
+      if (llama) llama.maxThreads = Math.max(1, Math.min(msg.threads, loadedThreads));
       return;
     case "close":
       await dispose(msg.keepPromptCache === true);

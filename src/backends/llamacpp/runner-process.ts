@@ -228,6 +228,10 @@ export class RunnerProcess implements Runner {
     return this.call((id) => ({ type: "detokenize", id, tokens }));
   }
 
+  setThreadBudget(threads: number): void {
+    this.tell({ type: "threads", threads });
+  }
+
   async close(opts: { keepPromptCache?: boolean } = {}): Promise<void> {
     if (this.exit) return;
     const keep = opts.keepPromptCache === true;

@@ -18,6 +18,7 @@ import { checkKvSettings } from "./kv-cache.js";
 import { humanBytes2, ramShortMessage, type MemoryPlan } from "./memory.js";
 import { FactsCache, loadOptionsFor, maxLoaded, needsReload, planFor } from "./placement.js";
 import { canceled, LoadQueue } from "./queue.js";
+import { threadBudgets } from "./threads.js";
 
 export interface AcquireRequest {
   spec: ModelSpec;
@@ -54,6 +55,8 @@ interface Entry {
   expiresAt: Date;
   timer: NodeJS.Timeout | null;
   lastUsed: number;
+  /** The thread budget last given to the runner (threads.ts). */
+  threadBudget?: number;
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -218,6 +221,7 @@ export class Scheduler {
 
   private attach(e: Entry, req: AcquireRequest): Lease {
     e.refCount++;
+    if (e.refCount === 1) this.rebalanceThreads();
     e.lastUsed = Date.now();
     this.stopTimer(e);
     if (req.keepAliveMs !== undefined) e.keepAliveMs = req.keepAliveMs;
@@ -230,10 +234,27 @@ export class Scheduler {
         released = true;
         e.refCount--;
         e.lastUsed = Date.now();
-        if (e.refCount === 0) this.idle(e);
+        if (e.refCount === 0) {
+          this.idle(e);
+          this.rebalanceThreads();
+        }
         this.notify();
       },
     };
+  }
+
+  /** Splits the CPU between the runners busy right now (threads.ts). */
+  private rebalanceThreads(): void {
+    const entries = [...this.entries.values()];
+    const budgets = threadBudgets(
+      entries.map((e) => ({ busy: e.refCount > 0, cpuBound: !e.plan.fullOffload || e.plan.gpuLayers === 0, fixed: e.opts.numThread > 0 })),
+    );
+    entries.forEach((e, i) => {
+      const budget = budgets[i];
+      if (budget === undefined || budget === e.threadBudget) return;
+      e.threadBudget = budget;
+      e.runner.setThreadBudget?.(budget);
+    });
   }
 
   /** Keep-alive: armed when the last request ends; only idle runners expire. */
@@ -291,6 +312,7 @@ export class Scheduler {
   private forget(e: Entry): void {
     this.stopTimer(e);
     if (this.entries.get(e.key) === e) this.entries.delete(e.key);
+    this.rebalanceThreads();
     this.notify();
   }
 

@@ -1,5 +1,6 @@
 // What `npm run bench` measures, shared by the daemon side (bench.ts) and the in-process side
 // (bench-direct.ts), so that both run exactly the same generations in the same order.
+import os from "node:os";
 
 export interface Sampling {
   temperature: number;
@@ -83,8 +84,66 @@ export function promptFor(run: number, words = 31): string {
   return out.join(" ");
 }
 
+/** A raw prompt of exactly `tokens` tokens once the runner adds BOS: a leading space, then
+ *  `tokens` − 1 words, each a single "▁word" token of the test vocabulary. `seed` picks the first
+ *  word (distinct for seeds 0..111, so prompts with different seeds share no prefix but BOS). */
+export function promptOfTokens(seed: number, tokens: number): string {
+  const out: string[] = [];
+  for (let i = 0; i < tokens - 1; i++) out.push(WORDS[(seed * 13 + i * 7 + Math.floor(i / 16) * 5) % WORDS.length]!);
+  return " " + out.join(" ");
+}
+
+/** Context, threads and sampling one generation runs with, on either side. */
+export interface EngineShape {
+  threads: number;
+  numCtx: number;
+  numBatch: number;
+  sampling: Sampling;
+}
+
+/** The same settings as Ollama request options (no repeat penalty, as the direct side runs). */
+export function ollamaOptions(p: EngineShape, numPredict: number): Record<string, unknown> {
+  const s = p.sampling;
+  return {
+    num_ctx: p.numCtx,
+    num_batch: p.numBatch,
+    num_thread: p.threads,
+    num_predict: numPredict,
+    temperature: s.temperature,
+    top_k: s.topK,
+    top_p: s.topP,
+    min_p: s.minP,
+    seed: s.seed,
+    repeat_penalty: 1,
+    presence_penalty: 0,
+    frequency_penalty: 0,
+  };
+}
+
+/** The sampling every case uses. */
+export const BENCH_SAMPLING: Sampling = { temperature: 0.8, topK: 40, topP: 0.9, minP: 0, seed: 42 };
+
+/** What every case's plan starts with: the model, the quiet wait, one thread per core, batch
+ *  512, BENCH_SAMPLING, and the case's context size (per sequence). */
+export function caseShape(modelPath: string, quietWaitMs: number | undefined, numCtx: number): EngineShape & { modelPath: string; quietWaitMs: number } {
+  return { modelPath, quietWaitMs: quietWaitMs ?? 20_000, threads: os.availableParallelism(), numCtx, numBatch: 512, sampling: BENCH_SAMPLING };
+}
+
+/** How long the extra cases wait for a quiet machine before each measurement: half of
+ *  BENCH_QUIET_WAIT_S, at most 10 s. */
+export function measureQuietMs(quietWaitMs: number): number {
+  return Math.min(10_000, quietWaitMs / 2);
+}
+
 /** Runs during which other processes used less than this many cores count as undisturbed. */
 export const QUIET_CORES = 0.2;
+
+/** The runs to take medians over: the undisturbed ones when both sides have some, else all. */
+export function pickQuiet<T extends { foreignCores: number }>(a: T[], b: T[]): { daemon: T[]; direct: T[]; quiet: boolean } {
+  const qa = a.filter((x) => x.foreignCores < QUIET_CORES);
+  const qb = b.filter((x) => x.foreignCores < QUIET_CORES);
+  return qa.length > 0 && qb.length > 0 ? { daemon: qa, direct: qb, quiet: true } : { daemon: a, direct: b, quiet: false };
+}
 
 export function median(xs: number[]): number {
   if (xs.length === 0) return NaN;

@@ -1,6 +1,6 @@
-// Shared by the extra `npm run bench` cases (bench-parallel.ts, bench-prefix.ts): one streamed
-// POST /api/generate over node:http, every NDJSON line timestamped on arrival, plus the CPU-load
-// bookkeeping (how many cores' worth of CPU processes outside the bench used meanwhile).
+// Shared by the extra `npm run bench` cases (bench-parallel.ts, bench-prefix.ts, bench-profile.ts,
+// bench-kv.ts): one streamed POST /api/generate over node:http, every NDJSON line timestamped on
+// arrival, plus the CPU-load bookkeeping (how many cores' worth of CPU processes outside the bench used meanwhile).
 import http from "node:http";
 import { childPids } from "../test/helpers/daemon.js";
 import { cpuSnapshot, foreignCores, type CpuSnapshot } from "./bench-plan.js";
@@ -11,6 +11,8 @@ export interface Generation {
   tSent: number;
   /** First line with a non-empty `response` (the final line's time when there is none). */
   tFirst: number;
+  /** The final (`done`) line's arrival. */
+  tDone: number;
   tEnd: number;
   final: Record<string, unknown>;
   text: string;
@@ -24,6 +26,7 @@ export function generate(agent: http.Agent, base: string, body: Record<string, u
     let buf = "";
     let tSent = 0;
     let tFirst = NaN;
+    let tDone = NaN;
     let text = "";
     let final: Record<string, unknown> | undefined;
     let error: string | undefined;
@@ -35,7 +38,10 @@ export function generate(agent: http.Agent, base: string, body: Record<string, u
         if (Number.isNaN(tFirst)) tFirst = t;
         text += obj.response;
       }
-      if (obj.done) final = obj;
+      if (obj.done) {
+        final = obj;
+        tDone = t;
+      }
     };
     const req = http.request(
       { agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "Content-Type": "application/json", "Content-Length": data.length } },
@@ -55,7 +61,7 @@ export function generate(agent: http.Agent, base: string, body: Record<string, u
           onLine(buf, tEnd);
           if (res.statusCode !== 200 || error) reject(new Error(`/api/generate: HTTP ${res.statusCode} ${error ?? ""}`));
           else if (!final) reject(new Error("/api/generate: stream ended without a final chunk"));
-          else resolve({ tSent, tFirst: Number.isNaN(tFirst) ? tEnd : tFirst, tEnd, final, text });
+          else resolve({ tSent, tFirst: Number.isNaN(tFirst) ? tEnd : tFirst, tDone, tEnd, final, text });
         });
         res.on("error", reject);
       },

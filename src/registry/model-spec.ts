@@ -2,7 +2,7 @@
 // the daemon consumes (weights path, template, system, params, messages, GGUF facts).
 import { OllamaTemplate } from "../daemon/prompt/gotemplate/ollama.js";
 import { inferThinkingTagsFromTree } from "../daemon/prompt/thinking.js";
-import { readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
+import { readGgufInfo, ggufFacts, slimGgufInfo, type GgufFacts, type GgufInfo } from "./gguf.js";
 import { parseModelName, displayName, type ModelName } from "./name.js";
 import {
   MEDIA_TYPE_ADAPTER,
@@ -132,7 +132,7 @@ export class ModelResolver {
   private gguf(digest: string, path: string): Promise<GgufInfo> {
     let p = this.ggufCache.get(digest);
     if (!p) {
-      p = readGgufInfo(path);
+      p = readGgufInfo(path).then(slimGgufInfo);
       p.catch(() => this.ggufCache.delete(digest));
       this.ggufCache.set(digest, p);
     }

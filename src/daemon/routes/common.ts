@@ -4,6 +4,7 @@ import { InvalidModelNameError, type ModelSpec } from "../../registry/model-spec
 import type { Deps } from "../deps.js";
 import { badRequest, modelNotFound } from "../errors.js";
 import { selectTemplate, type PromptTemplate } from "../prompt/render.js";
+import { ggufTokenText } from "../../registry/gguf.js";
 
 export async function resolveSpec(deps: Deps, model: string): Promise<ModelSpec> {
   if (model === "") throw modelNotFound(model);
@@ -84,10 +85,7 @@ export function rejectImages(images: Array<unknown[] | null | undefined>): void 
 
 function tokenText(spec: ModelSpec, idKey: string): string {
   const id = spec.gguf.metadata[idKey];
-  const tokens = spec.gguf.metadata["tokenizer.ggml.tokens"];
-  if (typeof id !== "number" || !Array.isArray(tokens)) return "";
-  const t = tokens[id];
-  return typeof t === "string" ? t : "";
+  return typeof id === "number" ? (ggufTokenText(spec.gguf, id) ?? "") : "";
 }
 
 export function templateFor(spec: ModelSpec, override?: string): PromptTemplate {

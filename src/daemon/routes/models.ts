@@ -3,7 +3,7 @@
 // other manifest references, whatever OLLAMA_NOPRUNE says, as Ollama does.
 import { Hono } from "hono";
 import type { ListModel } from "../../api/types.js";
-import { ggufModelInfo } from "../../registry/gguf.js";
+import { ggufModelInfo, readGgufInfo } from "../../registry/gguf.js";
 import { ModelResolver } from "../../registry/model-spec.js";
 import { displayName, parseModelName, sameName } from "../../registry/name.js";
 import { parseBody } from "../body.js";
@@ -59,7 +59,8 @@ export function modelRoutes(deps: Deps): Hono {
       ...(system ? { system } : {}),
       details: detailsOf(spec),
       ...(spec.messages.length ? { messages: spec.messages } : {}),
-      model_info: ggufModelInfo(spec.gguf, body.verbose === true),
+      // The cached header has no long arrays (slimGgufInfo): verbose reads the file again.
+      model_info: ggufModelInfo(body.verbose === true ? await readGgufInfo(spec.modelPath) : spec.gguf, body.verbose === true),
       ...(body.verbose ? { tensors: spec.gguf.tensors.map((t) => ({ name: t.name, type: t.typeName, shape: t.dims })) } : {}),
       capabilities: spec.capabilities,
       modified_at: localTime(spec.manifest.mtime),

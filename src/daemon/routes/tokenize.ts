@@ -12,6 +12,7 @@ import { jsonResponse } from "../stream.js";
 import { keepAliveOf, requestSignal, resolveSpec } from "./common.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import type { Runner } from "../../backends/backend.js";
+import { ggufArrayLength } from "../../registry/gguf.js";
 
 async function withRunner<T>(
   deps: Deps,
@@ -43,8 +44,7 @@ export function tokenizeRoutes(deps: Deps): Hono {
   app.post("/api/detokenize", async (c) => {
     const body = await parseBody(c, detokenizeSchema);
     const spec = await resolveSpec(deps, body.model);
-    const vocab = spec.gguf.metadata["tokenizer.ggml.tokens"];
-    const size = Array.isArray(vocab) ? vocab.length : Infinity;
+    const size = ggufArrayLength(spec.gguf, "tokenizer.ggml.tokens") ?? Infinity;
     const bad = body.tokens.find((t) => t >= size);
     if (bad !== undefined) throw badRequest(`invalid token id ${bad}: the vocabulary has ${size} tokens`);
     const content = body.tokens.length === 0 ? "" : await withRunner(deps, spec, body, c.req.raw, (r) => r.detokenize(body.tokens));

@@ -7,7 +7,7 @@
 //   - with flash attention the compute-graph estimate drops the n_ctx x n_batch x n_head f32
 //     attention-score matrix, which flash attention never materialises;
 //   - the token-embedding matrix (kept in host memory by llama.cpp) counts toward system RAM.
-import type { GgufInfo, GgufValue } from "../../registry/gguf.js";
+import { ggufArrayLength, type GgufInfo, type GgufValue } from "../../registry/gguf.js";
 
 export type KvCacheType = "f16" | "q8_0" | "q4_0";
 
@@ -147,8 +147,7 @@ export function modelShape(info: GgufInfo): ModelShape {
   const headCountKv = perLayer(key("attention.head_count_kv"), blockCount, headCount);
   const headDimK = num(key("attention.key_length")) ?? (headCount > 0 ? Math.floor(embd / headCount) : 0);
   const headDimV = num(key("attention.value_length")) ?? headDimK;
-  const tokens = md["tokenizer.ggml.tokens"];
-  const vocabSize = num(key("vocab_size")) ?? (Array.isArray(tokens) ? tokens.length : 0);
+  const vocabSize = num(key("vocab_size")) ?? ggufArrayLength(info, "tokenizer.ggml.tokens") ?? 0;
   return {
     architecture: arch,
     blockCount,

@@ -31,7 +31,7 @@ export interface SuiteInput {
   profile: ProfileBench | null;
   kv: KvBench | null;
   parallel: ParallelBench | null;
-  prefix: { ratio: number; targets: { issue3: number; issue7: number } } | null;
+  prefix: { ratio: number; crossSlotRatio: number; afterSwitchRatio: number; afterSwitchPromptRatio: number; targets: { issue3: number; issue7: number } } | null;
   pull: { ratio: number; pullMBps: number; undiciMBps: number } | null;
   pullTarget: number;
 }
@@ -87,8 +87,13 @@ export function suiteRows(s: SuiteInput): SuiteRow[] {
     rows.push(row("  4 streams / 1 stream", f2(q.ratio4), f2(q.direct?.ratio4), "", `>= ${q.target4} (daemon)`, atLeast(q.ratio4, q.target4)));
   } else rows.push(missing("aggregate tok/s at 1 / 2 / 4 streams"));
   const x = s.prefix;
-  if (x) rows.push(row("repeated-prefix ratio (2nd / 1st first token)", f3(x.ratio), "", "", `<= ${x.targets.issue7} (issue 7)`, atMost(x.ratio, x.targets.issue7)));
-  else rows.push(missing("repeated-prefix ratio"));
+  if (x) {
+    const t = `<= ${x.targets.issue7} (issue 7)`;
+    rows.push(row("repeated-prefix ratio, same slot (2nd / 1st first token)", f3(x.ratio), "", "", t, atMost(x.ratio, x.targets.issue7)));
+    rows.push(row("  prefix in another, busy slot (copied)", f3(x.crossSlotRatio), "", "", t, atMost(x.crossSlotRatio, x.targets.issue7)));
+    rows.push(row("  after a model switch, without the reload", f3(x.afterSwitchPromptRatio), "", "", t, atMost(x.afterSwitchPromptRatio, x.targets.issue7)));
+    rows.push(row("  after a model switch, reload included", f3(x.afterSwitchRatio), "", "", "-", "-"));
+  } else rows.push(missing("repeated-prefix ratio"));
   const k = s.kv;
   if (k) {
     const base = k.settings[0]!;

@@ -1,4 +1,5 @@
 // Host side of a runner child process: implements Runner by forwarding over IPC.
+import os from "node:os";
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type {
@@ -28,6 +29,24 @@ function childEntry(): { path: string; execArgv: string[] } {
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };
 
+/**
+ * Runners run a few nice levels below the daemon. Their compute threads fill every core and spin
+ * while they wait for each other, so at equal priority a token the runner has just produced
+ * waited for the daemon to be scheduled (measured: ~6 ms more to the first token than calling
+ * the engine directly); at lower priority the daemon preempts them at once, and the API stays
+ * responsive while models compute. Alone on a machine, a runner still gets every idle cycle.
+ */
+const RUNNER_NICE_INCREMENT = 5;
+
+function lowerPriority(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    os.setPriority(pid, Math.min(19, os.getPriority() + RUNNER_NICE_INCREMENT));
+  } catch {
+    // not allowed here (some containers): the runner keeps the daemon's priority
+  }
+}
+
 export class RunnerProcess implements Runner {
   readonly exited: Promise<RunnerExit>;
   info: LoadedInfo = { contextLength: 0, gpuLayers: 0, sizeBytes: 0, vramBytes: 0, threads: 0 };
@@ -49,6 +68,7 @@ export class RunnerProcess implements Runner {
       stdio: ["ignore", debug ? "inherit" : "ignore", "pipe", "ipc"],
       serialization: "json",
     });
+    lowerPriority(this.child.pid);
     this.child.stderr?.setEncoding("utf8");
     this.child.stderr?.on("data", (chunk: string) => {
       if (debug) process.stderr.write(chunk);

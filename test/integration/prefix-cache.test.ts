@@ -68,22 +68,28 @@ describe("prefix reuse across slots and unloads", () => {
 
     const runner = await load();
     try {
-      // A takes a slot and stays busy until B is done (then it is aborted).
-      let started!: () => void;
-      const aStarted = new Promise<void>((resolve) => (started = resolve));
+      // A takes a slot and stays busy until B is done; A was held at the lockstep gate for the
+      // copy and must go on decoding afterwards (then it is aborted).
+      let pieces = 0;
+      let onPiece: () => void = () => undefined;
       const stopA = new AbortController();
       const a = (async () => {
-        let pieces = 0;
         for await (const ev of runner.generate(job(`${prefix} and then the first question`, 100_000), stopA.signal)) {
           if (ev.type === "text") pieces++;
-          started();
+          onPiece();
         }
-        return pieces; // an aborted stream just ends
       })();
-      await aStarted;
+      const piecesReach = (n: number) => new Promise<void>((resolve) => {
+        onPiece = () => {
+          if (pieces >= n) resolve();
+        };
+        onPiece();
+      });
+      await piecesReach(1);
       const bWarm = await run(runner, b);
+      await piecesReach(pieces + 3); // A still decodes after B's copy
       stopA.abort();
-      expect(await a).toBeGreaterThan(0);
+      await a;
       expect(bWarm.done.cachedTokens).toBeGreaterThanOrEqual(bCold.done.promptEvalCount - 8);
       expect(bWarm.text).toBe(bCold.text);
     } finally {

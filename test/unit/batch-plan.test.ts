@@ -47,4 +47,33 @@ describe("StepGate", () => {
     await g.arrive(7); // not a member
     expect(g.size).toBe(1);
   });
+  it("hold() waits for the members' current step, keeps them at the gate until let go", async () => {
+    const g = new StepGate();
+    g.join(0);
+    g.join(1);
+    let held = false;
+    const holding = g.hold().then((letGo) => {
+      held = true;
+      return letGo;
+    });
+    await tick();
+    expect(held).toBe(false); // both are still computing their token
+    let stepped = 0;
+    const a0 = g.arrive(0).then(() => stepped++);
+    await tick();
+    expect(held).toBe(false);
+    const a1 = g.arrive(1).then(() => stepped++);
+    const letGo = await holding;
+    expect(held).toBe(true);
+    await tick();
+    expect(stepped).toBe(0); // held at the gate
+    letGo();
+    letGo(); // twice is harmless
+    await Promise.all([a0, a1]);
+    expect(stepped).toBe(2);
+    g.leave(0);
+    g.leave(1);
+    const again = await g.hold(); // no member left: at once
+    again();
+  });
 });

@@ -67,8 +67,9 @@ export async function runGeneration(
   prompt: Token[],
   signal: AbortSignal,
   onText: (text: string) => void,
-  /** The runner's lockstep (step-gate.ts) and this sequence's id in it. */
-  lockstep?: { gate: StepGate; id: number },
+  /** The runner's lockstep (step-gate.ts), this sequence's id in it, and what to do once the
+   *  prompt is evaluated (let go of a hold on the other sequences). */
+  lockstep?: { gate: StepGate; id: number; onFirstToken?: () => void },
 ): Promise<GenerateStats> {
   const contextSize = seq.contextSize;
   const bos = model.tokens.bos;
@@ -133,6 +134,7 @@ export async function runGeneration(
       for await (const token of gen) {
         if (tFirst === null) {
           tFirst = hrNow();
+          lockstep?.onFirstToken?.();
           lockstep?.gate.join(lockstep.id);
         }
         if (signal.aborted) break;

@@ -15,7 +15,7 @@ import {
   type LlamaEmbeddingContext,
   type LlamaModel,
 } from "node-llama-cpp";
-import type { EmbedResult, GenerateJob, LoadOptions } from "../backend.js";
+import type { EmbedResult, GenerateJob, GenerateStats, LoadOptions } from "../backend.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
 import type { ChildMessage, GpuProbe, HostMessage, StateStore } from "./protocol.js";
 import { promptTokens, runGeneration } from "./generate.js";
@@ -173,8 +173,17 @@ function reusable(seq: LlamaContextSequence, tokens: ReturnType<typeof promptTok
   return Math.min(seq.compareContextTokens(tokens).firstDifferentIndex, tokens.length - 1);
 }
 
-/** When another slot (busy or not) holds a much longer prefix of the prompt, start from a copy. */
-async function adoptLongerPrefix(seq: LlamaContextSequence, tokens: ReturnType<typeof promptTokens>): Promise<void> {
+/** Prompt tokens left after a copy that the other sequences wait for (see adoptLongerPrefix). */
+const HOLD_FOR_PROMPT_TOKENS = 32;
+
+/**
+ * When another slot (busy or not) holds a much longer prefix of the prompt, start from a copy.
+ * A busy donor is stopped at the lockstep gate for the copy, so it needs no wait for its decode
+ * steps; if little of the prompt is left to evaluate after it, the others stay stopped until this
+ * request has its first token (one step for them, instead of sharing two with it). Returns the
+ * function that lets them go on (also safe to call when nothing was held).
+ */
+async function adoptLongerPrefix(seq: LlamaContextSequence, tokens: ReturnType<typeof promptTokens>): Promise<() => void> {
   const own = reusable(seq, tokens);
   let donor: LlamaContextSequence | undefined;
   let best = own + MIN_COPY_GAIN_TOKENS - 1;
@@ -185,14 +194,23 @@ async function adoptLongerPrefix(seq: LlamaContextSequence, tokens: ReturnType<t
       donor = s;
     }
   }
-  if (!donor) return;
+  const none = (): void => undefined;
+  if (!donor) return none;
+  const release = busyIds.has(sequenceIds.get(donor) ?? -1) ? await lockstep.hold() : none;
   try {
     await copySequenceState(donor, seq, scratchDir());
   } catch (err) {
     // The prompt is then evaluated in full: slower, never wrong.
     process.stderr.write(`runner: prefix copy failed: ${message(err)}\n`);
     await seq.clearHistory().catch(() => undefined);
+    release();
+    return none;
   }
+  if (tokens.length - reusable(seq, tokens) > HOLD_FOR_PROMPT_TOKENS) {
+    release();
+    return none;
+  }
+  return release;
 }
 
 async function generate(id: number, job: GenerateJob, ac: AbortController): Promise<void> {
@@ -211,12 +229,19 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
   }
   try {
     if (ac.signal.aborted) return;
-    await adoptLongerPrefix(seq, tokens);
-    const cachedTokens = reusable(seq, tokens);
-    const stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }), {
-      gate: lockstep,
-      id: sequenceIds.get(seq) ?? 0,
-    });
+    const resume = await adoptLongerPrefix(seq, tokens);
+    let stats: GenerateStats;
+    let cachedTokens: number;
+    try {
+      cachedTokens = reusable(seq, tokens);
+      stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }), {
+        gate: lockstep,
+        id: sequenceIds.get(seq) ?? 0,
+        onFirstToken: resume,
+      });
+    } finally {
+      resume();
+    }
     // Cut short by an unload (shutdown past its grace period): say so rather than end normally.
     if (closing) send({ type: "error", id, message: "the model was unloaded while generating (server shutting down)" });
     else send({ type: "done", id, ...stats, cachedTokens });

@@ -14,6 +14,9 @@ export class StepGate {
   /** Sequence ids of the generations taking part in the lockstep. */
   private readonly members = new Set<number>();
   private readonly arrived = new Map<number, () => void>();
+  /** hold() calls not yet let go, and those still waiting for the members to stop. */
+  private holds = 0;
+  private holders: Array<() => void> = [];
 
   /** A generation that has its first token joins the lockstep. */
   join(id: number): void {
@@ -39,12 +42,36 @@ export class StepGate {
     return step;
   }
 
+  /**
+   * Stops every member at the gate after the token it is computing; resolves once none is in the
+   * middle of a step (so no batch of theirs holds the context), with the function that lets them
+   * go on. Used to copy a busy sequence's state without waiting out its decode steps.
+   */
+  async hold(): Promise<() => void> {
+    this.holds++;
+    await new Promise<void>((resolve) => {
+      this.holders.push(resolve);
+      queueMicrotask(() => this.releaseIfComplete());
+    });
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.holds--;
+      this.releaseIfComplete();
+    };
+  }
+
   get size(): number {
     return this.members.size;
   }
 
   private releaseIfComplete(): void {
     for (const m of this.members) if (!this.arrived.has(m)) return;
+    const holders = this.holders;
+    this.holders = [];
+    for (const resolve of holders) resolve();
+    if (this.holds > 0) return;
     const order = [...this.arrived.keys()].sort((a, b) => a - b);
     const resolvers = order.map((id) => this.arrived.get(id)!);
     this.arrived.clear();

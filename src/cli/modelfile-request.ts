@@ -8,6 +8,7 @@ import { readdir, realpath, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { CreateRequest, Message } from "../api/types.js";
+import { splitCommandArgs } from "../registry/modelfile.js";
 
 export interface ModelfileCommand {
   name: string;
@@ -152,10 +153,6 @@ export function requestFileNames(files: string[]): Map<string, string> {
   return names;
 }
 
-function splitParameter(args: string): [string, string] {
-  const m = /^(\S+)\s+([\s\S]*)$/.exec(args.trim());
-  return m ? [m[1]!, m[2]!] : [args.trim(), ""];
-}
 
 function splitMessage(args: string): Message {
   const colon = /^(system|user|assistant): ([\s\S]*)$/.exec(args);
@@ -243,7 +240,7 @@ export async function buildCreatePlan(
         messages.push(splitMessage(c.args));
         break;
       case "parameter": {
-        const [key, value] = splitParameter(c.args);
+        const [key, value] = splitCommandArgs(c.args);
         addParameter(key, value);
         break;
       }

@@ -3,7 +3,7 @@
 // FROM / ADAPTER may name a model or a blob the client uploaded (`@sha256:<hex>`, which is what
 // old clients substituted for local paths); a path on the server's file system is refused, so a
 // request can never make the daemon read arbitrary files.
-import { parseModelfile, parseParameterValue, ModelfileError } from "./modelfile.js";
+import { parseModelfile, parseParameterValue, splitCommandArgs, ModelfileError } from "./modelfile.js";
 import { parseDigest } from "./name.js";
 import type { CreateInput } from "./create.js";
 
@@ -14,10 +14,6 @@ export class LegacyModelfileError extends Error {
 const BLOB_REF = /^@(sha256[:-][0-9a-fA-F]{64})$/;
 const looksLikePath = (s: string) => /^(\/|\.{1,2}\/|~|[A-Za-z]:[\\/])/.test(s) || /\.(gguf|bin|safetensors)$/i.test(s);
 
-function splitFirst(s: string): [string, string] {
-  const i = s.indexOf(" ");
-  return i < 0 ? [s, ""] : [s.slice(0, i), s.slice(i + 1)];
-}
 
 export type LegacyFields = Omit<CreateInput, "name">;
 
@@ -69,12 +65,12 @@ export function createInputFromModelfile(text: string): LegacyFields {
         out.parser = c.args;
         break;
       case "message": {
-        const [role, content] = splitFirst(c.args);
+        const [role, content] = splitCommandArgs(c.args);
         messages.push({ role, content });
         break;
       }
       case "parameter": {
-        const [key, value] = splitFirst(c.args);
+        const [key, value] = splitCommandArgs(c.args);
         const typed = parseParameterValue(key, [value]);
         const prev = params[key];
         params[key] = Array.isArray(prev) && Array.isArray(typed) ? [...prev, ...typed] : typed;

@@ -290,10 +290,12 @@ export function quoteModelfileValue(s: string): string {
   return s;
 }
 
-const splitFirst = (s: string): [string, string] => {
+/** A PARAMETER or MESSAGE command's args as [key or role, value]: the parser joins them with
+ *  one space, and the value keeps its own spaces (`PARAMETER stop " end "`). */
+export function splitCommandArgs(s: string): [string, string] {
   const i = s.indexOf(" ");
   return i < 0 ? [s, ""] : [s.slice(0, i), s.slice(i + 1)];
-};
+}
 
 /** One command as a Modelfile line (Command.String in parser.go). */
 export function formatModelfileCommand(cmd: ModelfileCommand): string {
@@ -301,11 +303,11 @@ export function formatModelfileCommand(cmd: ModelfileCommand): string {
     case "model":
       return `FROM ${cmd.args}`;
     case "parameter": {
-      const [k, v] = splitFirst(cmd.args);
+      const [k, v] = splitCommandArgs(cmd.args);
       return `PARAMETER ${k} ${quoteModelfileValue(v)}`;
     }
     case "message": {
-      const [r, v] = splitFirst(cmd.args);
+      const [r, v] = splitCommandArgs(cmd.args);
       return `MESSAGE ${r} ${quoteModelfileValue(v)}`;
     }
     default:

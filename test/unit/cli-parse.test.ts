@@ -56,6 +56,7 @@ describe("Modelfile → create request", () => {
         "PARAMETER num_ctx 4096",
         'PARAMETER stop "<|start_header_id|>"',
         "PARAMETER stop <|eot_id|>",
+        'PARAMETER stop " end "',
         "PARAMETER use_mmap false",
         'TEMPLATE """{{ .System }} {{ .Prompt }}"""',
         'SYSTEM """You are\nMario."""',
@@ -70,7 +71,7 @@ describe("Modelfile → create request", () => {
     );
     expect(p.request).toEqual({
       from: "llama3.2",
-      parameters: { temperature: 0.7, num_ctx: 4096, stop: ["<|start_header_id|>", "<|eot_id|>"], use_mmap: false },
+      parameters: { temperature: 0.7, num_ctx: 4096, stop: ["<|start_header_id|>", "<|eot_id|>", " end "], use_mmap: false },
       template: "{{ .System }} {{ .Prompt }}",
       system: "You are\nMario.",
       license: ["MIT", "Apache\n2.0"],

@@ -42,9 +42,11 @@ let scratch: string | undefined;
 /** Threads the model was loaded with: the most a thread budget can give back. */
 let loadedThreads = os.availableParallelism();
 
-/** This runner's private directory for sequence copies; removed when the process ends. */
+/** This runner's private directory for sequence copies, inside the daemon's state directory
+ *  when there is one (so even a killed runner leaves nothing behind once the daemon stops);
+ *  removed when the process ends. */
 function scratchDir(): string {
-  scratch ??= mkdtempSync(path.join(os.tmpdir(), "ollamats-runner-"));
+  scratch ??= mkdtempSync(path.join(stateStore?.dir ?? os.tmpdir(), "ollamats-runner-"));
   return scratch;
 }
 process.on("exit", () => {

@@ -5,7 +5,7 @@
 import type { Dispatcher } from "undici";
 import { challengeUrl, ensureIdentity, identityPath, parseChallenge, signWith, tokenRequestSigningText, type Challenge } from "./auth.js";
 import { type ModelName } from "./name.js";
-import { MEDIA_TYPE_MANIFEST } from "./store.js";
+import { MEDIA_TYPE_MANIFEST } from "./manifest.js";
 
 export class RegistryError extends Error {
   override name = "RegistryError";

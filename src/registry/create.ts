@@ -28,8 +28,8 @@ import {
   MEDIA_TYPE_TEMPLATE,
   type Layer,
   type ModelConfigBlob,
-  type Store,
-} from "./store.js";
+} from "./manifest.js";
+import type { Store } from "./store.js";
 
 export class CreateError extends Error {
   constructor(

@@ -2,7 +2,8 @@
 // the daemon consumes (weights path, template, system, params, messages, GGUF facts).
 import { OllamaTemplate } from "../daemon/prompt/gotemplate/ollama.js";
 import { inferThinkingTagsFromTree } from "../daemon/prompt/thinking.js";
-import { readGgufInfo, ggufFacts, slimGgufInfo, type GgufFacts, type GgufInfo } from "./gguf.js";
+import { readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
+import { slimGgufInfo } from "./gguf-slim.js";
 import { parseModelName, displayName, type ModelName } from "./name.js";
 import {
   MEDIA_TYPE_ADAPTER,
@@ -13,9 +14,8 @@ import {
   MEDIA_TYPE_SYSTEM,
   MEDIA_TYPE_TEMPLATE,
   type ModelConfigBlob,
-  type Store,
-  type StoredManifest,
-} from "./store.js";
+} from "./manifest.js";
+import type { Store, StoredManifest } from "./store.js";
 
 export interface SpecMessage {
   role: string;

@@ -11,7 +11,8 @@ import { createHash } from "node:crypto";
 import { BlobDownload, DEFAULT_TUNING, DigestMismatchPullError, type DownloadTuning } from "./blob-download.js";
 import { backoffDelay, isAbort, readBody, RegistryClient, sleep, type RegistryError, type RegistryOptions } from "./client.js";
 import { type ModelName } from "./name.js";
-import { decodeManifest, type Layer, type Manifest, type Store } from "./store.js";
+import { decodeManifest, type Layer, type Manifest } from "./manifest.js";
+import type { Store } from "./store.js";
 
 export class PullError extends Error {
   override name = "PullError";

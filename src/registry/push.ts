@@ -13,7 +13,8 @@ import type { ProgressResponse } from "../api/types.js";
 import { DEFAULT_TUNING } from "./blob-download.js";
 import { backoffDelay, isAbort, locationOf, RegistryClient, RegistryError, sleep, type RegistryOptions } from "./client.js";
 import { displayName, parseModelName, type ModelName } from "./name.js";
-import { encodeManifest, type Layer, type Store } from "./store.js";
+import { encodeManifest, type Layer } from "./manifest.js";
+import type { Store } from "./store.js";
 
 export class PushError extends Error {
   override name = "PushError";

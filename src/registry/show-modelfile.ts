@@ -4,7 +4,8 @@
 // messages. Values are quoted so the parser reads them back unchanged.
 import { formatModelfileCommand, type ModelfileCommand } from "./modelfile.js";
 import type { ModelSpec } from "./model-spec.js";
-import { MEDIA_TYPE_ADAPTER, MEDIA_TYPE_PROJECTOR, type Store } from "./store.js";
+import { MEDIA_TYPE_ADAPTER, MEDIA_TYPE_PROJECTOR } from "./manifest.js";
+import type { Store } from "./store.js";
 
 function paramValue(v: unknown): string {
   if (typeof v === "string") return v;

@@ -6,56 +6,13 @@ import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import lockfile from "proper-lockfile";
+import { decodeManifest, encodeManifest, type Manifest } from "./manifest.js";
 import { digestFileName, manifestPathParts, nameFromPathParts, parseDigest, type ModelName } from "./name.js";
+import { atomicWrite, errCode, findEntry, fsyncDir, isNotFound, listDir } from "./store-files.js";
 
-export const MEDIA_TYPE_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json";
-export const MEDIA_TYPE_CONFIG = "application/vnd.docker.container.image.v1+json";
-export const MEDIA_TYPE_MODEL = "application/vnd.ollama.image.model";
-export const MEDIA_TYPE_ADAPTER = "application/vnd.ollama.image.adapter";
-export const MEDIA_TYPE_PROJECTOR = "application/vnd.ollama.image.projector";
-export const MEDIA_TYPE_TEMPLATE = "application/vnd.ollama.image.template";
-/** Legacy alias of the template layer. */
-export const MEDIA_TYPE_PROMPT = "application/vnd.ollama.image.prompt";
-export const MEDIA_TYPE_SYSTEM = "application/vnd.ollama.image.system";
-export const MEDIA_TYPE_PARAMS = "application/vnd.ollama.image.params";
-export const MEDIA_TYPE_MESSAGES = "application/vnd.ollama.image.messages";
-export const MEDIA_TYPE_LICENSE = "application/vnd.ollama.image.license";
-export const MEDIA_TYPE_DRAFT = "application/vnd.ollama.image.draft";
-
-export interface Layer {
-  mediaType: string;
-  digest: string;
-  size: number;
-  from?: string;
-  name?: string;
-}
-
-export interface Manifest {
-  schemaVersion: 2;
-  mediaType: string;
-  config: Layer;
-  layers: Layer[];
-}
-
-export interface ModelConfigBlob {
-  model_format: string;
-  model_family: string;
-  model_families: string[];
-  model_type: string;
-  file_type: string;
-  architecture: string;
-  os: string;
-  rootfs: { type: "layers"; diff_ids: string[] };
-  renderer?: string;
-  parser?: string;
-  requires?: string;
-  remote_host?: string;
-  remote_model?: string;
-  context_length?: number;
-  embedding_length?: number;
-  base_name?: string;
-  capabilities?: string[];
-}
+// The manifest format lives in manifest.ts; re-exported so that importers of the store (scripts
+// included) keep finding it here.
+export * from "./manifest.js";
 
 export interface StoredManifest {
   /** The name with the casing found on disk. */
@@ -78,119 +35,12 @@ export class DigestMismatchError extends Error {
 export class BlobTooLargeError extends Error {
   override name = "BlobTooLargeError";
 }
-export class CorruptManifestError extends Error {
-  override name = "CorruptManifestError";
-  constructor(readonly file: string, reason: string) {
-    super(`corrupt manifest ${file}: ${reason}`);
-  }
-}
 
 export type StoreLogger = (level: "debug" | "info" | "warn", msg: string, meta?: Record<string, unknown>) => void;
 
 export interface PruneOptions {
   /** Leave blobs modified more recently than this alone (full scan default 1 h, as Ollama). */
   graceMs?: number;
-}
-
-const errCode = (e: unknown) => (e as NodeJS.ErrnoException).code;
-const isNotFound = (e: unknown): boolean => errCode(e) === "ENOENT" || errCode(e) === "ENOTDIR";
-
-/** readdir that treats a missing directory as empty. */
-async function listDir(dir: string): Promise<string[]> {
-  try {
-    return await fs.readdir(dir);
-  } catch (e) {
-    if (isNotFound(e)) return [];
-    throw e;
-  }
-}
-
-/** Go's encoding/json output (json.Encoder adds "\n" and escapes <, >, & and U+2028/9). */
-export function encodeManifest(m: Manifest): Buffer {
-  // Field order and omitempty as manifest.Manifest / manifest.Layer.
-  const layer = ({ mediaType, digest, size, from, name }: Layer) => ({
-    mediaType, digest, size, ...(from ? { from } : {}), ...(name ? { name } : {}),
-  });
-  const { schemaVersion, mediaType, config, layers } = m;
-  const json = JSON.stringify({ schemaVersion, mediaType, config: layer(config), layers: layers.map(layer) });
-  const escaped = json.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-  return Buffer.from(`${escaped}\n`, "utf8");
-}
-
-/** Parse manifest bytes with Go's leniency (missing fields are zero) but reject wrong types. */
-export function decodeManifest(raw: Buffer | string, file: string): Manifest {
-  let v: unknown;
-  try {
-    v = JSON.parse(raw.toString());
-  } catch (e) {
-    throw new CorruptManifestError(file, (e as Error).message);
-  }
-  const obj = (x: unknown, what: string): Record<string, unknown> => {
-    if (typeof x !== "object" || x === null || Array.isArray(x)) throw new CorruptManifestError(file, `${what} is not an object`);
-    return x as Record<string, unknown>;
-  };
-  const field = <T>(o: Record<string, unknown>, key: string, type: string, dflt: T): T => {
-    const x = o[key];
-    if (x === undefined || x === null) return dflt;
-    if (typeof x !== type) throw new CorruptManifestError(file, `"${key}" is not a ${type}`);
-    return x as T;
-  };
-  const layer = (x: unknown, what: string): Layer => {
-    const o = obj(x, what);
-    const [from, name] = [field(o, "from", "string", ""), field(o, "name", "string", "")];
-    return {
-      mediaType: field(o, "mediaType", "string", ""),
-      digest: field(o, "digest", "string", ""),
-      size: field(o, "size", "number", 0),
-      ...(from ? { from } : {}),
-      ...(name ? { name } : {}),
-    };
-  };
-  const top = obj(v, "manifest");
-  const layers = top.layers ?? [];
-  if (!Array.isArray(layers)) throw new CorruptManifestError(file, `"layers" is not an array`);
-  return {
-    schemaVersion: field(top, "schemaVersion", "number", 0) as 2,
-    mediaType: field(top, "mediaType", "string", ""),
-    config: top.config == null ? { mediaType: "", digest: "", size: 0 } : layer(top.config, "config"),
-    layers: layers.map((l, i) => layer(l, `layers[${i}]`)),
-  };
-}
-
-/** Directory entry matching `part`: exact first, else case-insensitive (on-disk casing wins). */
-async function findEntry(dir: string, part: string): Promise<string | null> {
-  const names = await listDir(dir);
-  if (names.includes(part)) return part;
-  const lower = part.toLowerCase();
-  return names.sort().find((n) => n.toLowerCase() === lower) ?? null;
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  // Makes a rename durable; some platforms (Windows) cannot fsync a directory, so best effort.
-  const fh = await fs.open(dir, "r").catch(() => null);
-  await fh?.sync().catch(() => {});
-  await fh?.close();
-}
-
-/** Write `data` to a fresh temp file next to `file`, fsync, chmod 0644, rename over `file`. */
-async function atomicWrite(file: string, data: Uint8Array): Promise<void> {
-  const dir = path.dirname(file);
-  const tmp = path.join(dir, `.${path.basename(file)}.tmp-${randomBytes(6).toString("hex")}`);
-  try {
-    const fh = await fs.open(tmp, "wx", 0o644);
-    try {
-      await fh.writeFile(data);
-      await fh.chmod(0o644);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await fs.rename(tmp, file);
-  } catch (e) {
-    await fs.rm(tmp, { force: true });
-    throw e;
-  }
-  await fsyncDir(dir);
 }
 
 export class Store {

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHATML_TEMPLATE, makeTestModel, SHAPES } from "../../scripts/make-test-model.js";
-import { GgufError, ggufArrayLength, ggufFacts, ggufModelInfo, ggufTokenText, humanNumber, readGgufInfo, slimGgufInfo } from "../../src/registry/gguf.js";
+import { GgufError, ggufFacts, ggufModelInfo, humanNumber, readGgufInfo } from "../../src/registry/gguf.js";
+import { ggufArrayLength, ggufTokenText, slimGgufInfo } from "../../src/registry/gguf-slim.js";
 
 const TYPES = ["F32", "F16", "Q8_0", "Q4_0"] as const;
 let dir: string;

@@ -8,17 +8,15 @@ import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseModelName, type ModelName } from "../../src/registry/name.js";
 import {
-  BlobTooLargeError,
   CorruptManifestError,
-  DigestMismatchError,
   MEDIA_TYPE_CONFIG,
   MEDIA_TYPE_MANIFEST,
   MEDIA_TYPE_MODEL,
   MEDIA_TYPE_TEMPLATE,
-  Store,
   type Manifest,
   type ModelConfigBlob,
-} from "../../src/registry/store.js";
+} from "../../src/registry/manifest.js";
+import { BlobTooLargeError, DigestMismatchError, Store } from "../../src/registry/store.js";
 
 const sha = (b: string | Uint8Array) => createHash("sha256").update(b).digest("hex");
 const name = (s: string): ModelName => parseModelName(s)!;

@@ -4,7 +4,7 @@ import { InvalidModelNameError, type ModelSpec } from "../../registry/model-spec
 import type { Deps } from "../deps.js";
 import { badRequest, modelNotFound } from "../errors.js";
 import { selectTemplate, type PromptTemplate } from "../prompt/render.js";
-import { ggufTokenText } from "../../registry/gguf.js";
+import { ggufTokenText } from "../../registry/gguf-slim.js";
 
 export async function resolveSpec(deps: Deps, model: string): Promise<ModelSpec> {
   if (model === "") throw modelNotFound(model);

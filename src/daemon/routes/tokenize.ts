@@ -12,7 +12,7 @@ import { jsonResponse } from "../stream.js";
 import { keepAliveOf, requestSignal, resolveSpec } from "./common.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import type { Runner } from "../../backends/backend.js";
-import { ggufArrayLength } from "../../registry/gguf.js";
+import { ggufArrayLength } from "../../registry/gguf-slim.js";
 
 async function withRunner<T>(
   deps: Deps,

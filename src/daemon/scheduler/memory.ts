@@ -7,7 +7,8 @@
 //   - with flash attention the compute-graph estimate drops the n_ctx x n_batch x n_head f32
 //     attention-score matrix, which flash attention never materialises;
 //   - the token-embedding matrix (kept in host memory by llama.cpp) counts toward system RAM.
-import { ggufArrayLength, type GgufInfo, type GgufValue } from "../../registry/gguf.js";
+import type { GgufInfo, GgufValue } from "../../registry/gguf.js";
+import { ggufArrayLength } from "../../registry/gguf-slim.js";
 
 export type KvCacheType = "f16" | "q8_0" | "q4_0";
 

@@ -30,11 +30,9 @@ let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
 let slots: SlotPool<LlamaContextSequence> | undefined;
-/** llama.cpp's sequence id of each slot: the order they were taken from the context. */
-const sequenceIds = new Map<LlamaContextSequence, number>();
 const lockstep = new StepGate();
-const busyIds = new Set<number>();
-/** Slots in sequence-id order, the saved-state identity of this runner, and where states go. */
+/** Slots in the order they were taken from the context: the index is llama.cpp's sequence id.
+ *  Then the saved-state identity of this runner, and where states go. */
 let allSeqs: LlamaContextSequence[] = [];
 let fingerprint: string | undefined;
 let stateStore: StateStore | undefined;
@@ -55,8 +53,9 @@ process.on("exit", () => {
 
 /** Half a token of prefix score: breaks ties only, towards keeping busy sequence ids consecutive. */
 function adjacencyBonus(seq: LlamaContextSequence): number {
-  const id = sequenceIds.get(seq) ?? 0;
-  return busyIds.has(id - 1) || busyIds.has(id + 1) ? 0.5 : 0;
+  const id = allSeqs.indexOf(seq);
+  const busy = (n: LlamaContextSequence | undefined) => n !== undefined && slots?.isBusy(n) === true;
+  return busy(allSeqs[id - 1]) || busy(allSeqs[id + 1]) ? 0.5 : 0;
 }
 const running = new Map<number, { ac: AbortController; done: Promise<void> }>();
 let closing = false;
@@ -133,11 +132,7 @@ async function load(modelPath: string, opts: LoadOptions, gpuLayers: number, sta
       context = await model.createContext({ ...base, experimentalKvCacheKeyType: "F16", experimentalKvCacheValueType: "F16" });
     }
     const seqs: LlamaContextSequence[] = [];
-    for (let i = 0; i < opts.slots; i++) {
-      const seq = context.getSequence();
-      sequenceIds.set(seq, i);
-      seqs.push(seq);
-    }
+    for (let i = 0; i < opts.slots; i++) seqs.push(context.getSequence());
     slots = new SlotPool(seqs);
     allSeqs = seqs;
     fingerprint = await stateFingerprint(modelPath, opts, contextSize);
@@ -198,7 +193,7 @@ async function adoptLongerPrefix(seq: LlamaContextSequence, tokens: ReturnType<t
   }
   const none = (): void => undefined;
   if (!donor) return none;
-  const release = busyIds.has(sequenceIds.get(donor) ?? -1) ? await lockstep.hold() : none;
+  const release = slots?.isBusy(donor) ? await lockstep.hold() : none;
   try {
     await copySequenceState(donor, seq, scratchDir());
   } catch (err) {
@@ -224,7 +219,6 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
     // Among slots with equal prefix scores, one next to a busy slot: llama.cpp batches only
     // sequences with consecutive ids together (batch-plan.ts).
     seq = await slots.acquire((s) => prefixScore(reusable(s, tokens), s.nextTokenIndex) + adjacencyBonus(s), ac.signal);
-    busyIds.add(sequenceIds.get(seq) ?? 0);
   } catch (err) {
     if (err instanceof SlotAbortedError) return; // the host already ended this stream
     throw err;
@@ -238,7 +232,7 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
       cachedTokens = reusable(seq, tokens);
       stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }), {
         gate: lockstep,
-        id: sequenceIds.get(seq) ?? 0,
+        id: allSeqs.indexOf(seq),
         onFirstToken: resume,
       });
     } finally {
@@ -248,7 +242,6 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
     if (closing) send({ type: "error", id, message: "the model was unloaded while generating (server shutting down)" });
     else send({ type: "done", id, ...stats, cachedTokens });
   } finally {
-    busyIds.delete(sequenceIds.get(seq) ?? 0);
     slots.release(seq);
   }
 }

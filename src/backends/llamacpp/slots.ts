@@ -42,6 +42,11 @@ export class SlotPool<S> {
     return this.waiting.length;
   }
 
+  /** Taken by a request right now. */
+  isBusy(slot: S): boolean {
+    return !this.free.includes(slot);
+  }
+
   acquire(score: (s: S) => number, signal?: AbortSignal): Promise<S> {
     if (signal?.aborted) return Promise.reject(new SlotAbortedError());
     if (this.free.length > 0) return Promise.resolve(this.take(score));

@@ -1,9 +1,8 @@
 // POST /api/chat (reference §1.6).
 import { Hono } from "hono";
 import type { ChatResponse, ToolCall } from "../../api/types.js";
-import { parseBody } from "../body.js";
-import { logCounts } from "../middleware/request-log.js";
-import { doneMetrics, nowNs, startCompletion, type Completion } from "../completion.js";
+import { completionHandler } from "./completion-route.js";
+import { doneMetrics, startCompletion, type Completion } from "../completion.js";
 import type { Deps } from "../deps.js";
 import { badRequest } from "../errors.js";
 import { resolveOptions } from "../options.js";
@@ -12,7 +11,6 @@ import { renderPrompt, type RenderMessage } from "../prompt/render.js";
 import { stripHistoryThinking } from "../prompt/thinking.js";
 import { ToolValidationError, validateTools } from "../prompt/tools.js";
 import { chatSchema, type ChatBody } from "../schemas.js";
-import { jsonResponse, ndjsonResponse } from "../stream.js";
 import {
   checkTopLogprobs,
   createdAt,
@@ -20,7 +18,6 @@ import {
   keepAliveOf,
   rejectImages,
   rejectLogprobs,
-  requestSignal,
   resolveSpec,
   resolveThink,
   templateFor,
@@ -167,20 +164,9 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
 
 export function chatRoutes(deps: Deps): Hono {
   const app = new Hono();
-  app.post("/api/chat", async (c) => {
-    const startedAt = nowNs();
-    const body: ChatBody = await parseBody(c, chatSchema);
-    c.set("logModel", body.model);
-    const ac = requestSignal(c.req.raw);
-    const prepared = await prepareChat(deps, body, ac.signal, startedAt);
-    if (prepared.kind === "reply") return jsonResponse(prepared.body);
-    const { completion } = prepared;
-    const gen = logCounts(c, chunks(body.model, completion));
-    if (body.stream === false) return jsonResponse(await collect(gen));
-    return ndjsonResponse(gen, () => {
-      ac.abort();
-      completion.cancel();
-    });
-  });
+  app.post(
+    "/api/chat",
+    completionHandler(deps, { schema: chatSchema, prepare: prepareChat, chunks: (body, completion) => chunks(body.model, completion), collect }),
+  );
   return app;
 }

@@ -1,9 +1,8 @@
 // POST /api/generate (reference §1.5).
 import { Hono } from "hono";
 import type { GenerateResponse } from "../../api/types.js";
-import { parseBody } from "../body.js";
-import { logCounts } from "../middleware/request-log.js";
-import { doneMetrics, nowNs, startCompletion, type Completion, type CompletionRequest } from "../completion.js";
+import { completionHandler } from "./completion-route.js";
+import { doneMetrics, startCompletion, type Completion, type CompletionRequest } from "../completion.js";
 import type { Deps } from "../deps.js";
 import { badRequest } from "../errors.js";
 import type { Prepared } from "./chat.js";
@@ -11,7 +10,6 @@ import { resolveOptions } from "../options.js";
 import { parseFormat } from "../prompt/format.js";
 import { renderPrompt, renderSuffix, type RenderMessage } from "../prompt/render.js";
 import { generateSchema, type GenerateBody } from "../schemas.js";
-import { jsonResponse, ndjsonResponse } from "../stream.js";
 import {
   checkTopLogprobs,
   createdAt,
@@ -19,7 +17,6 @@ import {
   keepAliveOf,
   rejectImages,
   rejectLogprobs,
-  requestSignal,
   resolveSpec,
   resolveThink,
   templateFor,
@@ -136,20 +133,14 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
 
 export function generateRoutes(deps: Deps): Hono {
   const app = new Hono();
-  app.post("/api/generate", async (c) => {
-    const startedAt = nowNs();
-    const body: GenerateBody = await parseBody(c, generateSchema);
-    c.set("logModel", body.model);
-    const ac = requestSignal(c.req.raw);
-    const prepared = await prepareGenerate(deps, body, ac.signal, startedAt);
-    if (prepared.kind === "reply") return jsonResponse(prepared.body);
-    const { completion } = prepared;
-    const gen = logCounts(c, chunks(body.model, completion, !body.raw));
-    if (body.stream === false) return jsonResponse(await collect(gen));
-    return ndjsonResponse(gen, () => {
-      ac.abort();
-      completion.cancel();
-    });
-  });
+  app.post(
+    "/api/generate",
+    completionHandler(deps, {
+      schema: generateSchema,
+      prepare: prepareGenerate,
+      chunks: (body, completion) => chunks(body.model, completion, !body.raw),
+      collect,
+    }),
+  );
   return app;
 }

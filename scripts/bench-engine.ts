@@ -11,11 +11,9 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
-import type { EngineShape, Sampling } from "./bench-plan.js";
+import { nowMs, type EngineShape, type Sampling } from "./bench-plan.js";
 
-export function nowMs(): number {
-  return Number(process.hrtime.bigint()) / 1e6;
-}
+export { nowMs };
 
 export interface Engine {
   model: LlamaModel;

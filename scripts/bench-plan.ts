@@ -2,6 +2,9 @@
 // (bench-direct.ts), so that both run exactly the same generations in the same order.
 import os from "node:os";
 
+/** Monotonic milliseconds, the clock of every bench measurement. */
+export const nowMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+
 export interface Sampling {
   temperature: number;
   topK: number;

@@ -22,6 +22,7 @@ import { pushModel } from "../src/registry/push.js";
 import { MEDIA_TYPE_CONFIG, MEDIA_TYPE_MANIFEST, MEDIA_TYPE_MODEL, Store } from "../src/registry/store.js";
 import { startRegistry } from "../test/helpers/registry.js";
 import { makeTestModel } from "./make-test-model.js";
+import { nowMs } from "./bench-plan.js";
 
 export interface PullBench {
   pullMBps: number;
@@ -31,7 +32,6 @@ export interface PullBench {
   rounds: number;
 }
 
-const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
 
 async function sha256(file: string): Promise<string> {
   const h = createHash("sha256");

@@ -5,7 +5,8 @@ import http from "node:http";
 import { childPids } from "../test/helpers/daemon.js";
 import { cpuSnapshot, foreignCores, type CpuSnapshot } from "./bench-plan.js";
 
-export const nowMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+import { nowMs } from "./bench-plan.js";
+export { nowMs };
 
 export interface Generation {
   tSent: number;
@@ -18,12 +19,37 @@ export interface Generation {
   text: string;
 }
 
+/**
+ * Calls onLine(line, arrival time) for every non-empty NDJSON line of a response (a chunk's lines
+ * share the chunk's arrival time), and onEnd(time) after the last one.
+ */
+export function readNdjsonLines(res: http.IncomingMessage, onLine: (line: string, t: number) => void, onEnd: (t: number) => void): void {
+  let buf = "";
+  const emit = (line: string, t: number) => {
+    if (line.trim()) onLine(line, t);
+  };
+  res.setEncoding("utf8");
+  res.on("data", (chunk: string) => {
+    const t = nowMs();
+    buf += chunk;
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      emit(buf.slice(0, nl), t);
+      buf = buf.slice(nl + 1);
+    }
+  });
+  res.on("end", () => {
+    const t = nowMs();
+    emit(buf, t);
+    onEnd(t);
+  });
+}
+
 /** Streams one /api/generate and throws on an HTTP error, an `error` line or a missing final chunk. */
 export function generate(agent: http.Agent, base: string, body: Record<string, unknown>): Promise<Generation> {
   const url = new URL("/api/generate", base);
   const data = Buffer.from(JSON.stringify({ stream: true, ...body }));
   return new Promise((resolve, reject) => {
-    let buf = "";
     let tSent = 0;
     let tFirst = NaN;
     let tDone = NaN;
@@ -31,7 +57,6 @@ export function generate(agent: http.Agent, base: string, body: Record<string, u
     let final: Record<string, unknown> | undefined;
     let error: string | undefined;
     const onLine = (line: string, t: number) => {
-      if (!line.trim()) return;
       const obj = JSON.parse(line) as Record<string, unknown>;
       if (typeof obj.error === "string") error = obj.error;
       if (typeof obj.response === "string" && obj.response !== "") {
@@ -46,19 +71,7 @@ export function generate(agent: http.Agent, base: string, body: Record<string, u
     const req = http.request(
       { agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "Content-Type": "application/json", "Content-Length": data.length } },
       (res) => {
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => {
-          const t = nowMs();
-          buf += chunk;
-          let nl: number;
-          while ((nl = buf.indexOf("\n")) >= 0) {
-            onLine(buf.slice(0, nl), t);
-            buf = buf.slice(nl + 1);
-          }
-        });
-        res.on("end", () => {
-          const tEnd = nowMs();
-          onLine(buf, tEnd);
+        readNdjsonLines(res, onLine, (tEnd) => {
           if (res.statusCode !== 200 || error) reject(new Error(`/api/generate: HTTP ${res.statusCode} ${error ?? ""}`));
           else if (!final) reject(new Error("/api/generate: stream ended without a final chunk"));
           else resolve({ tSent, tFirst: Number.isNaN(tFirst) ? tEnd : tFirst, tDone, tEnd, final, text });

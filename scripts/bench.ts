@@ -38,15 +38,13 @@ import { benchPrefix, type PrefixBench } from "./bench-prefix.js";
 import { benchProfile, type ProfileBench } from "./bench-profile.js";
 import { benchPull, type PullBench } from "./bench-pull.js";
 import { printSuite, suiteRows } from "./bench-summary.js";
-import { BENCH_SAMPLING, cpuMs, cpuSnapshot, foreignCores, median, ollamaOptions, pickQuiet, promptFor, QUIET_CORES, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
+import { nowMs, BENCH_SAMPLING, cpuMs, cpuSnapshot, foreignCores, median, ollamaOptions, pickQuiet, promptFor, QUIET_CORES, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
+import { readNdjsonLines } from "./bench-stream.js";
 
 const MODEL_NAME = "bench-1b:q4_0";
 /** Issue 7's acceptance figures (reported, never enforced). */
 const TARGETS = { decodeRatio: 0.98, ttftOverheadMs: 5, idleRssMiB: 100 };
 
-function nowMs(): number {
-  return Number(process.hrtime.bigint()) / 1e6;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -85,7 +83,6 @@ function postNdjsonOnce(base: string, route: string, body: unknown): Promise<Str
   const data = Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
     const lines: Line[] = [];
-    let buf = "";
     let tSent = 0;
     const req = http.request(
       {
@@ -97,20 +94,9 @@ function postNdjsonOnce(base: string, route: string, body: unknown): Promise<Str
         headers: { "Content-Type": "application/json", "Content-Length": data.length },
       },
       (res) => {
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => {
-          const t = nowMs();
-          buf += chunk;
-          let nl: number;
-          while ((nl = buf.indexOf("\n")) >= 0) {
-            const line = buf.slice(0, nl);
-            buf = buf.slice(nl + 1);
-            if (line.trim()) lines.push({ t, obj: JSON.parse(line) as Record<string, unknown> });
-          }
-        });
-        res.on("end", () => {
-          lastResponseEnd = nowMs();
-          if (buf.trim()) lines.push({ t: nowMs(), obj: JSON.parse(buf) as Record<string, unknown> });
+        const onLine = (line: string, t: number) => lines.push({ t, obj: JSON.parse(line) as Record<string, unknown> });
+        readNdjsonLines(res, onLine, (t) => {
+          lastResponseEnd = t;
           if (res.statusCode !== 200) reject(new Error(`${route}: HTTP ${res.statusCode} ${JSON.stringify(lines.map((l) => l.obj))}`));
           else resolve({ tSent, lines });
         });

@@ -21,6 +21,12 @@ export function haveRegistry(): boolean {
   return existsSync(REGISTRY_BIN);
 }
 
+/** Whether suites that start docker-registry run: a developer machine without it skips them;
+ *  CI installs it, so there they must run (and fail if it is missing). */
+export function registrySuitesRun(): boolean {
+  return haveRegistry() || Boolean(process.env.CI);
+}
+
 /** openssl makes the self-signed certificate of a TLS registry. */
 export function haveOpenssl(): boolean {
   return (process.env.PATH ?? "").split(path.delimiter).some((d) => d !== "" && existsSync(path.join(d, "openssl")));

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
 import { createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 import {
-  haveRegistry,
+  registrySuitesRun,
   listTree,
   ndjson,
   postJson,
@@ -21,8 +21,7 @@ import {
   type TestRegistry,
 } from "../helpers/registry.js";
 
-// Without docker-registry a developer machine skips these; CI installs it, so there they must run.
-const run = haveRegistry() || process.env.CI ? describe : describe.skip;
+const run = registrySuitesRun() ? describe : describe.skip;
 const PART = 1 << 20;
 
 let reg: TestRegistry;

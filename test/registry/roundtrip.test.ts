@@ -10,7 +10,7 @@ import { makeTestModel } from "../../scripts/make-test-model.js";
 import { CLI, createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 import {
   generateText,
-  haveRegistry,
+  registrySuitesRun,
   ndjson,
   postJson,
   registryEnv,
@@ -21,8 +21,7 @@ import {
   type TestRegistry,
 } from "../helpers/registry.js";
 
-// Without docker-registry a developer machine skips these; CI installs it, so there they must run.
-const run = haveRegistry() || process.env.CI ? describe : describe.skip;
+const run = registrySuitesRun() ? describe : describe.skip;
 
 let reg: TestRegistry;
 let proxy: FaultProxy;

@@ -228,6 +228,22 @@ describe("create rejects bad files and leaves nothing behind", () => {
     expect(await bad.json()).toEqual({ error: "invalid digest format" });
   });
 
+  it("uploading a blob the store has answers 200 at once and the client's next request still works", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const { sha256File } = await import("../helpers/daemon.js");
+    const file = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 });
+    const digest = await sha256File(file);
+    const body = await readFile(file);
+    for (let i = 0; i < 3; i++) {
+      const up = await fetch(`${d.url}/api/blobs/${digest}`, { method: "POST", body });
+      expect(up.status).toBe(200);
+      expect(up.headers.get("connection")).toBe("close");
+      const version = await fetch(`${d.url}/api/version`);
+      expect(version.status).toBe(200);
+      expect(((await version.json()) as { version: string }).version).toMatch(/^\d+\.\d+\.\d+/);
+    }
+  });
+
   it("a fake GGUF (random bytes) is refused", async () => {
     const fake = Buffer.from("GGUF this is not really a model file at all".repeat(10));
     const { createHash } = await import("node:crypto");

@@ -33,7 +33,11 @@ export function blobRoutes(deps: Deps): Hono {
     const digest = digestParam(c.req.param("digest"));
     try {
       const { created } = await deps.store.writeBlobStream(digest, bodyChunks(c.req.raw.body));
-      return c.body(null, created ? 201 : 200);
+      if (created) return c.body(null, 201);
+      // A blob the store already has is answered before its body is read. The server then drops
+      // the connection, so tell the client not to send its next request on it (a keep-alive client
+      // that did would see "other side closed").
+      return c.body(null, 200, { Connection: "close" });
     } catch (err) {
       if (err instanceof DigestMismatchError) throw new ApiError(400, err.message);
       throw err;

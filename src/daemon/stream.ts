@@ -5,6 +5,13 @@ import { errorMessage } from "./errors.js";
 
 const encoder = new TextEncoder();
 
+/**
+ * Transfer-Encoding is said outright: without it @hono/node-server first tries to read the whole
+ * body to send a Content-Length, and on a stream that waits a timer tick (~1 ms measured) before
+ * the headers and the first chunk go out — time to first token the client sees.
+ */
+const STREAM_HEADERS = { "Content-Type": "application/x-ndjson", "Transfer-Encoding": "chunked" };
+
 export function ndjsonResponse(events: AsyncIterable<object>, onCancel: () => void): Response {
   const it = events[Symbol.asyncIterator]();
   const body = new ReadableStream<Uint8Array>({
@@ -23,7 +30,7 @@ export function ndjsonResponse(events: AsyncIterable<object>, onCancel: () => vo
       await it.return?.();
     },
   });
-  return new Response(body, { headers: { "Content-Type": "application/x-ndjson" } });
+  return new Response(body, { headers: STREAM_HEADERS });
 }
 
 export function jsonResponse(value: unknown, status = 200): Response {

@@ -291,6 +291,26 @@ describe("tokenize / detokenize", () => {
   });
 });
 
+describe("streamed responses", () => {
+  it("are chunked NDJSON (/api) and SSE (/v1), one line or event per chunk, as Ollama sends them", async () => {
+    const g = await fetch(`${d.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "tiny", prompt: "hi", options: { seed: 2, num_predict: 5 } }) });
+    expect(g.headers.get("transfer-encoding")).toBe("chunked");
+    expect(g.headers.get("content-type")).toBe("application/x-ndjson");
+    expect(g.headers.get("content-length")).toBeNull();
+    const chunks = lines(await g.text());
+    expect(chunks.at(-1)).toMatchObject({ done: true, eval_count: 5 });
+    const v1 = await fetch(`${d.url}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ model: "tiny", stream: true, max_tokens: 3, messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(v1.headers.get("transfer-encoding")).toBe("chunked");
+    expect(v1.headers.get("content-type")).toBe("text/event-stream");
+    const events = (await v1.text()).split("\n\n").filter(Boolean);
+    expect(events.at(-1)).toBe("data: [DONE]");
+    expect(events.every((e) => e.startsWith("data: "))).toBe(true);
+  });
+});
+
 describe("heartbeat during a slow start", () => {
   let hb: TestDaemon;
   beforeAll(async () => {

@@ -30,5 +30,5 @@ export function sseResponse(chunks: AsyncIterable<object>, onCancel: () => void)
       await it.return?.();
     },
   });
-  return new Response(body, { headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" } });
+  return new Response(body, { headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "Transfer-Encoding": "chunked" } });
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { planBatch, PROMPT_CHUNK_WITH_DECODERS } from "../../src/backends/llamacpp/batch-plan.js";
 import { StepGate } from "../../src/backends/llamacpp/step-gate.js";
+import { blockMicroseconds, MAX_PAUSE_US, pauseMicroseconds, StepPause } from "../../src/backends/llamacpp/step-pause.js";
 
 describe("planBatch", () => {
   it("gives decoding sequences their token and a long prompt at most one chunk", () => {
@@ -75,5 +76,48 @@ describe("StepGate", () => {
     g.leave(1);
     const again = await g.hold(); // no member left: at once
     again();
+  });
+});
+
+describe("StepPause", () => {
+  it("pauses 0.5% of the last step, at most 0.25 ms, and nothing before the first", () => {
+    expect(pauseMicroseconds(48)).toBeCloseTo(240, 6);
+    expect(pauseMicroseconds(1)).toBeCloseTo(5, 6);
+    expect(pauseMicroseconds(400)).toBe(MAX_PAUSE_US);
+    expect(pauseMicroseconds(0)).toBe(0);
+    expect(pauseMicroseconds(Number.NaN)).toBe(0);
+    let clock = 1000;
+    const blocks: number[] = [];
+    const p = new StepPause(() => clock, (us) => blocks.push(us));
+    p.settle();
+    clock += 20;
+    p.settle();
+    clock += 2;
+    p.settle();
+    expect(blocks.map((us) => Math.round(us))).toEqual([100, 10]);
+  });
+  it("blocks the thread for the time asked", () => {
+    const t0 = performance.now();
+    blockMicroseconds(3000);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(2.9);
+  });
+  it("the gate calls it once per released step, never while held or for nobody", async () => {
+    let steps = 0;
+    const g = new StepGate(() => steps++);
+    g.join(0);
+    g.join(1);
+    await Promise.all([g.arrive(0), g.arrive(1)]);
+    expect(steps).toBe(1);
+    const holding = g.hold(); // waits for both to finish the step they are computing
+    const both = Promise.all([g.arrive(0), g.arrive(1)]);
+    const letGo = await holding;
+    await new Promise((r) => setImmediate(r));
+    expect(steps).toBe(1);
+    letGo();
+    await both;
+    expect(steps).toBe(2);
+    g.leave(0);
+    g.leave(1);
+    expect(steps).toBe(2);
   });
 });

@@ -21,6 +21,7 @@ import type { ChildMessage, GpuProbe, HostMessage, StateStore } from "./protocol
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
 import { StepGate } from "./step-gate.js";
+import { StepPause } from "./step-pause.js";
 import { batchPlanStrategy } from "./batch-plan.js";
 import { copySequenceState, MIN_COPY_GAIN_TOKENS, restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-states.js";
 import { makeDirs } from "../../fs/make-dirs.js";
@@ -30,7 +31,8 @@ let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
 let slots: SlotPool<LlamaContextSequence> | undefined;
-const lockstep = new StepGate();
+const stepPause = new StepPause();
+const lockstep = new StepGate(() => stepPause.settle());
 /** Slots in the order they were taken from the context: the index is llama.cpp's sequence id.
  *  Then the saved-state identity of this runner, and where states go. */
 let allSeqs: LlamaContextSequence[] = [];

@@ -11,6 +11,9 @@
 // have one, and they are released in ascending sequence order: their next tokens are queued in
 // the same tick, in the order llama.cpp can batch.
 export class StepGate {
+  /** `onStep` runs once per released step, just before the members go on (step-pause.ts). */
+  constructor(private readonly onStep: () => void = () => {}) {}
+
   /** Sequence ids of the generations taking part in the lockstep. */
   private readonly members = new Set<number>();
   private readonly arrived = new Map<number, () => void>();
@@ -72,6 +75,8 @@ export class StepGate {
     this.holders = [];
     for (const resolve of holders) resolve();
     if (this.holds > 0) return;
+    if (this.arrived.size === 0) return;
+    this.onStep();
     const order = [...this.arrived.keys()].sort((a, b) => a - b);
     const resolvers = order.map((id) => this.arrived.get(id)!);
     this.arrived.clear();

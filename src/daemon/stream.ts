@@ -1,27 +1,70 @@
-// NDJSON encoder: one JSON object per line, pulled from the producer only as fast as the client
-// reads (back-pressure). A client that goes away cancels the producer; an error after the first
-// line becomes a final {"error": …} line, as Ollama does once the 200 status has been sent.
+// Streamed answers: one encoded event per model event (an NDJSON line for /api, an SSE event for
+// /v1), produced only as fast as the client reads (back-pressure). A client that goes away
+// cancels the producer; an error after the first event becomes a final error event, as Ollama
+// does once the 200 status has been sent.
+//
+// Under @hono/node-server the events are written straight to the Node response: headers go out
+// with the first event in one write, and each event is one write, without a web stream and
+// hono's reader loop between the generator and the socket (that path cost a separate header
+// write and a few promise hops per token). Elsewhere (app.request in tests) a web stream carries
+// the same bytes.
+import type { ServerResponse } from "node:http";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import type { Context } from "hono";
 import { errorMessage } from "./errors.js";
+
+/** How a stream's events are written. */
+export interface StreamFormat {
+  contentType: string;
+  headers?: Record<string, string>;
+  event(value: object): string;
+  /** Written after the last event (SSE's [DONE]); not after an error. */
+  end?: string;
+  error(err: unknown): string;
+}
+
+const NDJSON: StreamFormat = {
+  contentType: "application/x-ndjson",
+  event: (value) => JSON.stringify(value) + "\n",
+  error: (err) => JSON.stringify({ error: errorMessage(err) }) + "\n",
+};
 
 const encoder = new TextEncoder();
 
-/**
- * Transfer-Encoding is said outright: without it @hono/node-server first tries to read the whole
- * body to send a Content-Length, and on a stream that waits a timer tick (~1 ms measured) before
- * the headers and the first chunk go out — time to first token the client sees.
- */
-const STREAM_HEADERS = { "Content-Type": "application/x-ndjson", "Transfer-Encoding": "chunked" };
+export function ndjsonResponse(c: Context, events: AsyncIterable<object>, onCancel: () => void): Response {
+  return streamResponse(c, events, onCancel, NDJSON);
+}
 
-export function ndjsonResponse(events: AsyncIterable<object>, onCancel: () => void): Response {
+export function streamResponse(c: Context, events: AsyncIterable<object>, onCancel: () => void, format: StreamFormat): Response {
   const it = events[Symbol.asyncIterator]();
+  // Transfer-Encoding is said outright: without it @hono/node-server first tries to read the
+  // whole body to send a Content-Length, waiting a timer tick (~1 ms) before the first event.
+  const headers: Record<string, string> = { "Content-Type": format.contentType, "Transfer-Encoding": "chunked", ...format.headers };
+  const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+  if (outgoing && !outgoing.headersSent) {
+    // Headers set so far by middleware (CORS) go out too.
+    c.res.headers.forEach((value, key) => {
+      if (!(key in headers)) headers[key] = value;
+    });
+    writeToNode(outgoing, headers, it, onCancel, format);
+    // hono and the request log see a streamed 200 (the sentinel tells @hono/node-server that the
+    // answer is already under way).
+    const sent = new Response(null, { headers: RESPONSE_ALREADY_SENT.headers });
+    sent.headers.set("Content-Type", format.contentType);
+    return sent;
+  }
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const { value, done } = await it.next();
-        if (done) controller.close();
-        else controller.enqueue(encoder.encode(JSON.stringify(value) + "\n"));
+        if (!done) {
+          controller.enqueue(encoder.encode(format.event(value)));
+          return;
+        }
+        if (format.end) controller.enqueue(encoder.encode(format.end));
+        controller.close();
       } catch (err) {
-        controller.enqueue(encoder.encode(JSON.stringify({ error: errorMessage(err) }) + "\n"));
+        controller.enqueue(encoder.encode(format.error(err)));
         controller.close();
       }
     },
@@ -30,7 +73,46 @@ export function ndjsonResponse(events: AsyncIterable<object>, onCancel: () => vo
       await it.return?.();
     },
   });
-  return new Response(body, { headers: STREAM_HEADERS });
+  return new Response(body, { headers });
+}
+
+function writeToNode(res: ServerResponse, headers: Record<string, string>, it: AsyncIterator<object>, onCancel: () => void, format: StreamFormat): void {
+  res.writeHead(200, headers);
+  let gone = false;
+  res.once("close", () => {
+    if (res.writableFinished) return;
+    gone = true;
+    onCancel();
+    void Promise.resolve(it.return?.()).catch(() => undefined);
+  });
+  const drained = () =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        res.off("drain", done);
+        res.off("close", done);
+        resolve();
+      };
+      res.on("drain", done);
+      res.on("close", done);
+    });
+  void (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await it.next();
+        if (gone) return;
+        if (done) {
+          if (format.end) res.write(format.end);
+          break;
+        }
+        if (!res.write(format.event(value))) await drained();
+        if (gone) return;
+      }
+    } catch (err) {
+      if (gone) return;
+      res.write(format.error(err));
+    }
+    res.end();
+  })();
 }
 
 export function jsonResponse(value: unknown, status = 200): Response {

@@ -311,6 +311,31 @@ describe("streamed responses", () => {
   });
 });
 
+describe("CORS", () => {
+  it("a local browser origin gets its CORS headers on streamed and plain answers; others get an empty 403", async () => {
+    const origin = "http://localhost:3000";
+    const g = await fetch(`${d.url}/api/generate`, { method: "POST", headers: { Origin: origin }, body: JSON.stringify({ model: "tiny", prompt: "hi", options: { num_predict: 2 } }) });
+    expect(g.headers.get("access-control-allow-origin")).toBe(origin);
+    expect(g.headers.get("vary")).toBe("Origin");
+    expect(lines(await g.text()).at(-1)?.done).toBe(true);
+    const v1 = await fetch(`${d.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { Origin: origin },
+      body: JSON.stringify({ model: "tiny", stream: true, max_tokens: 2, messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(v1.headers.get("access-control-allow-origin")).toBe(origin);
+    expect(await v1.text()).toMatch(/data: \[DONE\]\n\n$/);
+    const tags = await fetch(`${d.url}/api/tags`, { headers: { Origin: origin } });
+    expect(tags.headers.get("access-control-allow-origin")).toBe(origin);
+    const pre = await fetch(`${d.url}/api/chat`, { method: "OPTIONS", headers: { Origin: origin, "Access-Control-Request-Method": "POST" } });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get("access-control-allow-methods")).toContain("POST");
+    const evil = await fetch(`${d.url}/api/generate`, { method: "POST", headers: { Origin: "https://evil.example" }, body: JSON.stringify({ model: "tiny", prompt: "hi" }) });
+    expect(evil.status).toBe(403);
+    expect(await evil.text()).toBe("");
+  });
+});
+
 describe("heartbeat during a slow start", () => {
   let hb: TestDaemon;
   beforeAll(async () => {

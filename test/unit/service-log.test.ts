@@ -77,7 +77,7 @@ function app(debug = 0) {
       for await (const ch of gen) text += ch.response;
       return c.json({ response: text });
     }
-    return ndjsonResponse(gen, () => {});
+    return ndjsonResponse(c, gen, () => {});
   });
   a.post("/api/fail", () => {
     throw new Error("nope");

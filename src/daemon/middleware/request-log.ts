@@ -85,16 +85,21 @@ export function requestLog(log: Logger): MiddlewareHandler {
       });
     };
 
-    const body = c.res.body;
-    if (body === null || !STREAMED.test(c.res.headers.get("content-type") ?? "")) {
+    if (!STREAMED.test(c.res.headers.get("content-type") ?? "")) {
       write();
       return;
     }
     // Under @hono/node-server the Node response says when the answer has been sent (or the client
-    // left): log then, at no cost per chunk.
+    // left): log then, at no cost per chunk. (Streams are written to it directly: stream.ts.)
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
     if (outgoing) {
-      outgoing.once("close", () => write(outgoing.writableFinished ? {} : { canceled: true }));
+      if (outgoing.writableFinished) write();
+      else outgoing.once("close", () => write(outgoing.writableFinished ? {} : { canceled: true }));
+      return;
+    }
+    const body = c.res.body;
+    if (body === null) {
+      write();
       return;
     }
     // Elsewhere (app.request in tests), re-wrap the body so the line is written when the last

@@ -37,7 +37,7 @@ export function completionHandler<S extends z.ZodType<{ model: string; stream?: 
     const { completion } = prepared;
     const gen = logCounts(c, route.chunks(body, completion));
     if (body.stream === false) return jsonResponse(await route.collect(gen));
-    return ndjsonResponse(gen, () => {
+    return ndjsonResponse(c, gen, () => {
       ac.abort();
       completion.cancel();
     });

@@ -62,7 +62,7 @@ export function createRoutes(deps: Deps): Hono {
     if (quantize) input.quantize = quantize;
     if (input.template !== undefined) goTemplate(input.template); // a bad template is a 400 before anything is written
 
-    return progressReply(c.req.raw, body.stream !== false, async (progress, signal) => {
+    return progressReply(c, body.stream !== false, async (progress, signal) => {
       try {
         await createModel(deps.store, deps.models, input, progress, {
           noPrune: deps.config.noPrune,

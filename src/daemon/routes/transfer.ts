@@ -1,6 +1,6 @@
 // POST /api/pull and POST /api/push (reference §1.13, §4.4, §4.5): NDJSON progress, or with
 // `stream: false` the last progress object (200) or the error with its status.
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { z } from "zod";
 import type { ProgressResponse } from "../../api/types.js";
 import { AsyncQueue } from "../../backends/async-queue.js";
@@ -35,8 +35,8 @@ function toApiError(err: unknown): Error {
  * Run a progress-reporting operation for a request. An error before the first progress line is
  * answered with its own status; after it, as a final `{"error"}` line (Ollama's streamResponse).
  */
-export async function progressReply(raw: Request, stream: boolean, run: Run): Promise<Response> {
-  const ac = requestSignal(raw);
+export async function progressReply(c: Context, stream: boolean, run: Run): Promise<Response> {
+  const ac = requestSignal(c.req.raw);
   const events = new AsyncQueue<ProgressResponse>();
   void run((p) => events.push(p), ac.signal).then(
     () => events.end(),
@@ -57,7 +57,7 @@ export async function progressReply(raw: Request, stream: boolean, run: Run): Pr
       yield n.value;
     }
   }
-  return ndjsonResponse(rest(), () => ac.abort());
+  return ndjsonResponse(c, rest(), () => ac.abort());
 }
 
 /** Test and tuning knobs (not Ollama settings): part size and retry back-off of transfers. */
@@ -81,7 +81,7 @@ export function transferRoutes(deps: Deps): Hono {
     const name = parseModelName(body.model || body.name || "");
     if (!name) throw badRequest("invalid model name");
     const t = transferTuning();
-    return progressReply(c.req.raw, body.stream !== false, (progress, signal) =>
+    return progressReply(c, body.stream !== false, (progress, signal) =>
       pullModel(
         deps.store,
         name,
@@ -106,7 +106,7 @@ export function transferRoutes(deps: Deps): Hono {
     const name = parseModelName(raw);
     if (!name) throw badRequest("invalid model name");
     const t = transferTuning();
-    return progressReply(c.req.raw, body.stream !== false, (progress, signal) =>
+    return progressReply(c, body.stream !== false, (progress, signal) =>
       pushModel(deps.store, name, { insecure: body.insecure === true, signal, userAgent, logger, ...t }, progress),
     );
   });

@@ -422,7 +422,7 @@ export function chatRoutes(deps: Deps): Hono {
       });
     }
     if (!t.stream) return jsonResponse(await chatCompletion(started.events, meta));
-    return sseResponse(chatChunks(started.events, meta, t.includeUsage), () => {
+    return sseResponse(c, chatChunks(started.events, meta, t.includeUsage), () => {
       ac.abort();
       started.cancel();
     });

@@ -137,7 +137,7 @@ export function completionRoutes(deps: Deps): Hono {
       });
     }
     if (!t.stream) return jsonResponse(await textCompletion(started.events, meta));
-    return sseResponse(textChunks(started.events, meta, t.includeUsage), () => {
+    return sseResponse(c, textChunks(started.events, meta, t.includeUsage), () => {
       ac.abort();
       started.cancel();
     });

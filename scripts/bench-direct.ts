@@ -65,7 +65,35 @@ function dispatch(m: DirectJob): Promise<unknown> {
   }
 }
 
+/**
+ * The first-token server (bench-ttft-pairs.ts): loads once and warms up, says "ready", then times
+ * each prompt it is sent (evaluate() → first token, as the runner measures prompt_eval_duration)
+ * until it is told to stop. The daemon's runner holds the model at the same time, idle.
+ */
+async function serveFirstTokens(plan: BenchPlan): Promise<void> {
+  const e = await loadEngine(plan.modelPath, plan);
+  const seq = e.sequences[0]!;
+  await generate(e.model, seq, plan.sampling, plan.warmup.prompt, plan.warmup.tokens);
+  process.on("message", (m: { prompt?: string; stop?: true }) => {
+    if (m.stop) {
+      void e.dispose().then(() => process.exit(0));
+      return;
+    }
+    void generate(e.model, seq, plan.sampling, m.prompt ?? "", 1).then(
+      (g) => process.send?.({ ms: g.tFirst - g.t0, promptTokens: g.promptTokens }),
+      (err: unknown) => process.send?.({ error: err instanceof Error ? err.message : String(err) }),
+    );
+  });
+  process.send?.({ ready: true });
+}
+
 process.once("message", (m) => {
+  if ((m as { job?: string }).job === "first-token-server") {
+    serveFirstTokens((m as { plan: BenchPlan }).plan).catch((err: unknown) => {
+      process.send?.({ error: err instanceof Error ? (err.stack ?? err.message) : String(err) }, () => process.exit(1));
+    });
+    return;
+  }
   dispatch(m as DirectJob).then(
     (result) => process.send?.({ ok: true, result }, () => process.exit(0)),
     (err: unknown) => {

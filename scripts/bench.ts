@@ -14,6 +14,8 @@
 // the report checks. Prints a table and the ratios against their targets; writes
 // .cache/bench-latest.json.
 // BENCH_ROUNDS (default 3) and BENCH_TOKENS (default 128) shorten a run for a smoke check.
+// The first-token overhead is then measured apart (bench-ttft-pairs.ts): BENCH_TTFT_PAIRS
+// (default 24) back-to-back pairs on short prompts, both engines loaded.
 // After these, three more cases, each in its own file (docs/performance.md): aggregate decode
 // tok/s at 1, 2 and 4 concurrent streams (bench-parallel.ts), time to first token with a reused
 // ~1,000-token prefix (bench-prefix.ts) and pull throughput against plain undici (bench-pull.ts).
@@ -40,6 +42,7 @@ import { benchPull, type PullBench } from "./bench-pull.js";
 import { printSuite, suiteRows } from "./bench-summary.js";
 import { nowMs, BENCH_SAMPLING, cpuMs, cpuSnapshot, foreignCores, median, ollamaOptions, pickQuiet, promptFor, QUIET_CORES, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
 import { readNdjsonLines } from "./bench-stream.js";
+import { PAIR_PROMPT_TOKENS, ttftPairs, type TtftPairs } from "./bench-ttft-pairs.js";
 
 const MODEL_NAME = "bench-1b:q4_0";
 /** Issue 7's acceptance figures (reported, never enforced). */
@@ -129,6 +132,26 @@ async function daemonGenerate(d: TestDaemon, plan: BenchPlan, prompt: string, nu
   if (err) throw new Error(`/api/generate: ${String(err.obj.error)}`);
   if (!r.lines.at(-1)?.obj.done) throw new Error("/api/generate: stream ended without a final chunk");
   return r;
+}
+
+/** The first-token pairs with the daemon's model loaded (and unloaded again afterwards). */
+async function firstTokenPairs(d: TestDaemon, plan: BenchPlan, count: number): Promise<TtftPairs> {
+  await daemonGenerate(d, plan, "", 0);
+  await daemonGenerate(d, plan, plan.warmup.prompt, plan.warmup.tokens);
+  const runnerPid = (await childPids(d.proc.pid!))[0];
+  const own = [d.proc.pid!, ...(runnerPid ? [runnerPid] : [])];
+  await waitForQuiet(["self", ...own], plan.quietWaitMs);
+  try {
+    return await ttftPairs(plan, count, async (prompt) => {
+      const r = await daemonGenerate(d, plan, prompt, 1);
+      const first = r.lines.find((l) => typeof l.obj.response === "string" && l.obj.response !== "");
+      const final = r.lines.at(-1)!;
+      const ms = (first?.t ?? final.t) - r.tSent;
+      return { ms, pathMs: ms - Number(final.obj.prompt_eval_duration) / 1e6, promptTokens: Number(final.obj.prompt_eval_count) };
+    }, own);
+  } finally {
+    await postNdjson(d.url, "/api/generate", { model: MODEL_NAME, prompt: "", keep_alive: 0, options: ollamaOptions(plan, 0) });
+  }
 }
 
 function decodeRunOf(r: Streamed, cpuMsPerToken: Record<string, number>, foreign: number): DecodeRun {
@@ -246,8 +269,11 @@ interface Summary {
   directDecodeTokPerS: number;
   daemonTtftMs: number;
   directTtftMs: number;
-  /** Median of (daemon − direct) over runs on the same prompt. */
+  /** Median of (daemon − direct) over back-to-back pairs on the same short prompt (bench-ttft-pairs.ts). */
   ttftOverheadMs: number;
+  /** Median of (daemon − direct) over the rounds' runs on the same ~32-token prompt (tens of seconds apart). */
+  ttftOverheadRoundPairsMs: number;
+  ttftPairs: TtftPairs;
   /** Difference of the two medians. */
   ttftOverheadUnpairedMs: number;
   daemonRssStartMiB: number | null;
@@ -281,6 +307,7 @@ async function main(): Promise<void> {
   const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS) || 3);
   const TOKENS = Math.max(8, Number(process.env.BENCH_TOKENS) || 128);
   const TTFT_PER_ROUND = 5;
+  const PAIRS = Math.max(2, Number(process.env.BENCH_TTFT_PAIRS) || 24);
   const DECODE_PER_ROUND = 2;
   const QUIET_WAIT_MS = Math.max(0, Number(process.env.BENCH_QUIET_WAIT_S ?? 20) * 1000);
   // Round r runs the same plan on both sides; the ttft prompts are new in every round.
@@ -329,6 +356,7 @@ async function main(): Promise<void> {
   };
   const daemonRounds: DaemonRound[] = [];
   const directRounds: SideResult[] = [];
+  let pairs: TtftPairs | undefined;
   let rssStartMiB: number | null = null;
   let rssAfterCreateMiB: number | null = null;
   let rssEndMiB: number | null = null;
@@ -367,6 +395,11 @@ async function main(): Promise<void> {
     }
     // The daemon has sat without a model while the last direct side ran: its settled idle size.
     if (d) rssEndMiB = await readRssMiB(d.proc.pid!);
+    pairs = await firstTokenPairs(await daemonUp(), plans[0]!, PAIRS);
+    console.log(
+      `  first-token pairs: ${pairs.pairs.length} prompts of ${PAIR_PROMPT_TOKENS} tokens, daemon ${f1(pairs.daemonMs)} ms, direct ${f1(pairs.directMs)} ms (medians), ` +
+        `other processes ${f2(pairs.foreignCores)} cores`,
+    );
   } catch (err) {
     if (d) {
       const state = d.proc.exitCode !== null || d.proc.signalCode !== null ? `exited (${d.proc.signalCode ?? d.proc.exitCode})` : "running";
@@ -393,8 +426,10 @@ async function main(): Promise<void> {
   // tokens, each worth ~10 ms of prompt evaluation), undisturbed on both sides when there are such.
   const allPairs = daemon.ttft.map((x, i) => ({ daemon: x, direct: direct.ttft[i]! })).filter((p) => p.direct !== undefined);
   const quietPairs = allPairs.filter((p) => p.daemon.foreignCores < QUIET_CORES && p.direct.foreignCores < QUIET_CORES);
-  const pairs = quietPairs.length > 0 ? quietPairs : allPairs;
-  const ttftOverheadMs = median(pairs.map((p) => p.daemon.ms - p.direct.ms));
+  const roundPairs = quietPairs.length > 0 ? quietPairs : allPairs;
+  const roundPairsOverheadMs = median(roundPairs.map((p) => p.daemon.ms - p.direct.ms));
+  if (!pairs) throw new Error("the first-token pairs did not run");
+  const ttftOverheadMs = pairs.overheadMs;
   const of = (p: { daemon: unknown[]; direct: unknown[]; quiet: boolean }) =>
     p.quiet ? `median of ${p.daemon.length}+${p.direct.length} undisturbed runs` : `median of all ${p.daemon.length}+${p.direct.length} runs`;
   // Idle RSS: right after start, and at the end of the run (no model since the last unload).
@@ -407,7 +442,9 @@ async function main(): Promise<void> {
     daemonTtftMs: dTtft,
     directTtftMs: xTtft,
     ttftOverheadMs,
+    ttftOverheadRoundPairsMs: roundPairsOverheadMs,
     ttftOverheadUnpairedMs: dTtft - xTtft,
+    ttftPairs: pairs,
     daemonRssStartMiB: rssStartMiB,
     daemonRssAfterUnloadMiB: Number.isFinite(rssAfterUnloadMiB) ? rssAfterUnloadMiB : null,
     daemonIdleRssMiB: Math.max(rssStartMiB ?? Infinity, rssAfterUnloadMiB),
@@ -467,8 +504,13 @@ async function main(): Promise<void> {
   );
   console.log("");
   console.log(
-    `first-token overhead: median over ${pairs.length} ${quietPairs.length > 0 ? "undisturbed " : ""}same-prompt pairs ${f1(ttftOverheadMs)} ms ` +
-      `(${list(pairs.map((p) => p.daemon.ms - p.direct.ms))}); difference of the medians ${f1(dTtft - xTtft)} ms`,
+    `first-token overhead: median over ${pairs.pairs.length} back-to-back pairs on ${PAIR_PROMPT_TOKENS}-token prompts ${f1(ttftOverheadMs)} ms ` +
+      `(${list(pairs.pairs.map((p) => p.daemonMs - p.directMs))}); the daemon's path in those pairs ${f1(pairs.pathMs)} ms` +
+      `${pairs.undisturbed ? "" : ` (DISTURBED: other processes ${f2(pairs.foreignCores)} cores)`}`,
+  );
+  console.log(
+    `  in the rounds (~32-token prompts, the two runs of a pair tens of seconds apart): median over ${roundPairs.length} pairs ` +
+      `${f1(roundPairsOverheadMs)} ms (${list(roundPairs.map((p) => p.daemon.ms - p.direct.ms))}); difference of the medians ${f1(dTtft - xTtft)} ms`,
   );
   console.log(
     `first token through the daemon minus the runner's own prompt_eval_duration (HTTP, routing, scheduler, IPC both ways), ms: ` +

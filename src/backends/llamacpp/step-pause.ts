@@ -1,15 +1,16 @@
 // A short pause between decode steps, sized from the step itself.
 //
-// Measured on 2 cores with the 1B-shaped Q4_0 model (scripts in docs/performance.md, "Step
-// pause"): queueing the next decode step the moment a token is out makes the steps ~4% slower
-// than queueing it 0.1–0.4 ms later, through the daemon and on plain node-llama-cpp alike. The
-// token's leftover work — the engine's own bookkeeping threads, and in the daemon the IPC
-// message, the HTTP write and the client reading it — otherwise lands on cores where llama.cpp's
-// compute threads have just started the next graph, and every compute thread waits at each
+// node-llama-cpp 3.21.1 gives llama.cpp no thread pool, so ggml starts its worker threads for
+// every graph and ends them when it is done (strace: one new thread per token). Measured on 2
+// cores with the 1B-shaped Q4_0 model (docs/performance.md, "Step pause"): queueing the next
+// step the moment a token is out makes the steps ~3-4% slower than queueing it 0.1-0.4 ms later,
+// on plain node-llama-cpp as through the daemon. The last step's worker is still being torn
+// down, and in the daemon the token's IPC message, HTTP write and the client reading it all want
+// a core just as the next graph's threads start; every compute thread then waits at each
 // barrier for the one that was preempted. Blocking the runner's main thread for that short while
-// lets it finish on idle cores first. The pause is a fixed fraction of the step (0.5%, at most
-// 0.25 ms), so a fast model (GPU, tiny) pays a few microseconds and the pause never costs more
-// than it can win.
+// lets that work finish on idle cores first. The pause is a fixed fraction of the step (0.5%, at
+// most 0.25 ms), so a fast model (GPU, tiny) pays a few microseconds and the pause never costs
+// more than it can win.
 export const PAUSE_FRACTION = 0.005;
 export const MAX_PAUSE_US = 250;
 

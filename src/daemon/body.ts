@@ -6,14 +6,17 @@ import { badRequest } from "./errors.js";
 
 const tooLarge = (limit: number) => badRequest(`request body too large (limit ${limit} bytes)`);
 
-/** Collects chunks, refusing more than `limit` bytes in all. */
-async function collect(chunks: AsyncIterable<Uint8Array>, limit: number, stop: () => void): Promise<string> {
+/** Reads the web body, refusing more than `limit` bytes in all (app.request in tests). */
+async function readWeb(body: ReadableStream<Uint8Array>, limit: number): Promise<string> {
+  const reader = body.getReader();
   const parts: Uint8Array[] = [];
   let total = 0;
-  for await (const value of chunks) {
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
     total += value.byteLength;
     if (total > limit) {
-      stop();
+      await reader.cancel().catch(() => undefined);
       throw tooLarge(limit);
     }
     parts.push(value);
@@ -21,28 +24,65 @@ async function collect(chunks: AsyncIterable<Uint8Array>, limit: number, stop: (
   return Buffer.concat(parts).toString("utf8");
 }
 
-async function* webChunks(reader: ReadableStreamDefaultReader<Uint8Array>): AsyncIterable<Uint8Array> {
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    yield value;
-  }
+/**
+ * Reads the Node request, refusing more than `limit` bytes in all. Past the limit it stops
+ * reading, so the 400 still reaches the client; the answer then closes the connection.
+ */
+function readNode(incoming: IncomingMessage, limit: number, onTooLarge: () => void): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let total = 0;
+    const done = () => {
+      incoming.off("data", onData);
+      incoming.off("end", onEnd);
+      incoming.off("error", onError);
+      incoming.off("close", onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      total += chunk.byteLength;
+      if (total <= limit) {
+        parts.push(chunk);
+        return;
+      }
+      done();
+      incoming.pause();
+      onTooLarge();
+      reject(tooLarge(limit));
+    };
+    const onEnd = () => {
+      done();
+      resolve(Buffer.concat(parts).toString("utf8"));
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(err);
+    };
+    const onClose = () => {
+      done();
+      reject(new Error("the client closed the connection before sending the whole request body"));
+    };
+    incoming.on("data", onData);
+    incoming.once("end", onEnd);
+    incoming.once("error", onError);
+    incoming.once("close", onClose);
+  });
 }
 
 /** Reads at most `limit` bytes so a huge body cannot exhaust memory. */
 async function readText(c: Context, limit: number): Promise<string> {
+  // A refused body is left unread: the answer closes the connection instead of draining it.
+  const refuse = () => c.header("Connection", "close");
   const len = Number(c.req.header("content-length") ?? "0");
-  if (len > limit) throw tooLarge(limit);
+  if (len > limit) {
+    refuse();
+    throw tooLarge(limit);
+  }
   // Under @hono/node-server the Node request is read directly: the web stream hono would build
   // around it costs a few promise hops per chunk on every request (time to first token).
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  if (incoming && !incoming.readableDidRead && !incoming.readableEnded) {
-    return collect(incoming, limit, () => incoming.destroy());
-  }
+  if (incoming && !incoming.readableDidRead && !incoming.readableEnded) return readNode(incoming, limit, refuse);
   const body = c.req.raw.body;
-  if (!body) return "";
-  const reader = body.getReader();
-  return collect(webChunks(reader), limit, () => void reader.cancel().catch(() => undefined));
+  return body ? readWeb(body, limit) : "";
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {

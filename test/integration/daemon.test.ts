@@ -132,6 +132,42 @@ describe("bad input", () => {
     expect(await e.json() as unknown).toEqual({ error: "missing request body" });
   });
 
+  it("a body over 64 MiB is a 400 that reaches the client (declared or streamed), and the connection is closed", async () => {
+    const http = await import("node:http");
+    const LIMIT = 64 << 20;
+    const send = (headers: Record<string, string | number>, chunks: number) =>
+      new Promise<{ status: number; connection: string | undefined; body: string }>((resolve, reject) => {
+        const req = http.request(`${d.url}/api/generate`, { method: "POST", headers, agent: false }, (res) => {
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (t: string) => (body += t));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, body }));
+        });
+        req.on("error", () => undefined); // the server stops reading: writes may fail after its answer
+        const chunk = Buffer.alloc(1 << 20, 0x20);
+        let i = 0;
+        const pump = () => {
+          while (i < chunks) {
+            i++;
+            if (!req.write(chunk)) return void req.once("drain", pump);
+          }
+          req.end();
+        };
+        setTimeout(() => reject(new Error("no answer")), 20_000).unref();
+        pump();
+      });
+    const streamed = await send({ "Transfer-Encoding": "chunked" }, 80);
+    expect(streamed.status).toBe(400);
+    expect(streamed.connection).toBe("close");
+    expect(JSON.parse(streamed.body)).toEqual({ error: `request body too large (limit ${LIMIT} bytes)` });
+    const declared = await send({ "Content-Length": 100 << 20 }, 1);
+    expect(declared.status).toBe(400);
+    expect(declared.connection).toBe("close");
+    expect(JSON.parse(declared.body)).toEqual({ error: `request body too large (limit ${LIMIT} bytes)` });
+    const after = await post("/api/generate", JSON.stringify({ model: "tiny", prompt: "hi", options: { num_predict: 1 }, stream: false }));
+    expect(after.status).toBe(200);
+  });
+
   it("a missing model is 404 with Ollama's message; an invalid name is 400", async () => {
     const r = await post("/api/generate", JSON.stringify({ model: "x", prompt: "hi" }));
     expect(r.status).toBe(404);

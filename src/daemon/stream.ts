@@ -37,11 +37,10 @@ export function ndjsonResponse(c: Context, events: AsyncIterable<object>, onCanc
 
 export function streamResponse(c: Context, events: AsyncIterable<object>, onCancel: () => void, format: StreamFormat): Response {
   const it = events[Symbol.asyncIterator]();
-  // Transfer-Encoding is said outright: without it @hono/node-server first tries to read the
-  // whole body to send a Content-Length, waiting a timer tick (~1 ms) before the first event.
-  const headers: Record<string, string> = { "Content-Type": format.contentType, "Transfer-Encoding": "chunked", ...format.headers };
+  const headers: Record<string, string> = { "Content-Type": format.contentType, ...format.headers };
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   if (outgoing && !outgoing.headersSent) {
+    // No length: Node frames the body itself (chunked for HTTP/1.1, to the close for HTTP/1.0).
     // Headers set so far by middleware (CORS) go out too.
     c.res.headers.forEach((value, key) => {
       if (!(key in headers)) headers[key] = value;
@@ -53,6 +52,9 @@ export function streamResponse(c: Context, events: AsyncIterable<object>, onCanc
     sent.headers.set("Content-Type", format.contentType);
     return sent;
   }
+  // Transfer-Encoding is said outright: without it @hono/node-server would first try to read the
+  // whole body to send a Content-Length, waiting a timer tick (~1 ms) before the first event.
+  headers["Transfer-Encoding"] = "chunked";
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {

@@ -311,6 +311,29 @@ describe("streamed responses", () => {
   });
 });
 
+describe("HTTP/1.0", () => {
+  it("a streamed answer to an HTTP/1.0 client is plain NDJSON up to the close, without chunk framing", async () => {
+    const net = await import("node:net");
+    const { port } = new URL(d.url);
+    const body = JSON.stringify({ model: "tiny", prompt: "hi", options: { seed: 2, num_predict: 3 } });
+    const raw = await new Promise<string>((resolve, reject) => {
+      const sock = net.connect(Number(port), "127.0.0.1", () => {
+        sock.write(`POST /api/generate HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      });
+      let text = "";
+      sock.setEncoding("utf8");
+      sock.on("data", (t: string) => (text += t));
+      sock.on("end", () => resolve(text));
+      sock.on("error", reject);
+    });
+    const [head, payload] = raw.split("\r\n\r\n") as [string, string];
+    expect(head).toMatch(/^HTTP\/1\.[01] 200 OK/);
+    expect(head.toLowerCase()).not.toContain("transfer-encoding");
+    const chunks = lines(payload);
+    expect(chunks.at(-1)).toMatchObject({ done: true, eval_count: 3 });
+  });
+});
+
 describe("CORS", () => {
   it("a local browser origin gets its CORS headers on streamed and plain answers; others get an empty 403", async () => {
     const origin = "http://localhost:3000";

@@ -5,9 +5,10 @@
 //
 // Under @hono/node-server the events are written straight to the Node response: headers go out
 // with the first event in one write, and each event is one write, without a web stream and
-// hono's reader loop between the generator and the socket (that path cost a separate header
-// write and a few promise hops per token). Elsewhere (app.request in tests) a web stream carries
-// the same bytes.
+// hono's reader loop between the generator and the socket. (Given a streamed Response, that
+// server first tries to read it whole for a Content-Length and waits a timer tick, ~1 ms,
+// before the first event; then it wrote the headers apart and took a few promise hops per
+// token.) Elsewhere (app.request in tests) a web stream carries the same bytes.
 import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
@@ -52,9 +53,6 @@ export function streamResponse(c: Context, events: AsyncIterable<object>, onCanc
     sent.headers.set("Content-Type", format.contentType);
     return sent;
   }
-  // Transfer-Encoding is said outright: without it @hono/node-server would first try to read the
-  // whole body to send a Content-Length, waiting a timer tick (~1 ms) before the first event.
-  headers["Transfer-Encoding"] = "chunked";
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {

@@ -53,13 +53,14 @@ function readNode(incoming: IncomingMessage, limit: number, onTooLarge: () => vo
       done();
       resolve(Buffer.concat(parts).toString("utf8"));
     };
+    // A client that goes away mid-body is the request's fault, not an internal error.
     const onError = (err: Error) => {
       done();
-      reject(err);
+      reject(badRequest(`request body not received: ${err.message}`));
     };
     const onClose = () => {
       done();
-      reject(new Error("the client closed the connection before sending the whole request body"));
+      reject(badRequest("the client closed the connection before sending the whole request body"));
     };
     incoming.on("data", onData);
     incoming.once("end", onEnd);

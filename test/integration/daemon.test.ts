@@ -168,6 +168,25 @@ describe("bad input", () => {
     expect(after.status).toBe(200);
   });
 
+  it("a client that leaves in the middle of its body is no internal error; the daemon keeps serving", async () => {
+    const net = await import("node:net");
+    const { port } = new URL(d.url);
+    await new Promise<void>((resolve) => {
+      const sock = net.connect(Number(port), "127.0.0.1", () => {
+        sock.write(`POST /api/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{"model":"tiny",`);
+        setTimeout(() => {
+          sock.destroy();
+          resolve();
+        }, 100);
+      });
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(d.logs()).not.toMatch(/level=ERROR msg="internal error: the client closed/);
+    expect(d.logs()).toMatch(/path=\/api\/generate status=400/);
+    const after = await post("/api/generate", JSON.stringify({ model: "tiny", prompt: "hi", options: { num_predict: 1 }, stream: false }));
+    expect(after.status).toBe(200);
+  });
+
   it("a missing model is 404 with Ollama's message; an invalid name is 400", async () => {
     const r = await post("/api/generate", JSON.stringify({ model: "x", prompt: "hi" }));
     expect(r.status).toBe(404);

@@ -134,6 +134,14 @@ async function daemonGenerate(d: TestDaemon, plan: BenchPlan, prompt: string, nu
   return r;
 }
 
+/** Request written → first non-empty line, and that minus the runner's own prompt_eval_duration. */
+function firstTokenOf(r: Streamed): { ms: number; pathMs: number; promptTokens: number } {
+  const first = r.lines.find((l) => typeof l.obj.response === "string" && l.obj.response !== "");
+  const final = r.lines.at(-1)!;
+  const ms = (first?.t ?? final.t) - r.tSent;
+  return { ms, pathMs: ms - Number(final.obj.prompt_eval_duration) / 1e6, promptTokens: Number(final.obj.prompt_eval_count) };
+}
+
 /** The first-token pairs with the daemon's model loaded (and unloaded again afterwards). */
 async function firstTokenPairs(d: TestDaemon, plan: BenchPlan, count: number): Promise<TtftPairs> {
   await daemonGenerate(d, plan, "", 0);
@@ -142,13 +150,7 @@ async function firstTokenPairs(d: TestDaemon, plan: BenchPlan, count: number): P
   const own = [d.proc.pid!, ...(runnerPid ? [runnerPid] : [])];
   await waitForQuiet(["self", ...own], plan.quietWaitMs);
   try {
-    return await ttftPairs(plan, count, async (prompt) => {
-      const r = await daemonGenerate(d, plan, prompt, 1);
-      const first = r.lines.find((l) => typeof l.obj.response === "string" && l.obj.response !== "");
-      const final = r.lines.at(-1)!;
-      const ms = (first?.t ?? final.t) - r.tSent;
-      return { ms, pathMs: ms - Number(final.obj.prompt_eval_duration) / 1e6, promptTokens: Number(final.obj.prompt_eval_count) };
-    }, own);
+    return await ttftPairs(plan, count, async (prompt) => firstTokenOf(await daemonGenerate(d, plan, prompt, 1)), own);
   } finally {
     await postNdjson(d.url, "/api/generate", { model: MODEL_NAME, prompt: "", keep_alive: 0, options: ollamaOptions(plan, 0) });
   }
@@ -218,11 +220,7 @@ async function runDaemonRound(d: TestDaemon, plan: BenchPlan): Promise<DaemonRou
     const s0 = await cpuSnapshot(own);
     const r = await daemonGenerate(d, plan, prompt, plan.ttft.tokens);
     const s1 = await cpuSnapshot(own);
-    const first = r.lines.find((l) => typeof l.obj.response === "string" && l.obj.response !== "");
-    const final = r.lines.at(-1)!;
-    const ms = (first?.t ?? final.t) - r.tSent;
-    const pathMs = ms - Number(final.obj.prompt_eval_duration) / 1e6;
-    ttft.push({ promptTokens: Number(final.obj.prompt_eval_count), ms, pathMs, foreignCores: foreignCores(s0, s1) });
+    ttft.push({ ...firstTokenOf(r), foreignCores: foreignCores(s0, s1) });
   }
   const cpu1 = await cpuSnapshot(own);
   const modelRssMiB = runnerPid ? await readRssMiB(runnerPid) : null;

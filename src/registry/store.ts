@@ -209,8 +209,17 @@ export class Store {
   }
 
   private async loadManifest(name: ModelName, file: string): Promise<StoredManifest> {
-    const raw = await fs.readFile(file);
-    const st = await fs.stat(file);
+    // One open: the bytes and the mtime come from the same file (a rename between a read and a
+    // stat by path could pair them wrongly), and the path is looked up once.
+    const fh = await fs.open(file, "r");
+    let raw: Buffer;
+    let st: Awaited<ReturnType<typeof fh.stat>>;
+    try {
+      st = await fh.stat();
+      raw = await fh.readFile();
+    } finally {
+      await fh.close();
+    }
     const manifest = decodeManifest(raw, file);
     const size = [manifest.config, ...manifest.layers].reduce((n, l) => n + l.size, 0);
     const digest = createHash("sha256").update(raw).digest("hex");

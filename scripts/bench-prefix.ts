@@ -6,8 +6,11 @@
 // compares with (12.4 s → 51 ms, one decode step).
 //   1. cold: the first request evaluates the whole prefix;
 //   2. same slot: the second request reuses it from its slot's cache;
-//   3. across slots: while a third request decodes on the slot holding the prefix, a fourth one
-//      arrives and is given the other slot, which starts from a copy of the busy slot's state;
+//   3. across slots: while a third request decodes on a slot holding the prefix, a fourth one
+//      arrives and is given the other slot. Since the second request reused the prefix, the
+//      runner has copied it into the idle slot ahead (from the snapshot the first request left,
+//      prefix-reuse.ts), so the fourth finds it in its own slot, and the busy one is held for
+//      its few new tokens; without that copy it would load the snapshot;
 //   4. after a model switch: a request to another (small) model unloads this one, then a fifth
 //      request with the prefix loads it again; the states kept at unload are restored.
 // Reported: time to first token (request written → first non-empty NDJSON line) of 2, 3 and 4

@@ -102,6 +102,8 @@ export interface GenerateStats {
   context?: number[];
   /** Prompt tokens taken from the slot's cache instead of being evaluated (prefix reuse). */
   cachedTokens?: number;
+  /** Where those came from: the slot's own cache, a prompt snapshot, or a copy of another slot. */
+  cachedFrom?: "own" | "snapshot" | "slot";
 }
 
 export type RunnerEvent = { type: "text"; text: string } | ({ type: "done" } & GenerateStats);

@@ -1,7 +1,9 @@
-// Prompt prefixes reused beyond their own slot (sequence-states.ts) on real runner processes with
-// the small test model: copied from another slot, also a busy one, and kept across an unload
-// for the next runner of the same model and shape. Reuse is read from the runner's
-// `cachedTokens`; every reused run must produce the text of a cold run.
+// Prompt prefixes reused beyond their own slot (prefix-reuse.ts, prompt-cache.ts,
+// sequence-states.ts) on real runner processes with the small test model: copied from another
+// slot, also a busy one; loaded from the snapshot an expensive prompt leaves; copied ahead into an
+// idle slot once reused; kept across an unload for the next runner of the same model and shape.
+// Reuse is read from the runner's `cachedTokens` and `cachedFrom`; every reused run must produce
+// the text of a cold run.
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -15,15 +17,20 @@ import type { StateStore } from "../../src/backends/llamacpp/protocol.js";
 const baseOpts = testLoadOptions({ numCtx: 1024, slots: 2 });
 
 const words = "river stone cloud lantern meadow copper whisper harbor orchard ember violet canyon".split(" ");
-const prefix = Array.from({ length: 240 }, (_, i) => words[(i * 5 + 1) % words.length]).join(" ");
+const text = (n: number, seed: number) => Array.from({ length: n }, (_, i) => words[(i * 5 + seed) % words.length]).join(" ");
+/** Over SNAPSHOT_MIN_TOKENS tokens: snapshotted when evaluated. */
+const prefix = text(240, 1);
+/** Under it (but longer than MIN_COPY_GAIN_TOKENS): only ever copied from a slot. */
+const shortPrefix = text(50, 3);
 
-function job(prompt: string, numPredict = 12): GenerateJob {
+function job(prompt: string, numPredict = 12, prefixTokens?: number[]): GenerateJob {
   return {
     prompt,
+    ...(prefixTokens ? { prefixTokens, wantContext: true } : {}),
     sampling: { temperature: 0.8, topK: 40, topP: 0.9, minP: 0, seed: 77, repeatLastN: 64, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0 },
     numPredict,
     stop: [],
-    wantContext: false,
+    wantContext: prefixTokens !== undefined,
   };
 }
 
@@ -59,39 +66,115 @@ async function load(opts = baseOpts): Promise<Runner> {
 }
 
 describe("prefix reuse across slots and unloads", () => {
-  it("a prompt whose prefix sits in a busy slot is started from a copy of it", async () => {
-    const cold = await load();
-    const b = job(`${prefix} and then the second question`);
-    const bCold = await run(cold, b);
-    await cold.close();
-    expect(bCold.done.cachedTokens).toBe(0);
-
-    const runner = await load();
-    try {
-      // A takes a slot and stays busy until B is done; A was held at the lockstep gate for the
-      // copy and must go on decoding afterwards (then it is aborted).
-      let pieces = 0;
-      let onPiece: () => void = () => undefined;
-      const stopA = new AbortController();
-      const a = (async () => {
-        for await (const ev of runner.generate(job(`${prefix} and then the first question`, 100_000), stopA.signal)) {
-          if (ev.type === "text") pieces++;
-          onPiece();
-        }
-      })();
-      const piecesReach = (n: number) => new Promise<void>((resolve) => {
+  /** A decodes (held at the lockstep gate for B's copy or load, then going on) while B runs. */
+  async function whileBusy(runner: Runner, a: GenerateJob, b: GenerateJob): Promise<{ text: string; done: Done }> {
+    let pieces = 0;
+    let onPiece: () => void = () => undefined;
+    const stopA = new AbortController();
+    const busy = (async () => {
+      for await (const ev of runner.generate({ ...a, numPredict: 100_000 }, stopA.signal)) {
+        if (ev.type === "text") pieces++;
+        onPiece();
+      }
+    })();
+    const piecesReach = (n: number) =>
+      new Promise<void>((resolve) => {
         onPiece = () => {
           if (pieces >= n) resolve();
         };
         onPiece();
       });
+    try {
       await piecesReach(1);
-      const bWarm = await run(runner, b);
-      await piecesReach(pieces + 3); // A still decodes after B's copy
+      const result = await run(runner, b);
+      await piecesReach(pieces + 3); // A still decodes after B
+      return result;
+    } finally {
       stopA.abort();
-      await a;
-      expect(bWarm.done.cachedTokens).toBeGreaterThanOrEqual(bCold.done.promptEvalCount - 8);
-      expect(bWarm.text).toBe(bCold.text);
+      await busy;
+    }
+  }
+
+  /** The warm run reused (nearly) the whole prompt, from `from`, and wrote the cold run's text. */
+  function expectReused(warm: { text: string; done: Done }, cold: { text: string; done: Done }, from: string): void {
+    expect(warm.done.cachedFrom).toBe(from);
+    expect(warm.done.cachedTokens).toBeGreaterThanOrEqual(cold.done.promptEvalCount - 8);
+    expect(warm.text).toBe(cold.text);
+  }
+
+  async function coldRun(j: GenerateJob): Promise<{ text: string; done: Done }> {
+    const runner = await load();
+    try {
+      const r = await run(runner, j);
+      expect(r.done.cachedTokens).toBe(0);
+      return r;
+    } finally {
+      await runner.close();
+    }
+  }
+
+  // A short prefix is copied from the busy slot; an expensive one left a snapshot when it was
+  // evaluated, which is loaded instead (no wait for the busy slot's state to be written).
+  it.each([
+    { what: "a copy of the busy slot", start: shortPrefix, from: "slot" },
+    { what: "the snapshot its first evaluation left", start: prefix, from: "snapshot" },
+  ])("a prompt whose prefix sits in a busy slot starts from $what", async ({ start, from }) => {
+    const b = job(`${start} and then the second question`);
+    const bCold = await coldRun(b);
+    const runner = await load();
+    try {
+      expectReused(await whileBusy(runner, job(`${start} and then the first question`), b), bCold, from);
+    } finally {
+      await runner.close();
+    }
+  });
+
+  it("a snapshot outlives its slot: the prefix is loaded after both slots were given to other prompts", async () => {
+    const again = job(`${prefix} so what about the lantern`);
+    const cold = await coldRun(again);
+    const runner = await load();
+    try {
+      await run(runner, job(`${prefix} first of all`));
+      await run(runner, job(`${text(240, 2)} something else`));
+      await run(runner, job(`${text(240, 4)} something else again`));
+      expectReused(await run(runner, again), cold, "snapshot");
+    } finally {
+      await runner.close();
+    }
+  });
+
+  it("a reused prefix is copied ahead into an idle slot: the next request while it decodes finds it in its own", async () => {
+    const c = job(`${prefix} the third one`);
+    const cCold = await coldRun(c);
+    const runner = await load();
+    try {
+      await run(runner, job(`${prefix} the first one`));
+      const second = await run(runner, job(`${prefix} the second one`));
+      expect(second.done.cachedFrom).toBe("own");
+      expectReused(await whileBusy(runner, job(`${prefix} a long one`), c), cCold, "own");
+    } finally {
+      await runner.close();
+    }
+  });
+
+  it("the idle slot it overwrites keeps its conversation: saved as a snapshot first", async () => {
+    const runner = await load();
+    let followUp: GenerateJob;
+    let conversation: number[];
+    try {
+      // Slot 1: a conversation whose reply (80 tokens) is not in any snapshot.
+      const first = await run(runner, job(`${text(200, 5)} tell me a story`, 80, []));
+      conversation = first.done.context!;
+      expect(conversation.length).toBeGreaterThan(300);
+      // Slot 2: another prefix, then reused: copied ahead into the idle slot 1.
+      await run(runner, job(`${prefix} one`));
+      await run(runner, job(`${prefix} two`));
+      followUp = job(" and what happened next", 12, conversation);
+      const warm = await run(runner, followUp);
+      expect(warm.done.cachedFrom).toBe("snapshot");
+      expect(warm.done.cachedTokens).toBeGreaterThanOrEqual(conversation.length - 2);
+      const cold = await coldRun(followUp);
+      expect(warm.text).toBe(cold.text);
     } finally {
       await runner.close();
     }

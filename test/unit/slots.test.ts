@@ -9,6 +9,20 @@ const prefix = (prompt: number[]) => (s: number[]) => {
 };
 
 describe("SlotPool", () => {
+  it("claim takes the free slot it picks at once, and a waiting request gets it when released", async () => {
+    const a = [1];
+    const b = [2];
+    const pool = new SlotPool([a, b]);
+    expect(pool.claim((free) => free.find((s) => s[0] === 2))).toBe(b);
+    expect(pool.claim(() => undefined)).toBeUndefined();
+    expect(pool.claim(() => [3])).toBeUndefined(); // not one of its free slots
+    expect(await pool.acquire(() => 0)).toBe(a);
+    expect(pool.claim((free) => free[0])).toBeUndefined(); // none free
+    const waiting = pool.acquire(() => 0);
+    pool.release(b);
+    expect(await waiting).toBe(b);
+  });
+
   it("takes the free slot with the longest common prefix", async () => {
     const a = [1, 2, 3];
     const b = [1, 5, 6, 7];

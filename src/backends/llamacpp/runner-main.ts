@@ -23,7 +23,9 @@ import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
 import { StepGate } from "./step-gate.js";
 import { StepPause } from "./step-pause.js";
 import { batchPlanStrategy } from "./batch-plan.js";
-import { copySequenceState, MIN_COPY_GAIN_TOKENS, restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-states.js";
+import { restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-states.js";
+import { PromptCache } from "./prompt-cache.js";
+import { PrefixReuse, reusable } from "./prefix-reuse.js";
 import { makeDirs } from "../../fs/make-dirs.js";
 
 let llama: Llama | undefined;
@@ -31,6 +33,8 @@ let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
 let slots: SlotPool<LlamaContextSequence> | undefined;
+let prefixes: PrefixReuse | undefined;
+let promptCache: PromptCache<LlamaContextSequence> | undefined;
 const stepPause = new StepPause();
 const lockstep = new StepGate(() => stepPause.settle());
 /** Slots in the order they were taken from the context: the index is llama.cpp's sequence id.
@@ -39,6 +43,8 @@ let allSeqs: LlamaContextSequence[] = [];
 let fingerprint: string | undefined;
 let stateStore: StateStore | undefined;
 let scratch: string | undefined;
+/** The state budget when the daemon gave no state directory (tests, tools). */
+const DEFAULT_STATE_BUDGET = 512 * 1024 ** 2;
 /** Threads the model was loaded with: the most a thread budget can give back. */
 let loadedThreads = os.availableParallelism();
 
@@ -139,6 +145,13 @@ async function load(modelPath: string, opts: LoadOptions, gpuLayers: number, sta
     allSeqs = seqs;
     fingerprint = await stateFingerprint(modelPath, opts, contextSize);
     stateStore = states;
+    // Half of the state budget for snapshots while loaded; the other half is for the unload.
+    promptCache = new PromptCache(scratchDir, Math.floor((states?.budgetBytes ?? DEFAULT_STATE_BUDGET) / 2), {
+      tokensOf: (seq) => seq.contextTokens,
+      save: async (seq, file) => (await seq.saveStateToFile(file)).fileSize,
+      load: (seq, file) => seq.loadStateFromFile(file, { acceptRisk: true }),
+    });
+    prefixes = new PrefixReuse(seqs, slots, lockstep, promptCache, scratchDir, (m) => process.stderr.write(`runner: ${m}\n`));
     // The prefixes this model's previous runner had evaluated, if it saved them on unload.
     if (states) await restoreSlotStates(seqs, states.dir, fingerprint);
   }
@@ -166,54 +179,9 @@ async function load(modelPath: string, opts: LoadOptions, gpuLayers: number, sta
   });
 }
 
-/** Tokens of the slot's cache a prompt can keep: the score of a slot, and `cachedTokens`. */
-function reusable(seq: LlamaContextSequence, tokens: ReturnType<typeof promptTokens>): number {
-  if (tokens.length === 0) return 0;
-  return Math.min(seq.compareContextTokens(tokens).firstDifferentIndex, tokens.length - 1);
-}
-
-/** Prompt tokens left after a copy that the other sequences wait for (see adoptLongerPrefix). */
-const HOLD_FOR_PROMPT_TOKENS = 32;
-
-/**
- * When another slot (busy or not) holds a much longer prefix of the prompt, start from a copy.
- * A busy donor is stopped at the lockstep gate for the copy, so it needs no wait for its decode
- * steps; if little of the prompt is left to evaluate after it, the others stay stopped until this
- * request has its first token (one step for them, instead of sharing two with it). Returns the
- * function that lets them go on (also safe to call when nothing was held).
- */
-async function adoptLongerPrefix(seq: LlamaContextSequence, tokens: ReturnType<typeof promptTokens>): Promise<() => void> {
-  const own = reusable(seq, tokens);
-  let donor: LlamaContextSequence | undefined;
-  let best = own + MIN_COPY_GAIN_TOKENS - 1;
-  for (const s of allSeqs) {
-    const r = s === seq ? 0 : reusable(s, tokens);
-    if (r > best) {
-      best = r;
-      donor = s;
-    }
-  }
-  const none = (): void => undefined;
-  if (!donor) return none;
-  const release = slots?.isBusy(donor) ? await lockstep.hold() : none;
-  try {
-    await copySequenceState(donor, seq, scratchDir());
-  } catch (err) {
-    // The prompt is then evaluated in full: slower, never wrong.
-    process.stderr.write(`runner: prefix copy failed: ${message(err)}\n`);
-    await seq.clearHistory().catch(() => undefined);
-    release();
-    return none;
-  }
-  if (tokens.length - reusable(seq, tokens) > HOLD_FOR_PROMPT_TOKENS) {
-    release();
-    return none;
-  }
-  return release;
-}
-
 async function generate(id: number, job: GenerateJob, ac: AbortController): Promise<void> {
-  if (!model || !slots) throw new Error("model is not loaded for generation");
+  if (!model || !slots || !prefixes) throw new Error("model is not loaded for generation");
+  const reuse = prefixes;
   const m = model;
   const tokens = promptTokens(m, job);
   let seq: LlamaContextSequence;
@@ -227,7 +195,7 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
   }
   try {
     if (ac.signal.aborted) return;
-    const resume = await adoptLongerPrefix(seq, tokens);
+    const { from, release: resume } = await reuse.adopt(seq, tokens);
     let stats: GenerateStats;
     let cachedTokens: number;
     try {
@@ -236,13 +204,14 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
         gate: lockstep,
         id: allSeqs.indexOf(seq),
         onFirstToken: resume,
+        afterFirstToken: () => reuse.afterPrompt(seq, tokens, cachedTokens),
       });
     } finally {
       resume();
     }
     // Cut short by an unload (shutdown past its grace period): say so rather than end normally.
     if (closing) send({ type: "error", id, message: "the model was unloaded while generating (server shutting down)" });
-    else send({ type: "done", id, ...stats, cachedTokens });
+    else send({ type: "done", id, ...stats, cachedTokens, ...(cachedTokens > 0 ? { cachedFrom: from } : {}) });
   } finally {
     slots.release(seq);
   }
@@ -259,6 +228,7 @@ async function dispose(keepPromptCache: boolean): Promise<void> {
   closing = true;
   for (const r of running.values()) r.ac.abort();
   await Promise.all([...running.values()].map((r) => r.done.catch(() => undefined)));
+  await prefixes?.settle();
   if (keepPromptCache && stateStore && fingerprint && allSeqs.length > 0) {
     try {
       await makeDirs(stateStore.dir, 0o700);

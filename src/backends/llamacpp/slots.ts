@@ -67,6 +67,13 @@ export class SlotPool<S> {
     });
   }
 
+  /** Takes the free slot `pick` chooses, if any, without waiting (background work on a slot). */
+  claim(pick: (free: readonly S[]) => S | undefined): S | undefined {
+    const slot = pick(this.free);
+    const i = slot === undefined ? -1 : this.free.indexOf(slot);
+    return i < 0 ? undefined : (this.free.splice(i, 1)[0] as S);
+  }
+
   release(slot: S): void {
     this.free.push(slot);
     const next = this.waiting.shift();

@@ -1,0 +1,147 @@
+// Where a request's evaluated prompt prefix comes from, beyond its own slot's cache:
+// - a snapshot in the prompt cache (prompt-cache.ts): one file load;
+// - another slot, busy or not: its state copied through a file (sequence-states.ts), after the
+//   busy one's step in flight;
+// and what a prompt leaves behind for later requests:
+// - a snapshot of every expensive prompt (>= SNAPSHOT_MIN_TOKENS newly evaluated), taken at its
+//   first token, before its second step (the save is then off every later request's path);
+// - for a prefix that was reused (a shared system prompt, a document asked about twice), a copy
+//   in one idle slot, so the next request with it that arrives while this one decodes finds it
+//   in its own slot. Only a slot whose cache is short or already kept as a snapshot is
+//   overwritten: no conversation loses its cache for it.
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import { copySequenceState, MIN_COPY_GAIN_TOKENS } from "./sequence-states.js";
+import type { PromptCache } from "./prompt-cache.js";
+import type { SlotPool } from "./slots.js";
+import type { StepGate } from "./step-gate.js";
+
+/** Prompts at least this long that were evaluated (not reused) are snapshotted. */
+export const SNAPSHOT_MIN_TOKENS = 256;
+/** Prompt tokens left after a copy or load that the other sequences wait for. */
+const HOLD_FOR_PROMPT_TOKENS = 32;
+
+/** Where a request's reused prefix came from: its slot's own cache, a snapshot, another slot. */
+export type PrefixSource = "own" | "snapshot" | "slot";
+
+/** Tokens of the slot's cache a prompt can keep: the score of a slot, and `cachedTokens`. */
+export function reusable(seq: LlamaContextSequence, tokens: readonly Token[]): number {
+  if (tokens.length === 0) return 0;
+  return Math.min(seq.compareContextTokens(tokens as Token[]).firstDifferentIndex, tokens.length - 1);
+}
+
+export class PrefixReuse {
+  private readonly background = new Set<Promise<void>>();
+
+  constructor(
+    /** Every slot, in sequence id order. */
+    private readonly seqs: readonly LlamaContextSequence[],
+    private readonly slots: SlotPool<LlamaContextSequence>,
+    private readonly gate: StepGate,
+    private readonly cache: PromptCache<LlamaContextSequence>,
+    private readonly scratchDir: () => string,
+    private readonly warn: (message: string) => void,
+  ) {}
+
+  /**
+   * Gives `seq` the longest prefix of `tokens` that a snapshot or another slot holds, when that
+   * is much longer than its own. While others decode, they are stopped at the lockstep gate for
+   * it; if little of the prompt is left to evaluate (also without a copy), they stay stopped
+   * until this request has its first token: one step for them, instead of this request waiting
+   * for theirs and then sharing a slower one with them. Returns where the prefix came from and
+   * the function that lets the others go on (also safe to call when nothing was held).
+   */
+  async adopt(seq: LlamaContextSequence, tokens: readonly Token[]): Promise<{ from: PrefixSource; release: () => void }> {
+    // A snapshot or a copy to an idle slot in progress may be what this request needs.
+    await this.settle();
+    const own = reusable(seq, tokens);
+    let donor: LlamaContextSequence | undefined;
+    let fromSlot = own + MIN_COPY_GAIN_TOKENS - 1;
+    for (const s of this.seqs) {
+      const r = s === seq ? 0 : reusable(s, tokens);
+      if (r > fromSlot) {
+        fromSlot = r;
+        donor = s;
+      }
+    }
+    const { snapshot, common } = this.cache.best(tokens);
+    const fromSnapshot = Math.min(common, tokens.length - 1);
+    // A snapshot is one file load; a slot is a save and a load. A snapshot a little shorter wins.
+    const useSnapshot = snapshot !== undefined && fromSnapshot >= own + MIN_COPY_GAIN_TOKENS && fromSnapshot + MIN_COPY_GAIN_TOKENS > fromSlot;
+    const from: PrefixSource = useSnapshot ? "snapshot" : donor ? "slot" : "own";
+    const left = tokens.length - (useSnapshot ? fromSnapshot : donor ? fromSlot : own);
+    const none = (): void => undefined;
+    if (from === "own" && (this.gate.size === 0 || left > HOLD_FOR_PROMPT_TOKENS)) return { from, release: none };
+    const release = this.gate.size > 0 ? await this.gate.hold() : none;
+    try {
+      if (useSnapshot) {
+        if (!(await this.cache.load(snapshot, seq))) throw new Error("the snapshot could not be loaded");
+      } else if (donor) {
+        await copySequenceState(donor, seq, this.scratchDir());
+      }
+    } catch (err) {
+      // The prompt is then evaluated in full: slower, never wrong.
+      this.warn(`prefix copy failed: ${message(err)}`);
+      await seq.clearHistory().catch(() => undefined);
+      release();
+      return { from: "own", release: none };
+    }
+    if (tokens.length - reusable(seq, tokens) > HOLD_FOR_PROMPT_TOKENS) {
+      release();
+      return { from, release: none };
+    }
+    return { from, release };
+  }
+
+  /**
+   * At a request's first token (its prompt is in `seq`, its next step not yet queued): snapshot
+   * an expensive prompt, and copy a reused one into an idle slot (in the background).
+   */
+  async afterPrompt(seq: LlamaContextSequence, tokens: readonly Token[], reused: number): Promise<void> {
+    if (tokens.length - reused >= SNAPSHOT_MIN_TOKENS && !this.cache.covers(tokens, MIN_COPY_GAIN_TOKENS)) {
+      const saving = this.cache.save(seq).then(
+        () => undefined,
+        (err: unknown) => this.warn(`prompt snapshot failed: ${message(err)}`),
+      );
+      this.track(saving); // a request arriving meanwhile waits for it rather than copy the slot
+      await saving;
+    }
+    if (reused >= SNAPSHOT_MIN_TOKENS) this.track(this.replicate(tokens, reused));
+  }
+
+  /** Resolves once no snapshot or copy is being written (before the context is disposed). */
+  async settle(): Promise<void> {
+    while (this.background.size > 0) await Promise.all([...this.background]);
+  }
+
+  private async replicate(tokens: readonly Token[], reused: number): Promise<void> {
+    const { snapshot, common } = this.cache.best(tokens);
+    if (!snapshot || common < reused - MIN_COPY_GAIN_TOKENS) return;
+    const kept = (s: LlamaContextSequence) => s.nextTokenIndex < MIN_COPY_GAIN_TOKENS || this.cache.covers(s.contextTokens, MIN_COPY_GAIN_TOKENS);
+    const target = this.slots.claim((free) => {
+      const candidates = free.filter((s) => reusable(s, tokens) < common - MIN_COPY_GAIN_TOKENS);
+      // Slots whose cache is short or already a snapshot first, then the shortest.
+      return candidates.sort((a, b) => Number(kept(b)) - Number(kept(a)) || a.nextTokenIndex - b.nextTokenIndex)[0];
+    });
+    if (!target) return;
+    try {
+      // What the slot held stays reusable: as a snapshot (the cache's budget decides how long).
+      // If that cannot be written, the slot is left as it is.
+      if (!kept(target) && !(await this.cache.save(target).catch(() => undefined))) return;
+      if (!(await this.cache.load(snapshot, target))) await target.clearHistory();
+    } catch (err) {
+      this.warn(`prefix copy to an idle slot failed: ${message(err)}`);
+      await target.clearHistory().catch(() => undefined);
+    } finally {
+      this.slots.release(target);
+    }
+  }
+
+  private track(p: Promise<void>): void {
+    const tracked = p.finally(() => this.background.delete(tracked));
+    this.background.add(tracked);
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

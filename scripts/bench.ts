@@ -595,7 +595,7 @@ async function main(): Promise<void> {
       parallel4: extras.parallel ? extras.parallel.ratio4 >= extras.parallel.target4 : null,
       prefixIssue3: extras.prefix ? extras.prefix.ratio <= extras.prefix.targets.issue3 : null,
       prefixIssue7: extras.prefix ? extras.prefix.ratio <= extras.prefix.targets.issue7 : null,
-      prefixCrossSlotIssue7: extras.prefix ? extras.prefix.crossSlotRatio <= extras.prefix.targets.issue7 : null,
+      prefixOtherSlotIssue7: extras.prefix ? extras.prefix.otherSlotRatio <= extras.prefix.targets.issue7 : null,
       prefixAfterSwitchIssue7: extras.prefix ? extras.prefix.afterSwitchPromptRatio <= extras.prefix.targets.issue7 : null,
       pull: extras.pull ? extras.pull.ratio >= PULL_TARGET : null,
     },
@@ -659,7 +659,8 @@ async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras
   if (q) {
     rows.push([`first token ms, prefix new (${q.rounds[0]?.promptTokens[0] ?? "?"} prompt tokens)`, f1(q.firstMs), `runs ${q.rounds.map((x) => f1(x.firstMs)).join(" ")}`, f2(q.foreignCoresMax)]);
     rows.push(["first token ms, same prefix again", f1(q.secondMs), `runs ${q.rounds.map((x) => f1(x.secondMs)).join(" ")}`, ""]);
-    rows.push(["first token ms, prefix copied from a busy slot", "", `runs ${q.rounds.map((x) => f1(x.crossSlotMs)).join(" ")}`, ""]);
+    rows.push(["first token ms, same prefix while another stream decodes", "", `runs ${q.rounds.map((x) => f1(x.whileBusyMs)).join(" ")}`, ""]);
+    rows.push(["first token ms, same prefix in another slot (snapshot)", "", `runs ${q.rounds.map((x) => f1(x.otherSlotMs)).join(" ")}`, ""]);
     rows.push(["first token ms, after a model switch (load ms)", "", `runs ${q.rounds.map((x) => `${f1(x.afterSwitchMs)} (${f1(x.afterSwitchLoadMs)})`).join(" ")}`, ""]);
   }
   const u = ex.pull;

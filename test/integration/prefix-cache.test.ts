@@ -4,7 +4,7 @@
 // idle slot once reused; kept across an unload for the next runner of the same model and shape.
 // Reuse is read from the runner's `cachedTokens` and `cachedFrom`; every reused run must produce
 // the text of a cold run.
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -113,8 +113,9 @@ describe("prefix reuse across slots and unloads", () => {
     }
   }
 
-  // A short prefix is copied from the busy slot; an expensive one left a snapshot when it was
-  // evaluated, which is loaded instead (no wait for the busy slot's state to be written).
+  // A short prefix is copied from the busy slot; an expensive one left a snapshot when the
+  // request that evaluated it was done, which is loaded instead (no wait for the busy slot's state
+  // to be written).
   it.each([
     { what: "a copy of the busy slot", start: shortPrefix, from: "slot" },
     { what: "the snapshot its first evaluation left", start: prefix, from: "snapshot" },
@@ -123,6 +124,7 @@ describe("prefix reuse across slots and unloads", () => {
     const bCold = await coldRun(b);
     const runner = await load();
     try {
+      await run(runner, job(`${start} and the question before`));
       expectReused(await whileBusy(runner, job(`${start} and then the first question`), b), bCold, from);
     } finally {
       await runner.close();
@@ -141,6 +143,27 @@ describe("prefix reuse across slots and unloads", () => {
     } finally {
       await runner.close();
     }
+  });
+
+  it("snapshots live in the runner's own directory, gone with it; a killed runner's is removed by the next", async () => {
+    const dead = 2 ** 22 + 4321; // above Linux's pid_max default: no such process
+    const leftover = path.join(stateDir, `ollamats-runner-${dead}-abc123`);
+    await mkdir(leftover);
+    await writeFile(path.join(leftover, "snapshot-1.state"), "x");
+    const runner = await load();
+    try {
+      await run(runner, job(`${prefix} leave a snapshot`));
+      const dirs = await readdir(stateDir);
+      expect(dirs).toHaveLength(1);
+      expect(dirs[0]).toMatch(/^ollamats-runner-\d+-[A-Za-z0-9]{6}$/);
+      // The snapshot is written after the answer is complete.
+      const own = path.join(stateDir, dirs[0]!);
+      for (let i = 0; i < 100 && (await readdir(own)).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await readdir(own)).toEqual(["snapshot-1.state"]);
+    } finally {
+      await runner.close();
+    }
+    expect(await readdir(stateDir)).toEqual([]);
   });
 
   it("a reused prefix is copied ahead into an idle slot: the next request while it decodes finds it in its own", async () => {

@@ -67,10 +67,9 @@ export async function runGeneration(
   prompt: Token[],
   signal: AbortSignal,
   onText: (text: string) => void,
-  /** The runner's lockstep (step-gate.ts), this sequence's id in it, what to do once the prompt
-   *  is evaluated (let go of a hold on the other sequences), and what to do once the first token
-   *  is out, before the next step is queued (the prompt is then all the sequence holds). */
-  lockstep?: { gate: StepGate; id: number; onFirstToken?: () => void; afterFirstToken?: () => Promise<void> },
+  /** The runner's lockstep (step-gate.ts), this sequence's id in it, and what to do once the
+   *  prompt is evaluated (let go of a hold on the other sequences). */
+  lockstep?: { gate: StepGate; id: number; onFirstToken?: () => void },
 ): Promise<GenerateStats> {
   const contextSize = seq.contextSize;
   const bos = model.tokens.bos;
@@ -133,10 +132,10 @@ export async function runGeneration(
     let stopped = false;
     try {
       for await (const token of gen) {
-        const isFirst = tFirst === null;
-        if (isFirst) {
+        if (tFirst === null) {
           tFirst = hrNow();
           lockstep?.onFirstToken?.();
+          lockstep?.gate.join(lockstep.id);
         }
         if (signal.aborted) break;
         output.push(token);
@@ -161,13 +160,7 @@ export async function runGeneration(
           doneReason = "length";
           break;
         }
-        if (lockstep) {
-          if (isFirst) {
-            await lockstep.afterFirstToken?.();
-            lockstep.gate.join(lockstep.id);
-          }
-          await lockstep.gate.arrive(lockstep.id);
-        }
+        if (lockstep) await lockstep.gate.arrive(lockstep.id);
       }
     } finally {
       lockstep?.gate.leave(lockstep.id);

@@ -3,8 +3,8 @@
 // - another slot, busy or not: its state copied through a file (sequence-states.ts), after the
 //   busy one's step in flight;
 // and what a prompt leaves behind for later requests:
-// - a snapshot of every expensive prompt (>= SNAPSHOT_MIN_TOKENS newly evaluated), taken at its
-//   first token, before its second step (the save is then off every later request's path);
+// - a snapshot of every expensive prompt (>= SNAPSHOT_MIN_TOKENS newly evaluated), taken when its
+//   request is done (so no later request waits for a busy slot's state to be written);
 // - for a prefix that was reused (a shared system prompt, a document asked about twice), a copy
 //   in one idle slot, so the next request with it that arrives while this one decodes finds it
 //   in its own slot. Only a slot whose cache is short or already kept as a snapshot is
@@ -93,19 +93,17 @@ export class PrefixReuse {
   }
 
   /**
-   * At a request's first token (its prompt is in `seq`, its next step not yet queued): snapshot
-   * an expensive prompt, and copy a reused one into an idle slot (in the background).
+   * When a request is done with `seq` (released to the pool just before, so a follow-up can take
+   * it at once; anything that uses the slot waits for this in adopt): snapshot an expensive prompt,
+   * and copy a reused one into an idle slot. Both run in the background, after the answer is
+   * complete, so no stream's tokens wait for them.
    */
-  async afterPrompt(seq: LlamaContextSequence, tokens: readonly Token[], reused: number): Promise<void> {
+  afterGeneration(seq: LlamaContextSequence, tokens: readonly Token[], reused: number): void {
     if (tokens.length - reused >= SNAPSHOT_MIN_TOKENS && !this.cache.covers(tokens, MIN_COPY_GAIN_TOKENS)) {
-      const saving = this.cache.save(seq).then(
-        () => undefined,
-        (err: unknown) => this.warn(`prompt snapshot failed: ${message(err)}`),
-      );
-      this.track(saving); // a request arriving meanwhile waits for it rather than copy the slot
-      await saving;
+      // Started now, so it takes the slot's locks before whatever comes next for the slot.
+      this.track(this.cache.save(seq).then(() => undefined, (err: unknown) => this.warn(`prompt snapshot failed: ${message(err)}`)));
     }
-    if (reused >= SNAPSHOT_MIN_TOKENS) this.track(this.replicate(tokens, reused));
+    if (reused >= SNAPSHOT_MIN_TOKENS) this.track(this.afterPending().then(() => this.replicate(tokens, reused)));
   }
 
   /** Resolves once no snapshot or copy is being written (before the context is disposed). */
@@ -134,6 +132,11 @@ export class PrefixReuse {
     } finally {
       this.slots.release(target);
     }
+  }
+
+  /** Resolves when what is being written now is written (not what is started meanwhile). */
+  private async afterPending(): Promise<void> {
+    await Promise.all([...this.background]);
   }
 
   private track(p: Promise<void>): void {

@@ -27,6 +27,7 @@ import { restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-
 import { PromptCache } from "./prompt-cache.js";
 import { PrefixReuse, reusable } from "./prefix-reuse.js";
 import { makeDirs } from "../../fs/make-dirs.js";
+import { removeDeadOwnerDirs } from "../../fs/dead-owner-dirs.js";
 
 let llama: Llama | undefined;
 let model: LlamaModel | undefined;
@@ -43,16 +44,20 @@ let allSeqs: LlamaContextSequence[] = [];
 let fingerprint: string | undefined;
 let stateStore: StateStore | undefined;
 let scratch: string | undefined;
+const SCRATCH_PREFIX = "ollamats-runner-";
 /** The state budget when the daemon gave no state directory (tests, tools). */
 const DEFAULT_STATE_BUDGET = 512 * 1024 ** 2;
 /** Threads the model was loaded with: the most a thread budget can give back. */
 let loadedThreads = os.availableParallelism();
 
-/** This runner's private directory for sequence copies, inside the daemon's state directory
- *  when there is one (so even a killed runner leaves nothing behind once the daemon stops);
- *  removed when the process ends. */
+/** This runner's private directory for sequence copies and prompt snapshots, inside the
+ *  daemon's state directory when there is one; removed when the process ends, and a killed
+ *  runner's is removed by the next runner that makes one. */
 function scratchDir(): string {
-  scratch ??= mkdtempSync(path.join(stateStore?.dir ?? os.tmpdir(), "ollamats-runner-"));
+  if (scratch) return scratch;
+  const parent = stateStore?.dir ?? os.tmpdir();
+  removeDeadOwnerDirs(parent, SCRATCH_PREFIX);
+  scratch = mkdtempSync(path.join(parent, `${SCRATCH_PREFIX}${process.pid}-`));
   return scratch;
 }
 process.on("exit", () => {
@@ -193,6 +198,8 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
     if (err instanceof SlotAbortedError) return; // the host already ended this stream
     throw err;
   }
+  /** Prompt tokens reused, once the request is answered. */
+  let finished: number | undefined;
   try {
     if (ac.signal.aborted) return;
     const { from, release: resume } = await reuse.adopt(seq, tokens);
@@ -204,17 +211,20 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
         gate: lockstep,
         id: allSeqs.indexOf(seq),
         onFirstToken: resume,
-        afterFirstToken: () => reuse.afterPrompt(seq, tokens, cachedTokens),
       });
     } finally {
       resume();
     }
     // Cut short by an unload (shutdown past its grace period): say so rather than end normally.
     if (closing) send({ type: "error", id, message: "the model was unloaded while generating (server shutting down)" });
-    else send({ type: "done", id, ...stats, cachedTokens, ...(cachedTokens > 0 ? { cachedFrom: from } : {}) });
+    else {
+      send({ type: "done", id, ...stats, cachedTokens, ...(cachedTokens > 0 ? { cachedFrom: from } : {}) });
+      finished = cachedTokens;
+    }
   } finally {
     slots.release(seq);
   }
+  if (finished !== undefined) reuse.afterGeneration(seq, tokens, finished);
 }
 
 async function embed(inputs: string[]): Promise<EmbedResult> {

@@ -7,8 +7,8 @@
 //   request is done (so no later request waits for a busy slot's state to be written);
 // - for a prefix that was reused (a shared system prompt, a document asked about twice), a copy
 //   in one idle slot, so the next request with it that arrives while this one decodes finds it
-//   in its own slot. Only a slot whose cache is short or already kept as a snapshot is
-//   overwritten: no conversation loses its cache for it.
+//   in its own slot. Slots whose cache is short or already a snapshot are chosen first; any
+//   other is snapshotted before it is overwritten: no conversation loses its cache for it.
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { copySequenceState, MIN_COPY_GAIN_TOKENS } from "./sequence-states.js";
 import type { PromptCache } from "./prompt-cache.js";

@@ -153,13 +153,21 @@ describe("prefix reuse across slots and unloads", () => {
     const runner = await load();
     try {
       await run(runner, job(`${prefix} leave a snapshot`));
-      const dirs = await readdir(stateDir);
-      expect(dirs).toHaveLength(1);
-      expect(dirs[0]).toMatch(/^ollamats-runner-\d+-[A-Za-z0-9]{6}$/);
-      // The snapshot is written after the answer is complete.
-      const own = path.join(stateDir, dirs[0]!);
-      for (let i = 0; i < 100 && (await readdir(own)).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(await readdir(own)).toEqual(["snapshot-1.state"]);
+      // The snapshot (and the runner's directory) is written after the answer is complete.
+      const written = async () => {
+        const dirs = await readdir(stateDir);
+        const files = dirs.length === 1 && dirs[0] !== path.basename(leftover) ? await readdir(path.join(stateDir, dirs[0]!)) : [];
+        return { dirs, files };
+      };
+      let seen = await written();
+      for (let i = 0; i < 100 && seen.files.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        seen = await written();
+      }
+      expect(seen.dirs).toHaveLength(1);
+      expect(seen.dirs[0]).toMatch(/^ollamats-runner-\d+-[A-Za-z0-9]{6}$/);
+      expect(seen.dirs[0]).not.toBe(path.basename(leftover));
+      expect(seen.files).toEqual(["snapshot-1.state"]);
     } finally {
       await runner.close();
     }

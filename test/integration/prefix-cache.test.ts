@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
-import type { GenerateJob, Runner, RunnerEvent } from "../../src/backends/backend.js";
+import type { GenerateJob, LoadOptions, Runner, RunnerEvent } from "../../src/backends/backend.js";
 import { LlamaCppBackend } from "../../src/backends/llamacpp/backend.js";
 import { testLoadOptions } from "../helpers/load-options.js";
 import type { StateStore } from "../../src/backends/llamacpp/protocol.js";
@@ -188,27 +188,64 @@ describe("prefix reuse across slots and unloads", () => {
     }
   });
 
+  // A conversation's follow-up, with `between` run on the same runner before it; the reference is
+  // the same conversation with nothing in between (the KV of a reply computed while decoding is
+  // not bit-identical to the same tokens evaluated as a prompt, so a cold run is no reference).
+  async function followUpAfter(
+    opts: LoadOptions,
+    turns: (runner: Runner) => Promise<number[]>,
+    between: (runner: Runner) => Promise<void>,
+  ): Promise<{ conversation: number[]; warm: { text: string; done: Done }; reference: string }> {
+    const conversationRun = async (withBetween: boolean) => {
+      const runner = await load(opts);
+      try {
+        const conversation = await turns(runner);
+        if (withBetween) await between(runner);
+        return { conversation, result: await run(runner, job(" and what happened next", 12, conversation)) };
+      } finally {
+        await runner.close();
+      }
+    };
+    const reference = await conversationRun(false);
+    expect(reference.result.done.cachedFrom).toBe("own");
+    const { conversation, result: warm } = await conversationRun(true);
+    expect(conversation).toEqual(reference.conversation);
+    return { conversation, warm, reference: reference.result.text };
+  }
+
   it("the idle slot it overwrites keeps its conversation: saved as a snapshot first", async () => {
-    const runner = await load();
-    let followUp: GenerateJob;
-    let conversation: number[];
-    try {
-      // Slot 1: a conversation whose reply (80 tokens) is not in any snapshot.
-      const first = await run(runner, job(`${text(200, 5)} tell me a story`, 80, []));
-      conversation = first.done.context!;
-      expect(conversation.length).toBeGreaterThan(300);
-      // Slot 2: another prefix, then reused: copied ahead into the idle slot 1.
-      await run(runner, job(`${prefix} one`));
-      await run(runner, job(`${prefix} two`));
-      followUp = job(" and what happened next", 12, conversation);
-      const warm = await run(runner, followUp);
-      expect(warm.done.cachedFrom).toBe("snapshot");
-      expect(warm.done.cachedTokens).toBeGreaterThanOrEqual(conversation.length - 2);
-      const cold = await coldRun(followUp);
-      expect(warm.text).toBe(cold.text);
-    } finally {
-      await runner.close();
-    }
+    const { conversation, warm, reference } = await followUpAfter(
+      baseOpts,
+      // Slot 1: a conversation. Its first turn is snapshotted when done; its second turn adds
+      // ~90 tokens, too few for a snapshot of their own, so the slot holds more than any snapshot.
+      async (runner) => {
+        const first = await run(runner, job(`${text(200, 5)} tell me a story`, 12, []));
+        const second = await run(runner, job(" go on", 80, first.done.context!));
+        expect(second.done.context!.length - first.done.context!.length).toBeGreaterThan(64);
+        return second.done.context!;
+      },
+      // Slot 2: another prefix, then shared: copied ahead into the idle slot 1.
+      async (runner) => {
+        await run(runner, job(`${prefix} one`));
+        await run(runner, job(`${prefix} two`));
+      },
+    );
+    expect(warm.done.cachedFrom).toBe("snapshot");
+    expect(warm.done.cachedTokens).toBeGreaterThanOrEqual(conversation.length - 2);
+    expect(warm.text).toBe(reference);
+  });
+
+  it("a conversation whose only slot was given to another prompt in between loads it back", async () => {
+    const { conversation, warm, reference } = await followUpAfter(
+      { ...baseOpts, slots: 1 },
+      // A short question with a long answer: the slot holds more than 256 tokens no snapshot has.
+      async (runner) => (await run(runner, job(`${text(30, 6)} tell me everything`, 300, []))).done.context!,
+      async (runner) => void (await run(runner, job(`${text(20, 7)} a title for this chat`))), // takes the one slot
+    );
+    expect(conversation.length).toBeGreaterThan(300);
+    expect(warm.done.cachedFrom).toBe("snapshot");
+    expect(warm.done.cachedTokens).toBeGreaterThanOrEqual(conversation.length - 2);
+    expect(warm.text).toBe(reference);
   });
 
   it("a model unloaded with keepPromptCache gives its next runner the evaluated prefixes", async () => {

@@ -84,6 +84,17 @@ describe("PromptCache", () => {
     expect(await readdir(dir)).toHaveLength(2);
   });
 
+  it("drops the snapshots a new one contains from their start: it serves every prompt they served", async () => {
+    const cache = new PromptCache(() => dir, 1e6, fileIO());
+    await cache.save({ tokens: range(0, 10) });
+    await cache.save({ tokens: [...range(0, 5), 99] }); // shares only a part: stays
+    await cache.save({ tokens: range(0, 20) });
+    expect(cache.size).toBe(2);
+    expect(cache.best(range(0, 10)).snapshot?.tokens).toEqual(range(0, 20));
+    expect(cache.best([...range(0, 5), 99]).common).toBe(6);
+    expect(await readdir(dir)).toHaveLength(2);
+  });
+
   it("does not keep a snapshot larger than the whole budget", async () => {
     const cache = new PromptCache(() => dir, 500, fileIO(10));
     expect(await cache.save({ tokens: range(0, 100) })).toBeUndefined();

@@ -3,11 +3,15 @@
 // - another slot, busy or not: its state copied through a file (sequence-states.ts), after the
 //   busy one's step in flight;
 // and what a prompt leaves behind for later requests:
-// - a snapshot of every expensive prompt (>= SNAPSHOT_MIN_TOKENS newly evaluated), taken when its
-//   request is done (so no later request waits for a busy slot's state to be written);
-// - for a prefix that was reused (a shared system prompt, a document asked about twice), a copy
-//   in one idle slot, so the next request with it that arrives while this one decodes finds it
-//   in its own slot. Slots whose cache is short or already a snapshot are chosen first; any
+// - a snapshot of the slot when a request is done, if enough of what it holds is in no snapshot
+//   yet (at least SNAPSHOT_MIN_TOKENS and a quarter of it, so a growing conversation is written
+//   a bounded number of times over): no later request then waits for a busy slot's state to be
+//   written, and a conversation whose slot was given to another prompt (a title request between
+//   two turns) loads it back;
+// - for a prefix that was shared (reused by a request that went on differently from what the
+//   slot held after it: a system prompt, a document asked about twice; not a conversation going
+//   on, which is nobody else's), a copy in one idle slot, so the next request with it that arrives
+//   while this one decodes finds it in its own slot. Slots whose cache is short or already a snapshot are chosen first; any
 //   other is snapshotted before it is overwritten: no conversation loses its cache for it.
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { copySequenceState, MIN_COPY_GAIN_TOKENS } from "./sequence-states.js";
@@ -15,7 +19,8 @@ import type { PromptCache } from "./prompt-cache.js";
 import type { SlotPool } from "./slots.js";
 import type { StepGate } from "./step-gate.js";
 
-/** Prompts at least this long that were evaluated (not reused) are snapshotted. */
+/** A slot is snapshotted when at least this many of its tokens (and a quarter of them) are in no
+ *  snapshot; a prefix this long that was reused is copied ahead into an idle slot. */
 export const SNAPSHOT_MIN_TOKENS = 256;
 /** Prompt tokens left after a copy or load that the other sequences wait for. */
 const HOLD_FOR_PROMPT_TOKENS = 32;
@@ -94,16 +99,20 @@ export class PrefixReuse {
 
   /**
    * When a request is done with `seq` (released to the pool just before, so a follow-up can take
-   * it at once; anything that uses the slot waits for this in adopt): snapshot an expensive prompt,
-   * and copy a reused one into an idle slot. Both run in the background, after the answer is
-   * complete, so no stream's tokens wait for them.
+   * it at once; anything that uses the slot waits for this in adopt): snapshot what the slot
+   * holds if enough of it is new, and copy a shared prefix into an idle slot (`reused` of the
+   * `held` tokens the slot had when the request started). Both run in the background, after the
+   * answer is complete, so no stream's tokens wait for them.
    */
-  afterGeneration(seq: LlamaContextSequence, tokens: readonly Token[], reused: number): void {
-    if (tokens.length - reused >= SNAPSHOT_MIN_TOKENS && !this.cache.covers(tokens, MIN_COPY_GAIN_TOKENS)) {
+  afterGeneration(seq: LlamaContextSequence, tokens: readonly Token[], prefix: { reused: number; held: number }): void {
+    const held = seq.contextTokens;
+    const uncovered = held.length - this.cache.best(held).common;
+    if (uncovered >= Math.max(SNAPSHOT_MIN_TOKENS, held.length / 4)) {
       // Started now, so it takes the slot's locks before whatever comes next for the slot.
       this.track(this.cache.save(seq).then(() => undefined, (err: unknown) => this.warn(`prompt snapshot failed: ${message(err)}`)));
     }
-    if (reused >= SNAPSHOT_MIN_TOKENS) this.track(this.afterPending().then(() => this.replicate(tokens, reused)));
+    const { reused, held: before } = prefix;
+    if (reused >= SNAPSHOT_MIN_TOKENS && before > reused) this.track(this.afterPending().then(() => this.replicate(tokens, reused)));
   }
 
   /** Resolves once no snapshot or copy is being written (before the context is disposed). */

@@ -78,7 +78,8 @@ export class PromptCache<S> {
     return tokens.length === 0 || this.best(tokens).common >= tokens.length - slack;
   }
 
-  /** Snapshots what `seq` holds; the oldest snapshots go when the budget is exceeded. */
+  /** Snapshots what `seq` holds. Snapshots it contains from their start are dropped (it serves
+   *  every prompt they served); then the oldest go while the budget is exceeded. */
   async save(seq: S): Promise<Snapshot | undefined> {
     const tokens = [...this.io.tokensOf(seq)];
     if (tokens.length === 0) return undefined;
@@ -95,7 +96,9 @@ export class PromptCache<S> {
       return undefined;
     }
     const entry: Entry = { file, tokens, bytes, lastUsed: ++this.clock, pins: 0, dropped: false };
+    const contained = this.entries.filter((e) => commonPrefix(e.tokens, tokens) === e.tokens.length);
     this.entries.push(entry);
+    await Promise.all(contained.map((e) => this.drop(e)));
     await this.evictOver(this.budgetBytes);
     return entry;
   }

@@ -198,13 +198,14 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
     if (err instanceof SlotAbortedError) return; // the host already ended this stream
     throw err;
   }
-  /** Prompt tokens reused, once the request is answered. */
-  let finished: number | undefined;
+  /** Prompt tokens reused of those the slot held, once the request is answered. */
+  let finished: { reused: number; held: number } | undefined;
   try {
     if (ac.signal.aborted) return;
     const { from, release: resume } = await reuse.adopt(seq, tokens);
     let stats: GenerateStats;
     let cachedTokens: number;
+    const held = seq.nextTokenIndex;
     try {
       cachedTokens = reusable(seq, tokens);
       stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }), {
@@ -219,7 +220,7 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
     if (closing) send({ type: "error", id, message: "the model was unloaded while generating (server shutting down)" });
     else {
       send({ type: "done", id, ...stats, cachedTokens, ...(cachedTokens > 0 ? { cachedFrom: from } : {}) });
-      finished = cachedTokens;
+      finished = { reused: cachedTokens, held };
     }
   } finally {
     slots.release(seq);

@@ -115,16 +115,17 @@ describe("prefix reuse across slots and unloads", () => {
 
   // A short prefix is copied from the busy slot; an expensive one left a snapshot when the
   // request that evaluated it was done, which is loaded instead (no wait for the busy slot's state
-  // to be written).
+  // to be written). The request before goes on differently for long enough (> 64 tokens) that
+  // the next one does not count as its continuation: its snapshot is written, not dropped.
   it.each([
-    { what: "a copy of the busy slot", start: shortPrefix, from: "slot" },
-    { what: "the snapshot its first evaluation left", start: prefix, from: "snapshot" },
-  ])("a prompt whose prefix sits in a busy slot starts from $what", async ({ start, from }) => {
+    { what: "a copy of the busy slot", start: shortPrefix, before: "", from: "slot" },
+    { what: "the snapshot its first evaluation left", start: prefix, before: text(40, 9), from: "snapshot" },
+  ])("a prompt whose prefix sits in a busy slot starts from $what", async ({ start, before, from }) => {
     const b = job(`${start} and then the second question`);
     const bCold = await coldRun(b);
     const runner = await load();
     try {
-      await run(runner, job(`${start} and the question before`));
+      await run(runner, job(`${start} ${before} and the question before`));
       expectReused(await whileBusy(runner, job(`${start} and then the first question`), b), bCold, from);
     } finally {
       await runner.close();

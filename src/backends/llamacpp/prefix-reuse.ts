@@ -22,6 +22,10 @@ import type { StepGate } from "./step-gate.js";
 /** A slot is snapshotted when at least this many of its tokens (and a quarter of them) are in no
  *  snapshot; a prefix this long that was reused is copied ahead into an idle slot. */
 export const SNAPSHOT_MIN_TOKENS = 256;
+/** A snapshot that is not needed at once waits this long for a follow-up that continues the
+ *  slot (a chat's next turn, sent the moment the answer is complete): that one goes first, and
+ *  the slot is considered again when it is done. */
+const SNAPSHOT_DELAY_MS = 50;
 /** Prompt tokens left after a copy or load that the other sequences wait for. */
 const HOLD_FOR_PROMPT_TOKENS = 32;
 
@@ -36,6 +40,8 @@ export function reusable(seq: LlamaContextSequence, tokens: readonly Token[]): n
 
 export class PrefixReuse {
   private readonly background = new Set<Promise<void>>();
+  /** Snapshots waiting out SNAPSHOT_DELAY_MS, by slot: start now, or drop. */
+  private readonly delayed = new Map<LlamaContextSequence, { start: () => void; drop: () => void }>();
 
   constructor(
     /** Every slot, in sequence id order. */
@@ -56,7 +62,12 @@ export class PrefixReuse {
    * the function that lets the others go on (also safe to call when nothing was held).
    */
   async adopt(seq: LlamaContextSequence, tokens: readonly Token[]): Promise<{ from: PrefixSource; release: () => void }> {
-    // A snapshot or a copy to an idle slot in progress may be what this request needs.
+    // A delayed snapshot of this slot is dropped if this request keeps (nearly) all the slot
+    // holds; the others, and one of a slot this request overwrites, are written first: with
+    // those in progress and any copy to an idle slot, they may be what this request needs.
+    const mine = this.delayed.get(seq);
+    if (mine && reusable(seq, tokens) >= seq.nextTokenIndex - MIN_COPY_GAIN_TOKENS) mine.drop();
+    for (const d of [...this.delayed.values()]) d.start();
     await this.settle();
     const own = reusable(seq, tokens);
     let donor: LlamaContextSequence | undefined;
@@ -107,40 +118,81 @@ export class PrefixReuse {
   afterGeneration(seq: LlamaContextSequence, tokens: readonly Token[], prefix: { reused: number; held: number }): void {
     const held = seq.contextTokens;
     const uncovered = held.length - this.cache.best(held).common;
-    if (uncovered >= Math.max(SNAPSHOT_MIN_TOKENS, held.length / 4)) {
-      // Started now, so it takes the slot's locks before whatever comes next for the slot.
-      this.track(this.cache.save(seq).then(() => undefined, (err: unknown) => this.warn(`prompt snapshot failed: ${message(err)}`)));
-    }
     const { reused, held: before } = prefix;
-    if (reused >= SNAPSHOT_MIN_TOKENS && before > reused) this.track(this.afterPending().then(() => this.replicate(tokens, reused)));
+    const shared = reused >= SNAPSHOT_MIN_TOKENS && before > reused;
+    if (uncovered >= Math.max(SNAPSHOT_MIN_TOKENS, held.length / 4)) {
+      // A shared prefix is written at once, for the copy ahead below.
+      if (shared) this.snapshot(seq);
+      else this.delay(seq);
+    }
+    if (shared) this.copyAhead(tokens, reused);
   }
 
-  /** Resolves once no snapshot or copy is being written (before the context is disposed). */
-  async settle(): Promise<void> {
+  /** Writes the delayed snapshots now; resolves once no snapshot or copy is being written
+   *  (before the context is disposed). */
+  async flush(): Promise<void> {
+    for (const d of [...this.delayed.values()]) d.start();
+    await this.settle();
+  }
+
+  private async settle(): Promise<void> {
     while (this.background.size > 0) await Promise.all([...this.background]);
   }
 
-  private async replicate(tokens: readonly Token[], reused: number): Promise<void> {
-    const { snapshot, common } = this.cache.best(tokens);
-    if (!snapshot || common < reused - MIN_COPY_GAIN_TOKENS) return;
+  /** Started now, so it takes the slot's locks before whatever comes next for the slot. */
+  private snapshot(seq: LlamaContextSequence): void {
+    this.delayed.get(seq)?.drop();
+    this.track(this.cache.save(seq).then(() => undefined, (err: unknown) => this.warn(`prompt snapshot failed: ${message(err)}`)));
+  }
+
+  private delay(seq: LlamaContextSequence): void {
+    this.delayed.get(seq)?.drop();
+    const timer = setTimeout(() => entry.start(), SNAPSHOT_DELAY_MS);
+    const entry = {
+      start: () => {
+        entry.drop();
+        this.snapshot(seq);
+      },
+      drop: () => {
+        clearTimeout(timer);
+        if (this.delayed.get(seq) === entry) this.delayed.delete(seq);
+      },
+    };
+    this.delayed.set(seq, entry);
+  }
+
+  /**
+   * Copies the shared prefix of `tokens` (`reused` tokens, whose snapshot is being written) into
+   * one idle slot that does not hold it. The slot is taken at once, so a request that arrives
+   * meanwhile is given another one (and waits for this copy in adopt).
+   */
+  private copyAhead(tokens: readonly Token[], reused: number): void {
     const kept = (s: LlamaContextSequence) => s.nextTokenIndex < MIN_COPY_GAIN_TOKENS || this.cache.covers(s.contextTokens, MIN_COPY_GAIN_TOKENS);
     const target = this.slots.claim((free) => {
-      const candidates = free.filter((s) => reusable(s, tokens) < common - MIN_COPY_GAIN_TOKENS);
+      const candidates = free.filter((s) => reusable(s, tokens) < reused - MIN_COPY_GAIN_TOKENS);
       // Slots whose cache is short or already a snapshot first, then the shortest.
       return candidates.sort((a, b) => Number(kept(b)) - Number(kept(a)) || a.nextTokenIndex - b.nextTokenIndex)[0];
     });
     if (!target) return;
-    try {
-      // What the slot held stays reusable: as a snapshot (the cache's budget decides how long).
-      // If that cannot be written, the slot is left as it is.
-      if (!kept(target) && !(await this.cache.save(target).catch(() => undefined))) return;
-      if (!(await this.cache.load(snapshot, target))) await target.clearHistory();
-    } catch (err) {
-      this.warn(`prefix copy to an idle slot failed: ${message(err)}`);
-      await target.clearHistory().catch(() => undefined);
-    } finally {
-      this.slots.release(target);
-    }
+    this.delayed.get(target)?.drop(); // written below if it needs to be
+    const written = this.afterPending();
+    this.track(
+      written.then(async () => {
+        try {
+          const { snapshot, common } = this.cache.best(tokens);
+          if (!snapshot || common < reused - MIN_COPY_GAIN_TOKENS) return;
+          // What the slot held stays reusable: as a snapshot (the cache's budget decides how
+          // long). If that cannot be written, the slot is left as it is.
+          if (!kept(target) && !(await this.cache.save(target).catch(() => undefined))) return;
+          if (!(await this.cache.load(snapshot, target))) await target.clearHistory();
+        } catch (err) {
+          this.warn(`prefix copy to an idle slot failed: ${message(err)}`);
+          await target.clearHistory().catch(() => undefined);
+        } finally {
+          this.slots.release(target);
+        }
+      }),
+    );
   }
 
   /** Resolves when what is being written now is written (not what is started meanwhile). */

@@ -239,7 +239,7 @@ async function dispose(keepPromptCache: boolean): Promise<void> {
   closing = true;
   for (const r of running.values()) r.ac.abort();
   await Promise.all([...running.values()].map((r) => r.done.catch(() => undefined)));
-  await prefixes?.settle();
+  await prefixes?.flush();
   if (keepPromptCache && stateStore && fingerprint && allSeqs.length > 0) {
     try {
       await makeDirs(stateStore.dir, 0o700);

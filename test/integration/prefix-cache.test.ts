@@ -189,6 +189,18 @@ describe("prefix reuse across slots and unloads", () => {
     }
   });
 
+  /** Waits (bounded) until the running runner has written `n` snapshots: they are written after
+   *  the answer, and one nothing waits for 50 ms later. */
+  async function snapshotsWritten(n: number): Promise<void> {
+    const count = async () => {
+      let files = 0;
+      for (const d of await readdir(stateDir)) if (d.startsWith("ollamats-runner-")) files += (await readdir(path.join(stateDir, d)).catch(() => [])).length;
+      return files;
+    };
+    for (let i = 0; i < 100 && (await count()) < n; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await count()).toBeGreaterThanOrEqual(n);
+  }
+
   // A conversation's follow-up, with `between` run on the same runner before it; the reference is
   // the same conversation with nothing in between (the KV of a reply computed while decoding is
   // not bit-identical to the same tokens evaluated as a prompt, so a cold run is no reference).
@@ -221,6 +233,7 @@ describe("prefix reuse across slots and unloads", () => {
       // ~90 tokens, too few for a snapshot of their own, so the slot holds more than any snapshot.
       async (runner) => {
         const first = await run(runner, job(`${text(200, 5)} tell me a story`, 12, []));
+        await snapshotsWritten(1);
         const second = await run(runner, job(" go on", 80, first.done.context!));
         expect(second.done.context!.length - first.done.context!.length).toBeGreaterThan(64);
         return second.done.context!;

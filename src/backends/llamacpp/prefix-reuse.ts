@@ -11,8 +11,11 @@
 // - for a prefix that was shared (reused by a request that went on differently from what the
 //   slot held after it: a system prompt, a document asked about twice; not a conversation going
 //   on, which is nobody else's), a copy in one idle slot, so the next request with it that arrives
-//   while this one decodes finds it in its own slot. Slots whose cache is short or already a snapshot are chosen first; any
-//   other is snapshotted before it is overwritten: no conversation loses its cache for it.
+//   while this one decodes finds it in its own slot. Slots whose cache is short or already a
+//   snapshot are chosen first; any other is snapshotted before it is overwritten: no conversation
+//   loses its cache for it.
+// A snapshot nothing waits for is written 50 ms after the answer, unless a follow-up that
+// continues the slot comes first (SNAPSHOT_DELAY_MS).
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { copySequenceState, MIN_COPY_GAIN_TOKENS } from "./sequence-states.js";
 import type { PromptCache } from "./prompt-cache.js";

@@ -225,7 +225,10 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
 
   const { afterMs, everyMs } = heartbeatTimings();
   let started: Started | undefined;
-  if (req.heartbeat) {
+  if (req.heartbeat && afterMs <= 0) {
+    // A threshold of 0 means a heartbeat first, always (not a race with a zero-delay timer).
+    prelude.catch(() => undefined); // awaited by events()
+  } else if (req.heartbeat) {
     prelude.catch(() => undefined); // awaited by events() if the race below is lost
     const timer = new Promise<"slow">((resolve) => {
       const t = setTimeout(() => resolve("slow"), afterMs);

@@ -225,18 +225,18 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
 
   const { afterMs, everyMs } = heartbeatTimings();
   let started: Started | undefined;
-  if (req.heartbeat && afterMs <= 0) {
-    // A threshold of 0 means a heartbeat first, always (not a race with a zero-delay timer).
-    prelude.catch(() => undefined); // awaited by events()
-  } else if (req.heartbeat) {
+  if (req.heartbeat) {
     prelude.catch(() => undefined); // awaited by events() if the race below is lost
-    const timer = new Promise<"slow">((resolve) => {
-      const t = setTimeout(() => resolve("slow"), afterMs);
-      t.unref();
-      void prelude.then(() => clearTimeout(t), () => clearTimeout(t));
-    });
-    const winner = await Promise.race([prelude, timer]);
-    if (winner !== "slow") started = winner;
+    // A threshold of 0 means a heartbeat first, always (not a race with a zero-delay timer).
+    if (afterMs > 0) {
+      const timer = new Promise<"slow">((resolve) => {
+        const t = setTimeout(() => resolve("slow"), afterMs);
+        t.unref();
+        void prelude.then(() => clearTimeout(t), () => clearTimeout(t));
+      });
+      const winner = await Promise.race([prelude, timer]);
+      if (winner !== "slow") started = winner;
+    }
   } else {
     started = await prelude;
   }

@@ -53,7 +53,8 @@ export class PrefixReuse {
     private readonly gate: StepGate,
     private readonly cache: PromptCache<LlamaContextSequence>,
     private readonly scratchDir: () => string,
-    private readonly warn: (message: string) => void,
+    /** Reports a failure that only costs reuse (the runner formats the error). */
+    private readonly warn: (what: string, err: unknown) => void,
   ) {}
 
   /**
@@ -68,11 +69,10 @@ export class PrefixReuse {
     // A delayed snapshot of this slot is dropped if this request keeps (nearly) all the slot
     // holds; the others, and one of a slot this request overwrites, are written first: with
     // those in progress and any copy to an idle slot, they may be what this request needs.
-    const mine = this.delayed.get(seq);
-    if (mine && reusable(seq, tokens) >= seq.nextTokenIndex - MIN_COPY_GAIN_TOKENS) mine.drop();
-    for (const d of [...this.delayed.values()]) d.start();
-    await this.settle();
+    // (Nothing in the background changes this slot's tokens: this request has taken it.)
     const own = reusable(seq, tokens);
+    if (own >= seq.nextTokenIndex - MIN_COPY_GAIN_TOKENS) this.delayed.get(seq)?.drop();
+    await this.flush();
     let donor: LlamaContextSequence | undefined;
     let fromSlot = own + MIN_COPY_GAIN_TOKENS - 1;
     for (const s of this.seqs) {
@@ -99,7 +99,7 @@ export class PrefixReuse {
       }
     } catch (err) {
       // The prompt is then evaluated in full: slower, never wrong.
-      this.warn(`prefix copy failed: ${message(err)}`);
+      this.warn("prefix copy failed", err);
       await seq.clearHistory().catch(() => undefined);
       release();
       return { from: "own", release: none };
@@ -119,16 +119,15 @@ export class PrefixReuse {
    * answer is complete, so no stream's tokens wait for them.
    */
   afterGeneration(seq: LlamaContextSequence, tokens: readonly Token[], prefix: { reused: number; held: number }): void {
-    const held = seq.contextTokens;
-    const uncovered = held.length - this.cache.best(held).common;
-    const { reused, held: before } = prefix;
-    const shared = reused >= SNAPSHOT_MIN_TOKENS && before > reused;
-    if (uncovered >= Math.max(SNAPSHOT_MIN_TOKENS, held.length / 4)) {
+    const holds = seq.contextTokens;
+    const uncovered = holds.length - this.cache.best(holds).common;
+    const shared = prefix.reused >= SNAPSHOT_MIN_TOKENS && prefix.held > prefix.reused;
+    if (uncovered >= Math.max(SNAPSHOT_MIN_TOKENS, holds.length / 4)) {
       // A shared prefix is written at once, for the copy ahead below.
       if (shared) this.snapshot(seq);
       else this.delay(seq);
     }
-    if (shared) this.copyAhead(tokens, reused);
+    if (shared) this.copyAhead(tokens, prefix.reused);
   }
 
   /** Writes the delayed snapshots now; resolves once no snapshot or copy is being written
@@ -145,7 +144,7 @@ export class PrefixReuse {
   /** Started now, so it takes the slot's locks before whatever comes next for the slot. */
   private snapshot(seq: LlamaContextSequence): void {
     this.delayed.get(seq)?.drop();
-    this.track(this.cache.save(seq).then(() => undefined, (err: unknown) => this.warn(`prompt snapshot failed: ${message(err)}`)));
+    this.track(this.cache.save(seq).then(() => undefined, (err: unknown) => this.warn("prompt snapshot failed", err)));
   }
 
   private delay(seq: LlamaContextSequence): void {
@@ -189,7 +188,7 @@ export class PrefixReuse {
           if (!kept(target) && !(await this.cache.save(target).catch(() => undefined))) return;
           if (!(await this.cache.load(snapshot, target))) await target.clearHistory();
         } catch (err) {
-          this.warn(`prefix copy to an idle slot failed: ${message(err)}`);
+          this.warn("prefix copy to an idle slot failed", err);
           await target.clearHistory().catch(() => undefined);
         } finally {
           this.slots.release(target);
@@ -207,8 +206,4 @@ export class PrefixReuse {
     const tracked = p.finally(() => this.background.delete(tracked));
     this.background.add(tracked);
   }
-}
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -35,7 +35,6 @@ let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
 let slots: SlotPool<LlamaContextSequence> | undefined;
 let prefixes: PrefixReuse | undefined;
-let promptCache: PromptCache<LlamaContextSequence> | undefined;
 const stepPause = new StepPause();
 const lockstep = new StepGate(() => stepPause.settle());
 /** Slots in the order they were taken from the context: the index is llama.cpp's sequence id.
@@ -151,12 +150,14 @@ async function load(modelPath: string, opts: LoadOptions, gpuLayers: number, sta
     fingerprint = await stateFingerprint(modelPath, opts, contextSize);
     stateStore = states;
     // Half of the state budget for snapshots while loaded; the other half is for the unload.
-    promptCache = new PromptCache(scratchDir, Math.floor((states?.budgetBytes ?? DEFAULT_STATE_BUDGET) / 2), {
+    const promptCache = new PromptCache<LlamaContextSequence>(scratchDir, Math.floor((states?.budgetBytes ?? DEFAULT_STATE_BUDGET) / 2), {
       tokensOf: (seq) => seq.contextTokens,
       save: async (seq, file) => (await seq.saveStateToFile(file)).fileSize,
       load: (seq, file) => seq.loadStateFromFile(file, { acceptRisk: true }),
     });
-    prefixes = new PrefixReuse(seqs, slots, lockstep, promptCache, scratchDir, (m) => process.stderr.write(`runner: ${m}\n`));
+    prefixes = new PrefixReuse(seqs, slots, lockstep, promptCache, scratchDir, (what, err) =>
+      process.stderr.write(`runner: ${what}: ${message(err)}\n`),
+    );
     // The prefixes this model's previous runner had evaluated, if it saved them on unload.
     if (states) await restoreSlotStates(seqs, states.dir, fingerprint);
   }

@@ -2,8 +2,7 @@
 // the daemon consumes (weights path, template, system, params, messages, GGUF facts).
 import { OllamaTemplate } from "../daemon/prompt/gotemplate/ollama.js";
 import { inferThinkingTagsFromTree } from "../daemon/prompt/thinking.js";
-import { readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
-import { slimGgufInfo } from "./gguf-slim.js";
+import { GgufError, readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
 import { parseModelName, displayName, type ModelName } from "./name.js";
 import {
   MEDIA_TYPE_ADAPTER,
@@ -86,7 +85,12 @@ export class ModelResolver {
     const modelLayer = layers.find((l) => l.mediaType === MEDIA_TYPE_MODEL);
     if (!modelLayer) throw new Error(`model ${displayName(stored.name)} has no GGUF weights layer`);
     const modelPath = this.store.blobPath(modelLayer.digest);
-    const gguf = await this.gguf(modelLayer.digest, modelPath);
+    const gguf = await this.gguf(modelLayer.digest, modelPath).catch((err: unknown) => {
+      // A model stored before its file was checked (or by another program): say what to do.
+      if (!(err instanceof GgufError)) throw err;
+      const name = displayName(stored.name);
+      throw new GgufError(`model '${name}' cannot be used: ${err.message}; remove it with 'ollamats rm ${name}' and create or pull it again`);
+    });
     const facts = ggufFacts(gguf);
 
     const textOf = async (mediaTypes: string[]) => {
@@ -132,7 +136,7 @@ export class ModelResolver {
   private gguf(digest: string, path: string): Promise<GgufInfo> {
     let p = this.ggufCache.get(digest);
     if (!p) {
-      p = readGgufInfo(path).then(slimGgufInfo);
+      p = readGgufInfo(path); // slim: long arrays are read past, not kept
       p.catch(() => this.ggufCache.delete(digest));
       this.ggufCache.set(digest, p);
     }

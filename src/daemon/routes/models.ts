@@ -59,8 +59,8 @@ export function modelRoutes(deps: Deps): Hono {
       ...(system ? { system } : {}),
       details: detailsOf(spec),
       ...(spec.messages.length ? { messages: spec.messages } : {}),
-      // The cached header has no long arrays (slimGgufInfo): verbose reads the file again.
-      model_info: ggufModelInfo(body.verbose === true ? await readGgufInfo(spec.modelPath) : spec.gguf, body.verbose === true),
+      // The cached header is a slim read (no long arrays): verbose reads the file again.
+      model_info: ggufModelInfo(body.verbose === true ? await readGgufInfo(spec.modelPath, { arrays: "full" }) : spec.gguf, body.verbose === true),
       ...(body.verbose ? { tensors: spec.gguf.tensors.map((t) => ({ name: t.name, type: t.typeName, shape: t.dims })) } : {}),
       capabilities: spec.capabilities,
       modified_at: localTime(spec.manifest.mtime),

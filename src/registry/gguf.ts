@@ -96,7 +96,8 @@ const MAX_METADATA_BYTES = 64 << 20;
 const SLIM_ARRAY_MAX = 4096;
 const MAX_ARRAY_DEPTH = 4;
 const MAX_KV = 1 << 16;
-const MAX_TENSORS = 1 << 20;
+/** Real models hold a few thousand tensors (per-expert MoE files tens of thousands). */
+const MAX_TENSORS = 1 << 16;
 const MAX_DIMS = 4;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 

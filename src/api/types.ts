@@ -171,7 +171,10 @@ export interface ProgressResponse {
 }
 
 export interface VersionResponse {
+  /** The Ollama API version served. */
   version: string;
+  /** ollamats' own version (absent when the server is Ollama). */
+  ollamats_version?: string;
 }
 
 export interface ErrorResponse {

@@ -89,16 +89,19 @@ describe("structured output", () => {
     if (r.done_reason === "stop") expect(() => JSON.parse(text)).not.toThrow();
   });
 
-  it("invalid formats are 400s with Ollama's message; unsupported schemas name the keyword", async () => {
+  it("invalid formats and schemas no value satisfies are 400s; pattern and bounds are enforced", async () => {
     const a = await post("/api/generate", { model: "tiny", prompt: "x", format: "xml" });
     expect(a.status).toBe(400);
     expect(a.json()).toEqual({ error: 'invalid format: "\\"xml\\""; expected "json" or a valid JSON Schema object' });
     const b = await post("/api/chat", { model: "tiny", messages: [{ role: "user", content: "x" }], format: { type: "nope" } });
     expect(b.status).toBe(400);
     expect(b.json()).toEqual({ error: 'invalid JSON schema in format: invalid type "nope"' });
-    const c = await post("/api/chat", { model: "tiny", messages: [{ role: "user", content: "x" }], format: { type: "string", pattern: "^a$" } });
+    const c = await post("/api/chat", { model: "tiny", messages: [{ role: "user", content: "x" }], format: { type: "integer", minimum: 5, maximum: 1 } });
     expect(c.status).toBe(400);
-    expect(c.json().error).toMatch(/"pattern" is not supported/);
+    expect(c.json()).toEqual({ error: "invalid JSON schema in format: no integer lies between 5 and 1" });
+    const d = await post("/api/chat", { model: "tiny", messages: [{ role: "user", content: "x" }], format: { type: "string", pattern: "^a[bc]{2}$" }, stream: false, options: opts });
+    expect(d.status).toBe(200);
+    expect(JSON.parse((d.json().message as { content: string }).content)).toMatch(/^a[bc]{2}$/);
   });
 });
 

@@ -1,13 +1,16 @@
-// Grammars for `format` inside the runner: node-llama-cpp's generic JSON grammar or a JSON
-// schema compiled to GBNF, cached per schema (compiling parses the GBNF in llama.cpp).
+// Grammars for `format` inside the runner: node-llama-cpp's generic JSON grammar, or a JSON
+// schema compiled to GBNF by json-schema-grammar.ts, cached per schema (creating one parses the
+// GBNF in llama.cpp).
 import type { Llama, LlamaGrammar } from "node-llama-cpp";
 import { INVALID_SCHEMA_PREFIX, type GrammarSpec } from "../backend.js";
+import { InvalidSchemaError } from "./gbnf.js";
+import { jsonSchemaGrammar } from "./json-schema-grammar.js";
 
 const MAX_CACHED = 32;
 
 export interface CompiledGrammar {
   grammar: LlamaGrammar;
-  /** Text that ends the output (the grammars end with a run of newlines). */
+  /** Text that ends the output (the generic JSON grammar ends with a run of newlines). */
   stops: string[];
 }
 
@@ -23,17 +26,6 @@ function stopStrings(g: LlamaGrammar): string[] {
     }
   }
   return out.filter((s) => s.length > 0);
-}
-
-/**
- * node-llama-cpp's number rules allow exponents of up to 16 digits: an "integer" may come out as
- * `1e-5` or `3e+4040404040404043` (Infinity), which no longer validates. Integers get no exponent
- * (and at most 15 digits, so they stay exact); other numbers a two-digit exponent.
- */
-export function patchNumberRules(gbnf: string): string {
-  return gbnf
-    .replace(/^integer-number-rule ::= .*$/m, 'integer-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,14})')
-    .replace(/^fractional-number-rule ::= .*$/m, 'fractional-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? ("0" | [1-9] [0-9]?))?');
 }
 
 export class GrammarCache {
@@ -61,22 +53,25 @@ export class GrammarCache {
   }
 
   private async compile(spec: GrammarSpec): Promise<CompiledGrammar> {
-    let grammar: LlamaGrammar;
-    if (spec.kind === "json") grammar = await this.llama.getGrammarFor("json");
-    else {
-      try {
-        const base = await this.llama.createGrammarForJsonSchema(spec.schema as never);
-        const text = patchNumberRules(base.grammar);
-        grammar =
-          text === base.grammar
-            ? base
-            : await this.llama.createGrammar({ grammar: text, stopGenerationTriggers: base.stopGenerationTriggers, trimWhitespaceSuffix: true });
-      } catch (err) {
-        throw new Error(INVALID_SCHEMA_PREFIX + (err instanceof Error ? err.message : String(err)));
-      }
+    if (spec.kind === "json") {
+      const grammar = await this.llama.getGrammarFor("json");
+      const stops = stopStrings(grammar);
+      return { grammar, stops: stops.length > 0 ? stops : ["\n\n\n\n"] };
     }
-    const stops = stopStrings(grammar);
-    return { grammar, stops: stops.length > 0 ? stops : ["\n\n\n\n"] };
+    let text: string;
+    try {
+      text = jsonSchemaGrammar(spec.schema);
+    } catch (err) {
+      if (err instanceof InvalidSchemaError) throw new Error(INVALID_SCHEMA_PREFIX + err.message);
+      throw err;
+    }
+    try {
+      // The grammar ends with the value: the model can only end its turn after it.
+      return { grammar: await this.llama.createGrammar({ grammar: text }), stops: [] };
+    } catch (err) {
+      // llama.cpp refuses left recursion: a $ref that reaches itself before any text.
+      throw new Error(`${INVALID_SCHEMA_PREFIX}its grammar does not parse (${err instanceof Error ? err.message : String(err)}); a $ref may refer to itself without a value in between`);
+    }
   }
 }
 

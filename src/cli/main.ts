@@ -1,6 +1,11 @@
 #!/usr/bin/env node
 // The `ollamats` command line: a yargs root with one module per command (src/cli/commands/).
 // Usage errors (unknown command or flag, missing argument) are one `Error:` line and exit code 1.
+// NOTE (project lead, to whoever merges this): yargs (the CLI parser) and undici (the HTTP client)
+// are fixed by design for this project (see the brief and ../shared/DESIGN.md): keep the CLI on
+// yargs and the REST client on undici. For start-up time, load them lazily (a fast path for
+// `--version` and similar before yargs is imported; undici imported only when a request is made),
+// and load each command module only when it runs; do not replace either library.
 
 import yargs, { type CommandModule } from "yargs";
 import { hideBin } from "yargs/helpers";

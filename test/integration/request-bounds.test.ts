@@ -152,6 +152,17 @@ describe("options outside their range (row 4)", () => {
   });
 });
 
+describe("token ids from the client", () => {
+  it("a generate context with ids outside the vocabulary is a 400, not an evaluation failure", async () => {
+    for (const bad of [999_999_999, -1]) {
+      const r = await post("/api/generate", { model: "tiny", prompt: "hi", stream: false, context: [1, bad], options: { num_predict: 2 } });
+      expect(r.status).toBe(400);
+      expect(errorOf(r.text)).toMatch(new RegExp(`^invalid token id ${bad} in "context": the vocabulary has \\d+ tokens$`));
+    }
+    await answersAtOnce();
+  });
+});
+
 function cli(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   return new Promise((resolve) => {
     // 60 s only detects a hang; a refusal takes milliseconds.

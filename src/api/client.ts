@@ -2,11 +2,10 @@
 // Non-streamed calls decode one JSON body; streamed calls read NDJSON line by line, and a line that
 // carries `error` ends the stream with that message.
 
-import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
 import { STATUS_CODES } from "node:http";
-import { Transform } from "node:stream";
+import { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
+import { checkUnchanged, openRegularFile, readChunks } from "../fs/regular-file.js";
 import type {
   ChatRequest,
   ChatResponse,
@@ -176,28 +175,49 @@ export class Client {
     onProgress?: (sent: number, total: number) => void,
     signal?: AbortSignal,
   ): Promise<void> {
-    const { size } = await stat(filePath);
-    if (await this.hasBlob(digest, signal)) {
+    // Opened before anything is sent: a FIFO or a device is refused at once, and exactly the
+    // bytes the file had when opened are sent (fs/regular-file.ts).
+    const file = await openRegularFile(filePath);
+    try {
+      const { size } = file;
+      if (await this.hasBlob(digest, signal)) {
+        onProgress?.(size, size);
+        return;
+      }
+      let sent = 0;
+      let readError: unknown;
+      const counted = async function* (): AsyncGenerator<Buffer> {
+        try {
+          for await (const chunk of readChunks(file)) {
+            sent += chunk.length;
+            onProgress?.(sent, size);
+            yield chunk;
+          }
+        } catch (err) {
+          readError = err;
+          throw err;
+        }
+      };
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await this.send("POST", `/api/blobs/${digest}`, {
+          body: Readable.from(counted()),
+          headers: { "content-type": "application/octet-stream", "content-length": String(size) },
+          signal,
+        });
+      } catch (err) {
+        throw readError ?? err; // the file changed under the upload: say that, not "request aborted"
+      }
+      const text = await res.body.text();
+      if (readError) throw readError;
+      // The server may answer once it has `size` bytes, before the reader's own last check ran.
+      // (What it stored is safe either way: it verifies the bytes against the digest.)
+      await checkUnchanged(file);
+      if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
       onProgress?.(size, size);
-      return;
+    } finally {
+      await file.handle.close();
     }
-    let sent = 0;
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        sent += chunk.length;
-        onProgress?.(sent, size);
-        cb(null, chunk);
-      },
-    });
-    const body = createReadStream(filePath).pipe(counter);
-    const res = await this.send("POST", `/api/blobs/${digest}`, {
-      body,
-      headers: { "content-type": "application/octet-stream", "content-length": String(size) },
-      signal,
-    });
-    const text = await res.body.text();
-    if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
-    onProgress?.(size, size);
   }
 
   /** Close idle connections (the process can exit without waiting for keep-alive timers). */

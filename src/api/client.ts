@@ -76,6 +76,8 @@ export class ServerUnreachableError extends Error {
 
 export interface ClientOptions {
   userAgent?: string;
+  /** Sent as `Authorization: Bearer <key>` on every request (OLLAMA_API_KEY; a server with API keys wants it). */
+  apiKey?: string;
   /** Override the undici dispatcher (tests). */
   dispatcher?: Dispatcher;
 }
@@ -88,12 +90,14 @@ type Method = "GET" | "HEAD" | "POST" | "DELETE";
 export class Client {
   readonly baseUrl: string;
   private readonly userAgent: string;
+  private readonly authorization: Record<string, string>;
   private dispatcher: Dispatcher | undefined;
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.userAgent = options.userAgent ?? `ollamats (${process.arch} ${process.platform}) Node/${process.version}`;
     this.dispatcher = options.dispatcher;
+    this.authorization = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
   }
 
   /** HEAD / — resolves when the server answers. */
@@ -225,7 +229,7 @@ export class Client {
       return await request(url, {
         method,
         body: opts.body as Dispatcher.DispatchOptions["body"],
-        headers: { "user-agent": this.userAgent, ...opts.headers },
+        headers: { "user-agent": this.userAgent, ...this.authorization, ...opts.headers },
         signal: opts.signal,
         dispatcher: this.dispatcher,
       });

@@ -166,6 +166,12 @@ export class Client {
     } catch (err) {
       // 404: missing; 405: a server without HEAD on this route (the POST then tells)
       if (err instanceof ResponseError && (err.status === 404 || err.status === 405)) return false;
+      // A HEAD answer has no body to say why; a refusal (a server that does not take blobs, a key
+      // that may not upload) is asked again with GET, whose 403 carries the server's reason.
+      if (err instanceof ResponseError && err.status === 403) {
+        await this.json("GET", `/api/blobs/${digest}`, undefined, signal);
+        return true;
+      }
       throw err;
     }
   }

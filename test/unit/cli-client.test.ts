@@ -185,6 +185,16 @@ describe("Client", () => {
     }
   });
 
+  it("a refused blob check reports the server's reason, which a HEAD answer cannot carry", async () => {
+    const digest = "sha256:01";
+    routes.set(`HEAD /api/blobs/${digest}`, (_q, _b, res) => json(res, 403));
+    routes.set(`GET /api/blobs/${digest}`, (_q, _b, res) => json(res, 403, { error: "blob uploads are turned off" }));
+    const err = await new Client(base).hasBlob(digest).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ResponseError);
+    expect((err as ResponseError).status).toBe(403);
+    expect((err as ResponseError).message).toBe("blob uploads are turned off");
+  });
+
   it("reports a refused connection with the serve hint", async () => {
     const probe = http.createServer();
     await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));

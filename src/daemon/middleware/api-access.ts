@@ -33,6 +33,9 @@ export function bearerToken(header: string | undefined): string | undefined {
 
 function refuse(c: Context, status: 401 | 403, message: string, challenge?: string, openaiCode: string | null = null): Response {
   if (challenge !== undefined) c.header("WWW-Authenticate", challenge);
+  // The body (a blob upload, say) is not read: the server drains a little of it, then drops the
+  // connection, so a keep-alive client must not send its next request on this one.
+  if (c.req.method !== "GET" && c.req.method !== "HEAD" && c.req.method !== "OPTIONS") c.header("Connection", "close");
   // /v1 clients read OpenAI's error shape (a wrong key has OpenAI's code "invalid_api_key").
   if (c.req.path.startsWith("/v1/")) return c.json(openaiError(status, message, openaiCode), status);
   return c.json({ error: message }, status);

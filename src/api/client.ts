@@ -75,6 +75,8 @@ export class ServerUnreachableError extends Error {
 
 export interface ClientOptions {
   userAgent?: string;
+  /** Sent as `Authorization: Bearer <key>` on every request (OLLAMA_API_KEY; a server with API keys wants it). */
+  apiKey?: string;
   /** Override the undici dispatcher (tests). */
   dispatcher?: Dispatcher;
 }
@@ -87,12 +89,14 @@ type Method = "GET" | "HEAD" | "POST" | "DELETE";
 export class Client {
   readonly baseUrl: string;
   private readonly userAgent: string;
+  private readonly authorization: Record<string, string>;
   private dispatcher: Dispatcher | undefined;
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.userAgent = options.userAgent ?? `ollamats (${process.arch} ${process.platform}) Node/${process.version}`;
     this.dispatcher = options.dispatcher;
+    this.authorization = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
   }
 
   /** HEAD / — resolves when the server answers. */
@@ -161,6 +165,12 @@ export class Client {
     } catch (err) {
       // 404: missing; 405: a server without HEAD on this route (the POST then tells)
       if (err instanceof ResponseError && (err.status === 404 || err.status === 405)) return false;
+      // A HEAD answer has no body to say why; a refusal (a server that does not take blobs, a key
+      // that may not upload) is asked again with GET, whose 403 carries the server's reason.
+      if (err instanceof ResponseError && err.status === 403) {
+        await this.json("GET", `/api/blobs/${digest}`, undefined, signal);
+        return true;
+      }
       throw err;
     }
   }
@@ -245,7 +255,7 @@ export class Client {
       return await request(url, {
         method,
         body: opts.body as Dispatcher.DispatchOptions["body"],
-        headers: { "user-agent": this.userAgent, ...opts.headers },
+        headers: { "user-agent": this.userAgent, ...this.authorization, ...opts.headers },
         signal: opts.signal,
         dispatcher: this.dispatcher,
       });

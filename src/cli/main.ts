@@ -10,7 +10,8 @@
 import yargs, { type CommandModule } from "yargs";
 import { hideBin } from "yargs/helpers";
 import { NAME, normalizeArgs, usageError } from "./args.js";
-import { connect, fail } from "./connect.js";
+import { ResponseError } from "../api/client.js";
+import { apiKeyHint, connect, fail } from "./connect.js";
 import { cliVersion } from "./version.js";
 import { CopyCommand } from "./commands/cp.js";
 import { CreateCommand } from "./commands/create.js";
@@ -30,8 +31,9 @@ async function printVersion(): Promise<void> {
   let serverVersion = "";
   try {
     serverVersion = await connect().version();
-  } catch {
-    process.stdout.write(`Warning: could not connect to a running ${NAME} instance\n`);
+  } catch (err) {
+    const refused = err instanceof ResponseError && err.status === 401;
+    process.stdout.write(refused ? `Warning: ${apiKeyHint()}\n` : `Warning: could not connect to a running ${NAME} instance\n`);
   }
   if (serverVersion !== "") process.stdout.write(`${NAME} version is ${serverVersion}\n`);
   if (serverVersion !== cliVersion()) process.stdout.write(`Warning: client version is ${cliVersion()}\n`);

@@ -8,7 +8,8 @@ type FormatsPlugin = (ajv: Ajv2020) => Ajv2020;
 const addFormats = ((formatsModule as unknown as { default?: FormatsPlugin }).default ?? formatsModule) as unknown as FormatsPlugin;
 
 export function makeValidator(): Ajv2020 {
-  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+  // multipleOf checked with a tolerance: 0.07 / 0.01 is 7.000000000000001 in floating point.
+  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true, multipleOfPrecision: 9 });
   addFormats(ajv);
   return ajv;
 }

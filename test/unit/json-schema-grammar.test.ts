@@ -111,6 +111,21 @@ describe("numbers", () => {
       await sound({ type: "number", ...c }, NON_CANONICAL);
     });
   }
+  it("multipleOf 0.01 (money): at most two decimals, bounds kept", async () => {
+    await agrees({ type: "number", multipleOf: 0.01, minimum: 0, maximum: 3 }, texts);
+    // Other multiples: only the decimal places are enforced (0.7 is accepted, not a multiple of 0.5).
+    await agrees({ type: "number", multipleOf: 0.5 }, ["0", "0.5", "1.25", "-2.5", "3"]);
+    expect(await sound({ type: "number", multipleOf: 0.1 }, ["0.1", "0.12", "1e1"])).toBe(1);
+  });
+  it("multipleOf within bounds: the multiples (integer and decimal steps, exclusive bounds)", async () => {
+    // Few decimals: the validator checks multipleOf with a tolerance.
+    const short = texts.filter((t) => !/\.\d{4}/.test(t));
+    await agrees({ type: "number", multipleOf: 0.5, minimum: 1, maximum: 5 }, short);
+    await agrees({ type: "number", multipleOf: 0.25, exclusiveMinimum: -1, exclusiveMaximum: 1 }, [...short, "0.25", "-0.75", "0.75"]);
+    await agrees({ type: "integer", multipleOf: 5, minimum: -12, maximum: 100 }, range(-130, 130).map(String));
+    await agrees({ type: "number", multipleOf: 0.1, minimum: 0.05, maximum: 0.35 }, short);
+    expect(() => jsonSchemaGrammar({ type: "integer", multipleOf: 10, minimum: 1, maximum: 9 })).toThrow(/no multiple of 10 lies between 1 and 9/);
+  });
   it("without bounds any JSON number, with a short exponent", async () => {
     const g = await compile({ type: "number" });
     for (const t of ["0", "-1.5", "1e10", "2.5E-3", "123456789012345.5"]) expect(oracle.accepts(g, t), t).toBe(true);
@@ -259,6 +274,28 @@ describe("objects", () => {
     const closed = await compile({ type: "object", properties: {}, additionalProperties: false });
     expect(oracle.accepts(closed, "{}")).toBe(true);
     expect(oracle.accepts(closed, '{"a":1}')).toBe(false);
+  });
+  it("propertyNames: keys of additional properties follow it (zod's record)", async () => {
+    await agrees({ type: "object", propertyNames: { type: "string", maxLength: 2 }, additionalProperties: { type: "integer" } }, ['{"ab":1}', '{"abc":1}', '{"a":1,"b":2}', "{}"]);
+    await agrees({ type: "object", propertyNames: { pattern: "^x" }, additionalProperties: true }, ['{"xy":1}', '{"yx":1}']);
+    await agrees({ type: "object", properties: { xa: { type: "string" } }, propertyNames: { enum: ["xa", "xb"] }, additionalProperties: { type: "integer" } }, [
+      '{"xa":"s","xb":1}',
+      '{"xb":1}',
+      '{"xa":"s","xc":1}',
+      '{"xa":"s","xa":1}',
+    ]);
+  });
+  it("declared names that need escapes are never repeated as additional keys", async () => {
+    const g = await compile({ type: "object", properties: { 'q"k': { type: "integer" } }, additionalProperties: { type: "string" } });
+    expect(oracle.accepts(g, '{"q\\"k":1,"x":"y"}')).toBe(true);
+    expect(oracle.accepts(g, '{"q\\"k":1,"q\\"k":"y"}')).toBe(false);
+  });
+  it("minProperties/maxProperties bound the additional properties", async () => {
+    const texts = ["{}", '{"a":1}', '{"a":1,"b":2}', '{"a":1,"b":2,"c":3}', '{"a":1,"b":2,"c":3,"d":4}'];
+    await agrees({ type: "object", additionalProperties: { type: "integer" }, minProperties: 1, maxProperties: 3 }, texts);
+    await agrees({ type: "object", maxProperties: 2 }, texts);
+    await agrees({ type: "object", properties: { a: { type: "integer" } }, required: ["a"], additionalProperties: { type: "integer" }, minProperties: 2, maxProperties: 3 }, texts);
+    expect(() => jsonSchemaGrammar({ type: "object", minProperties: 3, maxProperties: 2 })).toThrow(/minProperties 3/);
   });
   it("a map (additionalProperties only) and a bare object", async () => {
     await agrees({ type: "object", additionalProperties: { type: "number" } }, ['{"a":1,"b":2.5}', '{"a":"x"}', "{}"]);

@@ -1,15 +1,16 @@
 // A JSON Schema (`format` of /api/generate, /api/chat and /v1 `response_format`) → a GBNF grammar
 // whose every output is JSON that validates against the schema, for the keywords it enforces:
 // types (and lists of them, `nullable`), enum/const, objects (properties in the schema's order,
-// required and optional, additionalProperties), arrays (items, prefixItems, minItems/maxItems),
+// required and optional, additionalProperties and propertyNames, min/maxProperties), arrays (items, prefixItems, minItems/maxItems),
 // strings (minLength/maxLength, pattern, format: string-grammar.ts), integer and number ranges
-// (number-grammar.ts), $ref/$defs (local pointers, recursion included), anyOf/oneOf and allOf
-// (schema-merge.ts). Keywords it cannot enforce (multipleOf, not, uniqueItems, if/then/else,
+// (number-grammar.ts; multipleOf within bounds), $ref/$defs (local pointers, recursion included), anyOf/oneOf and allOf
+// (schema-merge.ts). Keywords it cannot enforce (not, uniqueItems, if/then/else, contains,
 // patternProperties, …) are ignored, as Ollama's llama.cpp converter ignores them. A schema no
 // value can satisfy, or that is not a schema, is InvalidSchemaError (the daemon's 400).
 import { gbnfLiteral, InvalidSchemaError, RuleSet } from "./gbnf.js";
-import { INTEGER, integerGrammar, NUMBER, numberGrammar, type Bound } from "./number-grammar.js";
-import { keyOtherThan, objectRule, type Member } from "./object-grammar.js";
+import { decimalPlaces, INTEGER, integerGrammar, multiplesGrammar, NUMBER, numberGrammar, type Bound } from "./number-grammar.js";
+import { objectRule, type Member } from "./object-grammar.js";
+import { noneOf } from "./regex-tree.js";
 import { constrains, distribute, isSchemaObject, mergeSchemas, type Schema } from "./schema-merge.js";
 import { stringGrammar } from "./string-grammar.js";
 
@@ -224,8 +225,13 @@ class Compiler {
       case "number": {
         const lo = bound(s, "minimum", "exclusiveMinimum");
         const hi = bound(s, "maximum", "exclusiveMaximum");
-        if (!lo && !hi) return this.prim(type);
-        return this.rules.add(hint, type === "integer" ? integerGrammar(lo, hi) : numberGrammar(lo, hi));
+        // multipleOf: its multiples spelled out within bounds; otherwise only its decimal places
+        // (exact for 0.1, 0.01, …; an integer's divisibility is not enforced).
+        const multiples = multiplesGrammar(lo, hi, s.multipleOf);
+        if (multiples) return this.rules.add(hint, multiples);
+        const places = type === "number" ? decimalPlaces(s.multipleOf) : undefined;
+        if (!lo && !hi && places === undefined) return this.prim(type);
+        return this.rules.add(hint, type === "integer" ? integerGrammar(lo, hi) : numberGrammar(lo, hi, places));
       }
       default:
         return this.prim(type);
@@ -245,7 +251,8 @@ class Compiler {
       if (ap === false) throw new InvalidSchemaError(`"${r}" is required but additionalProperties is false`);
       entries.push([r, ap ?? true]);
     }
-    if (entries.length === 0 && (ap === undefined || ap === true)) return this.prim("object");
+    const keysFree = s.minProperties === undefined && s.maxProperties === undefined && s.propertyNames === undefined;
+    if (entries.length === 0 && (ap === undefined || ap === true) && keysFree) return this.prim("object");
     const members: Member[] = [];
     for (const [key, sub] of entries) {
       if (sub === false) {
@@ -256,15 +263,36 @@ class Compiler {
       members.push({ kv: this.rules.add(`${hint}-${key}-kv`, `${gbnfLiteral(JSON.stringify(key))} space ":" space ${value}`), required: required.has(key) });
     }
     this.prim("space");
-    let extra: string | undefined;
+    let extra: { kv: string; min: number; max: number } | undefined;
     // Absent additionalProperties beside declared properties: none are generated (still valid).
-    if (ap === true || isSchemaObject(ap)) {
-      const value = ap === true ? this.prim("value") : this.visit(ap, `${hint}-additional`, depth + 1);
-      const names = entries.map(([k]) => k);
-      const key = (names.length > 0 ? keyOtherThan(names, this.prim("char"), this.rules, hint) : undefined) ?? this.prim("string");
-      extra = this.rules.add(`${hint}-additional-kv`, `${key} space ":" space ${value}`);
+    if (ap === true || isSchemaObject(ap) || (ap === undefined && entries.length === 0)) {
+      const value = isSchemaObject(ap) ? this.visit(ap, `${hint}-additional`, depth + 1) : this.prim("value");
+      const key = this.keyRule(entries.map(([k]) => k), s.propertyNames, hint, depth);
+      // minProperties/maxProperties bound the additional ones: enough beside the required members,
+      // no more than fit beside all the declared ones.
+      const requiredCount = members.filter((m) => m.required).length;
+      const min = Math.max(0, (count(s.minProperties) ?? 0) - requiredCount);
+      const max = Math.max(0, (count(s.maxProperties) ?? Infinity) - members.length);
+      if (min > max) throw new InvalidSchemaError(`minProperties ${String(s.minProperties)} is more than maxProperties ${String(s.maxProperties)} allows`);
+      if (key !== undefined) extra = { kv: this.rules.add(`${hint}-additional-kv`, `${key} space ":" space ${value}`), min, max };
+      else if (min > 0) throw new InvalidSchemaError("minProperties needs keys that propertyNames does not allow");
     }
     return this.rules.add(hint, objectRule(members, extra, this.rules, hint));
+  }
+
+  /** Keys of additional properties: none of the declared names, and as propertyNames says;
+   *  undefined when no key is allowed. */
+  private keyRule(names: string[], propertyNames: unknown, hint: string, depth: number): string | undefined {
+    if (propertyNames === false) return undefined;
+    const pn = isSchemaObject(propertyNames) ? this.deref(propertyNames, depth) : {};
+    const s = isSchemaObject(pn) ? pn : {};
+    const fixed = "const" in s ? [s.const] : Array.isArray(s.enum) ? s.enum : undefined;
+    if (fixed) {
+      const keys = [...new Set(fixed.filter((v): v is string => typeof v === "string" && !names.includes(v)))];
+      return keys.length === 0 ? undefined : this.rules.add(`${hint}-key`, keys.map((k) => gbnfLiteral(JSON.stringify(k))).join(" | "));
+    }
+    const within = names.length > 0 ? noneOf(names) : undefined;
+    return stringGrammar(s, this.rules, `${hint}-key`, () => this.prim("char"), within) ?? this.prim("string");
   }
 
   private array(s: Schema, hint: string, depth: number): string {

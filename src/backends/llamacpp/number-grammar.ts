@@ -146,13 +146,13 @@ interface Side {
 }
 
 /** Magnitudes from `low` up to `high` (none: up to 15 integer digits); null when empty. */
-function magnitudes(low: Side, high: Side | undefined): string | null {
+function magnitudes(low: Side, high: Side | undefined, places: number): string | null {
   if (low.d.int.length > MAX_DIGITS) return null;
   const hi = high && high.d.int.length <= MAX_DIGITS ? high : undefined;
   const li = Number(low.d.int);
   const ui = hi ? Number(hi.d.int) : Infinity;
   // Significant digits: a leading "0" is not one.
-  const budget = (int: number) => MAX_DIGITS - (int === 0 ? 0 : String(int).length);
+  const budget = (int: number) => Math.min(places, MAX_DIGITS - (int === 0 ? 0 : String(int).length));
   const parts: string[] = [];
   const add = (int: string, frac: string | null) => {
     if (frac !== null) parts.push(frac ? `${lit(int)} ${frac}` : lit(int));
@@ -163,7 +163,7 @@ function magnitudes(low: Side, high: Side | undefined): string | null {
     add(low.d.int, fraction(fractionDigits(low.d.frac, low.exclusive, null, false, budget(li))));
     if (li + 1 <= ui - 1) {
       for (const p of nonNegativeByLength(li + 1, ui === Infinity ? Infinity : ui - 1)) {
-        const f = fraction(fractionDigits(null, false, null, false, MAX_DIGITS - p.length));
+        const f = fraction(fractionDigits(null, false, null, false, Math.min(places, MAX_DIGITS - p.length)));
         parts.push(f ? `${p.expr} ${f}` : p.expr);
       }
     }
@@ -172,8 +172,66 @@ function magnitudes(low: Side, high: Side | undefined): string | null {
   return parts.length > 0 ? alt(parts) : null;
 }
 
-/** Numbers within the bounds, without an exponent; an empty range is an invalid schema. */
-export function numberGrammar(lo: Bound | undefined, hi: Bound | undefined): string {
+const MAX_MULTIPLES = 1000;
+
+/** x × 10^places as an integer rounded up or down, and whether that was exact (from x's
+ *  decimal digits, so no floating-point error). */
+function scaled(x: number, places: number, up: boolean): { v: bigint; exact: boolean } {
+  const d = decimal(x);
+  const frac = d.frac.padEnd(places, "0");
+  const magnitude = BigInt(d.int + frac.slice(0, places));
+  const exact = !/[1-9]/.test(frac.slice(places));
+  let v = x < 0 ? -magnitude : magnitude;
+  // Digits were cut off: the exact value lies between v and the next integer away from zero.
+  if (!exact && up && x > 0) v += 1n;
+  if (!exact && !up && x < 0) v -= 1n;
+  return { v, exact };
+}
+
+function formatScaled(v: bigint, places: number): string {
+  const neg = v < 0n;
+  const digits = (neg ? -v : v).toString().padStart(places + 1, "0");
+  const int = digits.slice(0, digits.length - places);
+  const frac = digits.slice(digits.length - places).replace(/0+$/, "");
+  return `${neg ? "-" : ""}${int}${frac ? `.${frac}` : ""}`;
+}
+
+/**
+ * The multiples of `multipleOf` within two bounds, spelled out when there are at most 1,000
+ * (a rating in steps of 0.5, a percentage in steps of 5); undefined otherwise.
+ */
+export function multiplesGrammar(lo: Bound | undefined, hi: Bound | undefined, multipleOf: unknown): string | undefined {
+  const places = decimalPlaces(multipleOf);
+  if (places === undefined || !lo || !hi || places > MAX_DIGITS) return undefined;
+  const step = scaled(multipleOf as number, places, false).v;
+  const a = scaled(lo.value, places, true);
+  const b = scaled(hi.value, places, false);
+  const ceilDiv = (x: bigint) => (x >= 0n ? (x + step - 1n) / step : -(-x / step));
+  const floorDiv = (x: bigint) => (x >= 0n ? x / step : -((-x + step - 1n) / step));
+  let kmin = ceilDiv(a.v);
+  let kmax = floorDiv(b.v);
+  // An exclusive bound that is itself a multiple is stepped over.
+  if (lo.exclusive && a.exact && kmin * step === a.v) kmin += 1n;
+  if (hi.exclusive && b.exact && kmax * step === b.v) kmax -= 1n;
+  if (kmax < kmin) throw new InvalidSchemaError(`no multiple of ${String(multipleOf)} lies between ${lo.value} and ${hi.value}`);
+  if (kmax - kmin >= BigInt(MAX_MULTIPLES)) return undefined;
+  const values: string[] = [];
+  for (let k = kmin; k <= kmax; k++) values.push(lit(formatScaled(k * step, places)));
+  return alt(values);
+}
+
+/** The decimal places of a `multipleOf`: a value with more is never a multiple of it. */
+export function decimalPlaces(multipleOf: unknown): number | undefined {
+  if (typeof multipleOf !== "number" || !(multipleOf > 0) || !Number.isFinite(multipleOf)) return undefined;
+  return decimal(multipleOf).frac.length;
+}
+
+/**
+ * Numbers within the bounds, with at most `places` decimals (multipleOf 0.01: 2, exact for a
+ * power of ten; other multiples are not enforced beyond that), without an exponent; an empty
+ * range is an invalid schema.
+ */
+export function numberGrammar(lo: Bound | undefined, hi: Bound | undefined, places = MAX_DIGITS): string {
   if (lo && hi && (lo.value > hi.value || (lo.value === hi.value && (lo.exclusive || hi.exclusive)))) {
     throw new InvalidSchemaError(`no number lies between ${lo.value} and ${hi.value}`);
   }
@@ -182,14 +240,14 @@ export function numberGrammar(lo: Bound | undefined, hi: Bound | undefined): str
   if (!lo || lo.value < 0) {
     // Negative numbers: "-" and a magnitude above 0 (so never "-0").
     const low: Side = hi && hi.value < 0 ? { d: decimal(hi.value), exclusive: hi.exclusive } : { d: zero, exclusive: true };
-    const m = magnitudes(low, lo ? { d: decimal(lo.value), exclusive: lo.exclusive } : undefined);
+    const m = magnitudes(low, lo ? { d: decimal(lo.value), exclusive: lo.exclusive } : undefined, places);
     if (m) parts.push(`"-" ${m}`);
   }
   if (!hi || hi.value > 0 || (hi.value === 0 && !hi.exclusive)) {
     const low: Side = lo && lo.value >= 0 ? { d: decimal(lo.value), exclusive: lo.exclusive } : { d: zero, exclusive: false };
-    const m = magnitudes(low, hi ? { d: decimal(hi.value), exclusive: hi.exclusive } : undefined);
+    const m = magnitudes(low, hi ? { d: decimal(hi.value), exclusive: hi.exclusive } : undefined, places);
     if (m) parts.push(m);
   }
-  if (parts.length === 0) throw new InvalidSchemaError(`the numbers between ${lo?.value} and ${hi?.value} have more than ${MAX_DIGITS} digits`);
+  if (parts.length === 0) throw new InvalidSchemaError(`no number with at most ${places} decimals lies between ${lo?.value} and ${hi?.value}`);
   return alt(parts);
 }

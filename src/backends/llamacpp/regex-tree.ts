@@ -323,3 +323,35 @@ export function parsePattern(pattern: string): Rx {
   if (!rx) throw new UnsupportedPatternError("no string a JSON value can carry matches it");
   return rx;
 }
+
+interface Trie {
+  end: boolean;
+  next: Map<number, Trie>;
+}
+
+/** Every string except the given ones (object keys other than the declared names). */
+export function noneOf(strings: string[]): Rx {
+  const root: Trie = { end: false, next: new Map() };
+  for (const s of strings) {
+    let t = root;
+    for (const ch of s) {
+      const cp = ch.codePointAt(0)!;
+      let child = t.next.get(cp);
+      if (!child) {
+        child = { end: false, next: new Map() };
+        t.next.set(cp, child);
+      }
+      t = child;
+    }
+    t.end = true;
+  }
+  const rest = (t: Trie): Rx => {
+    const alts: Rx[] = [...t.next].map(([cp, child]): Rx => ({ t: "seq", items: [{ t: "set", set: CharSet.char(cp) }, rest(child)] }));
+    // A character that leaves every name behind, then anything.
+    const others = ENCODABLE.minus([...t.next.keys()].reduce((set, cp) => set.union(CharSet.char(cp)), CharSet.EMPTY));
+    if (!others.isEmpty) alts.push({ t: "seq", items: [{ t: "set", set: others }, ANY_STRING] });
+    if (!t.end) alts.push(EMPTY_SEQ);
+    return alts.length === 1 ? alts[0]! : { t: "alt", alts };
+  };
+  return rest(root);
+}

@@ -12,7 +12,7 @@ export const isSchemaObject = (v: unknown): v is Schema => typeof v === "object"
 const CONSTRAINING = new Set([
   "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems", "additionalItems",
   "minItems", "maxItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-  "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref", "nullable",
+  "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref", "nullable", "propertyNames", "minProperties", "maxProperties",
 ]);
 
 export function constrains(s: Schema): boolean {
@@ -62,6 +62,7 @@ function mergeKey(k: string, va: unknown, vb: unknown): unknown {
     case "required":
       return [...new Set([...(Array.isArray(va) ? va : []), ...(Array.isArray(vb) ? vb : [])])];
     case "additionalProperties":
+    case "propertyNames":
     case "items":
     case "additionalItems":
       return Array.isArray(va) || Array.isArray(vb) ? va : both(va, vb);
@@ -83,10 +84,12 @@ function mergeKey(k: string, va: unknown, vb: unknown): unknown {
     case "minimum":
     case "minLength":
     case "minItems":
+    case "minProperties":
       return typeof va === "number" && typeof vb === "number" ? Math.max(va, vb) : va;
     case "maximum":
     case "maxLength":
     case "maxItems":
+    case "maxProperties":
       return typeof va === "number" && typeof vb === "number" ? Math.min(va, vb) : va;
     case "exclusiveMinimum":
       return typeof va === "number" && typeof vb === "number" ? Math.max(va, vb) : va;

@@ -60,21 +60,23 @@ function withLengths(tree: Rx, min: number, max: number): Rx {
 
 /**
  * The JSON string (quotes included) for these keywords, or undefined when none of them constrains
- * the string (the caller uses its plain string rule).
+ * the string (the caller uses its plain string rule). `within` is a further set of strings the
+ * value must belong to (object keys: none of the declared names).
  */
-export function stringGrammar(k: StringKeywords, rules: RuleSet, hint: string, char: () => string): string | undefined {
+export function stringGrammar(k: StringKeywords, rules: RuleSet, hint: string, char: () => string, within?: Rx): string | undefined {
   const min = count(k.minLength) ?? 0;
   const max = count(k.maxLength) ?? Infinity;
   if (min > max) throw new InvalidSchemaError(`minLength ${min} is greater than maxLength ${max}`);
   const pattern = patternTree(k.pattern);
   const format = typeof k.format === "string" && FORMATS[k.format] ? parsePattern(FORMATS[k.format]!) : undefined;
   const quoted = (body: string) => rules.add(hint, `"\\"" ${body} "\\""`);
-  if (pattern && format) {
-    const both = renderIntersection(withLengths(pattern, min, max), format, rules, hint);
+  // Lengths narrow the first tree; a second one is intersected (the pattern's own format first).
+  const [first, second] = [pattern, within ?? format, format].filter((t, i, all): t is Rx => t !== undefined && all.indexOf(t) === i);
+  if (first && second) {
+    const both = renderIntersection(withLengths(first, min, max), second, rules, hint);
     if (both) return quoted(both);
   }
-  const tree = pattern ?? format;
-  if (tree) return quoted(renderRx(withLengths(tree, min, max), rules));
+  if (first) return quoted(renderRx(withLengths(first, min, max), rules));
   if (min === 0 && max === Infinity) return undefined;
   return quoted(rules.repeat(char(), min, max));
 }

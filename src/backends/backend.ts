@@ -82,6 +82,22 @@ export interface GenerateJob {
   truncate?: boolean;
   /** Tokens kept at the start on a context shift (Ollama num_keep, default 4). */
   numKeep?: number;
+  /** Log probabilities of the generated tokens, with this many alternatives each (0..20);
+   *  absent: none. */
+  logprobs?: number;
+}
+
+/** A token's log probability, Ollama's api.TokenLogprob (the wire shape). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  /** The token's bytes (a token may hold part of a UTF-8 character). */
+  bytes: number[];
+}
+
+/** A generated token's log probability and its most likely alternatives (api.Logprob). */
+export interface Logprob extends TokenLogprob {
+  top_logprobs?: TokenLogprob[];
 }
 
 /** A JSON schema already rewritten into the grammar compiler's dialect (daemon/prompt/format.ts). */
@@ -106,7 +122,8 @@ export interface GenerateStats {
   cachedFrom?: "own" | "snapshot" | "slot";
 }
 
-export type RunnerEvent = { type: "text"; text: string } | ({ type: "done" } & GenerateStats);
+/** `logprobs`: the tokens whose text this event completes (when the job asked for them). */
+export type RunnerEvent = { type: "text"; text: string; logprobs?: Logprob[] } | ({ type: "done" } & GenerateStats);
 
 export interface EmbedResult {
   embeddings: number[][];

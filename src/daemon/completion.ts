@@ -15,6 +15,7 @@ import {
   type GenerateJob,
   type GenerateStats,
   type GrammarSpec,
+  type Logprob,
   type RunnerEvent,
 } from "../backends/backend.js";
 import type { Metrics, ToolCall } from "../api/types.js";
@@ -28,8 +29,8 @@ import type { Lease, Scheduler } from "./scheduler/scheduler.js";
 
 /** What a completion yields, in order; `done` is always last. */
 export type CompletionEvent =
-  | { type: "content"; text: string }
-  | { type: "thinking"; text: string }
+  | { type: "content"; text: string; logprobs?: Logprob[] }
+  | { type: "thinking"; text: string; logprobs?: Logprob[] }
   | { type: "tool_calls"; calls: ToolCall[] }
   | CompletionDone;
 
@@ -71,6 +72,8 @@ export interface CompletionRequest {
   heartbeat?: boolean;
   /** Chat on a thinking model: `format` applies only once thinking ends (Ollama's restart). */
   formatAfterThinking?: boolean;
+  /** Log probabilities of the output, with this many alternatives per token (0..20). */
+  logprobs?: number;
 }
 
 export interface Completion {
@@ -137,6 +140,18 @@ function mapRunnerError(err: unknown): unknown {
   return err;
 }
 
+/**
+ * The events one runner text event became, its log probabilities on the first content or
+ * thinking event, or on an empty content event of their own when a parser holds the text back
+ * (as Ollama sends them while a tool call is still being parsed).
+ */
+function* withLogprobs(events: CompletionEvent[], logprobs: Logprob[] | undefined): Generator<CompletionEvent> {
+  if (!logprobs || logprobs.length === 0) return yield* events;
+  const i = events.findIndex((e) => e.type === "content" || e.type === "thinking");
+  if (i === -1) return yield* [{ type: "content", text: "", logprobs }, ...events];
+  yield* events.map((e, k) => (k === i ? { ...e, logprobs } : e));
+}
+
 /** One runner generation, read through an iterator so its first event can be awaited early. */
 class Generation {
   private readonly it: AsyncIterator<RunnerEvent>;
@@ -185,6 +200,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     shift: req.shift ?? true,
     truncate: req.truncate ?? true,
     numKeep: o.numKeep,
+    ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
   });
 
   let cancelled = false;
@@ -282,12 +298,14 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
       if (ev.type === "text") {
         raw += ev.text;
         let text = ev.text;
+        const out: CompletionEvent[] = [];
         if (thinking) {
           const step = thinking.add(text);
-          if (step.thinking) yield { type: "thinking", text: step.thinking };
+          if (step.thinking) out.push({ type: "thinking", text: step.thinking });
           text = step.content;
         }
         if (deferring && text !== "") {
+          yield* withLogprobs(out, ev.logprobs);
           // Thinking is over: generate again from the prompt plus the thinking, constrained.
           deferring = false;
           const cut = raw.indexOf(tags.close);
@@ -298,7 +316,8 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
           ev = await next.next();
           continue;
         }
-        yield* content(text, false);
+        out.push(...content(text, false));
+        yield* withLogprobs(out, ev.logprobs);
       } else {
         const rest = thinking?.flush();
         if (rest?.thinking) yield { type: "thinking", text: rest.thinking };

@@ -1,6 +1,6 @@
 // The inference API end to end on the real daemon and runner (tiny random-weight model): format /
 // JSON schema, tools (a schema forces a tool-call shape so the parser sees a real call), thinking,
-// options (shift/truncate), logprobs and images refused, tokenize/detokenize, heartbeats.
+// options (shift/truncate), images refused, tokenize/detokenize, heartbeats.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Ollama } from "ollama";
@@ -254,13 +254,10 @@ describe("options and the context", () => {
 });
 
 describe("refused inputs", () => {
-  it("top_logprobs out of range first, then logprobs not supported", async () => {
+  it("top_logprobs out of range first, before the model is looked up (logprobs: logprobs.test.ts)", async () => {
     const a = await post("/api/chat", { model: "nope", messages: [], top_logprobs: 50 });
     expect(a.status).toBe(400);
     expect(a.json()).toEqual({ error: "top_logprobs must be between 0 and 20" });
-    const b = await post("/api/generate", { model: "tiny", prompt: "x", logprobs: true });
-    expect(b.status).toBe(400);
-    expect(b.json().error).toMatch(/^logprobs are not supported by this backend/);
     const c = await post("/api/generate", { model: "tiny", prompt: "x", logprobs: false, top_logprobs: 0, options: { num_predict: 1 }, stream: false });
     expect(c.status).toBe(200);
   });

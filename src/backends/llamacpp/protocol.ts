@@ -1,5 +1,5 @@
 // Messages between the daemon (host) and a runner child process over Node's IPC channel.
-import type { GenerateJob, GenerateStats, LoadedInfo, LoadOptions } from "../backend.js";
+import type { GenerateJob, GenerateStats, LoadedInfo, LoadOptions, Logprob } from "../backend.js";
 
 /** What a probe child found: node-llama-cpp reports the sum over its GPUs, and their names. */
 export interface GpuProbe {
@@ -34,7 +34,7 @@ export type ChildMessage =
   | { type: "loaded"; info: LoadedInfo }
   | { type: "load-error"; message: string }
   /** Text produced since the last message; several tokens may be joined into one message. */
-  | { type: "text"; id: number; text: string }
+  | { type: "text"; id: number; text: string; logprobs?: Logprob[] }
   | ({ type: "done"; id: number } & GenerateStats)
   | { type: "result"; id: number; value: unknown }
   | { type: "error"; id: number; message: string };

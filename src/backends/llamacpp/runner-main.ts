@@ -212,7 +212,7 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
     const held = seq.nextTokenIndex;
     try {
       cachedTokens = reusable(seq, tokens);
-      stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }), {
+      stats = await runGeneration(m, seq, job, tokens, ac.signal, (text, logprobs) => send({ type: "text", id, text, ...(logprobs ? { logprobs } : {}) }), {
         gate: lockstep,
         id: allSeqs.indexOf(seq),
         onFirstToken: resume,

@@ -180,7 +180,7 @@ export class RunnerProcess implements Runner {
         this.onProgress?.(m.progress);
         return;
       case "text":
-        this.streams.get(m.id)?.push({ type: "text", text: m.text });
+        this.streams.get(m.id)?.push({ type: "text", text: m.text, ...(m.logprobs ? { logprobs: m.logprobs } : {}) });
         return;
       case "done": {
         const q = this.streams.get(m.id);

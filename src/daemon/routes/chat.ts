@@ -1,6 +1,7 @@
 // POST /api/chat (reference §1.6).
 import { Hono } from "hono";
 import type { ChatResponse, ToolCall } from "../../api/types.js";
+import type { Logprob } from "../../backends/backend.js";
 import { completionHandler } from "./completion-route.js";
 import { doneMetrics, startCompletion, type Completion } from "../completion.js";
 import type { Deps } from "../deps.js";
@@ -17,7 +18,8 @@ import {
   fullModelName,
   keepAliveOf,
   rejectImages,
-  rejectLogprobs,
+  logprobsField,
+  logprobsOf,
   resolveSpec,
   resolveThink,
   templateFor,
@@ -29,10 +31,10 @@ async function* chunks(model: string, c: Completion): AsyncIterable<ChatResponse
     const base = { model, created_at: createdAt() };
     switch (ev.type) {
       case "content":
-        yield { ...base, message: { role: "assistant", content: ev.text }, done: false };
+        yield { ...base, message: { role: "assistant", content: ev.text }, done: false, ...logprobsField(ev.logprobs) };
         break;
       case "thinking":
-        yield { ...base, message: { role: "assistant", content: "", thinking: ev.text }, done: false };
+        yield { ...base, message: { role: "assistant", content: "", thinking: ev.text }, done: false, ...logprobsField(ev.logprobs) };
         break;
       case "tool_calls":
         yield { ...base, message: { role: "assistant", content: "", tool_calls: ev.calls }, done: false };
@@ -48,17 +50,20 @@ async function collect(gen: AsyncIterable<ChatResponse>): Promise<ChatResponse> 
   let text = "";
   let thinking = "";
   const calls: ToolCall[] = [];
+  const logprobs: Logprob[] = [];
   let final: ChatResponse | undefined;
   for await (const ch of gen) {
     text += ch.message.content;
     thinking += ch.message.thinking ?? "";
     calls.push(...(ch.message.tool_calls ?? []));
+    logprobs.push(...(ch.logprobs ?? []));
     if (ch.done) final = ch;
   }
   if (!final) throw new Error("generation ended without a final response");
   return {
     ...final,
     message: { role: "assistant", content: text, ...(thinking ? { thinking } : {}), ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+    ...logprobsField(logprobs),
   };
 }
 
@@ -112,7 +117,6 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
   if (!spec.capabilities.includes("completion")) throw badRequest(`"${body.model}" does not support chat`);
   if (tools.length > 0 && !spec.capabilities.includes("tools")) throw badRequest(`${fullModelName(spec)} does not support tools`);
   const think = resolveThink(spec, body.model, body.think);
-  rejectLogprobs(body.logprobs, body.top_logprobs);
   rejectImages(body.messages.map((m) => m.images));
   const format = parseFormat(body.format);
   const options = resolveOptions({ numCtx: deps.config.contextLength || 4096 }, spec.params, body.options);
@@ -157,6 +161,7 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
     truncate: body.truncate ?? true,
     shift: body.shift ?? true,
     heartbeat: body.stream !== false,
+    logprobs: logprobsOf(body),
     formatAfterThinking: true,
   });
   return { kind: "completion", completion };

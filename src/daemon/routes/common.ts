@@ -1,4 +1,5 @@
 // Steps shared by the inference routes: model lookup, keep_alive and think validation.
+import type { Logprob } from "../../backends/backend.js";
 import { parseKeepAliveRequest } from "../../config.js";
 import { InvalidModelNameError, type ModelSpec } from "../../registry/model-spec.js";
 import type { Deps } from "../deps.js";
@@ -64,16 +65,19 @@ export function resolveThink(spec: ModelSpec, model: string, think: unknown): Th
   return { enabled, level: typeof think === "string" ? think : enabled ? "medium" : "", isSet: true };
 }
 
-/** Ollama checks the range first of all; the backend cannot produce logprobs at all. */
+/** Ollama checks the range first of all. */
 export function checkTopLogprobs(topLogprobs: number | null | undefined): void {
   if (topLogprobs != null && (topLogprobs < 0 || topLogprobs > 20)) throw badRequest("top_logprobs must be between 0 and 20");
 }
 
-export const LOGPROBS_UNSUPPORTED =
-  "logprobs are not supported by this backend: node-llama-cpp 3.21.1 does not expose token probabilities during generation";
+/** A response's `logprobs` field: absent when there are none (Ollama's omitempty). */
+export function logprobsField(logprobs: Logprob[] | undefined): { logprobs?: Logprob[] } {
+  return logprobs && logprobs.length > 0 ? { logprobs } : {};
+}
 
-export function rejectLogprobs(logprobs: boolean | null | undefined, topLogprobs: number | null | undefined): void {
-  if (logprobs === true || (topLogprobs != null && topLogprobs > 0)) throw badRequest(LOGPROBS_UNSUPPORTED);
+/** Alternatives per token when `logprobs` is on (top_logprobs alone asks for nothing). */
+export function logprobsOf(body: { logprobs?: boolean | null; top_logprobs?: number | null }): number | undefined {
+  return body.logprobs === true ? (body.top_logprobs ?? 0) : undefined;
 }
 
 export const IMAGES_UNSUPPORTED =

@@ -1,6 +1,7 @@
 // POST /api/generate (reference §1.5).
 import { Hono } from "hono";
 import type { GenerateResponse } from "../../api/types.js";
+import type { Logprob } from "../../backends/backend.js";
 import { completionHandler } from "./completion-route.js";
 import { doneMetrics, startCompletion, type Completion, type CompletionRequest } from "../completion.js";
 import type { Deps } from "../deps.js";
@@ -17,7 +18,8 @@ import {
   fullModelName,
   keepAliveOf,
   rejectImages,
-  rejectLogprobs,
+  logprobsField,
+  logprobsOf,
   resolveSpec,
   resolveThink,
   templateFor,
@@ -28,10 +30,10 @@ async function* chunks(model: string, c: Completion, withContext: boolean): Asyn
   for await (const ev of c.events) {
     switch (ev.type) {
       case "content":
-        yield { model, created_at: createdAt(), response: ev.text, done: false };
+        yield { model, created_at: createdAt(), response: ev.text, done: false, ...logprobsField(ev.logprobs) };
         break;
       case "thinking":
-        yield { model, created_at: createdAt(), response: "", thinking: ev.text, done: false };
+        yield { model, created_at: createdAt(), response: "", thinking: ev.text, done: false, ...logprobsField(ev.logprobs) };
         break;
       case "tool_calls":
         break; // /api/generate has no tools
@@ -53,15 +55,17 @@ async function* chunks(model: string, c: Completion, withContext: boolean): Asyn
 async function collect(gen: AsyncIterable<GenerateResponse>): Promise<GenerateResponse> {
   let text = "";
   let thinking = "";
+  const logprobs: Logprob[] = [];
   let final: GenerateResponse | undefined;
   for await (const ch of gen) {
     text += ch.response;
     thinking += ch.thinking ?? "";
+    logprobs.push(...(ch.logprobs ?? []));
     if (ch.done) final = ch;
   }
   if (!final) throw new Error("generation ended without a final response");
   const { thinking: _t, ...rest } = final;
-  return { ...rest, response: text, ...(thinking ? { thinking } : {}) };
+  return { ...rest, response: text, ...(thinking ? { thinking } : {}), ...logprobsField(logprobs) };
 }
 
 /**
@@ -84,7 +88,6 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
   if (body.context) checkTokenIds(spec, body.context, "context");
   if (body.suffix && !spec.capabilities.includes("insert")) throw badRequest(`${fullModelName(spec)} does not support insert`);
   const think = resolveThink(spec, body.model, body.think);
-  rejectLogprobs(body.logprobs, body.top_logprobs);
   rejectImages([body.images]);
   const format = parseFormat(body.format);
   const options = resolveOptions({ numCtx: deps.config.contextLength || 4096 }, spec.params, body.options);
@@ -129,6 +132,7 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
     truncate: body.truncate ?? true,
     shift: body.shift ?? true,
     heartbeat: body.stream !== false,
+    logprobs: logprobsOf(body),
   });
   return { kind: "completion", completion };
 }

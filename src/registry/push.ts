@@ -11,7 +11,7 @@ import { Transform } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { ProgressResponse } from "../api/types.js";
 import { DEFAULT_TUNING } from "./blob-download.js";
-import { backoffDelay, isAbort, locationOf, RegistryClient, RegistryError, sleep, type RegistryOptions } from "./client.js";
+import { backoffDelay, isTransient, locationOf, RegistryClient, RegistryError, registryUrl, RetriesExhaustedError, sleep, type RegistryOptions } from "./client.js";
 import { displayName, parseModelName, type ModelName } from "./name.js";
 import { encodeManifest, type Layer } from "./manifest.js";
 import type { Store } from "./store.js";
@@ -109,9 +109,7 @@ async function uploadBlob(store: Store, client: RegistryClient, layer: Layer, op
         await sendBytes(client, file, digest, total, started.location, counter, opts);
         break;
       } catch (err) {
-        if (isAbort(err, signal)) throw err;
-        const s = (err as RegistryError).status;
-        if ((s !== undefined && s < 500 && s !== 408 && s !== 429) || attempt + 1 >= (opts.tries ?? 6)) throw err;
+        if (!isTransient(err, signal) || attempt + 1 >= (opts.tries ?? 6)) throw err;
         const wait = backoffDelay(client.backoffMs, attempt);
         opts.logger?.("info", `${digest.slice(7, 19)} upload attempt ${attempt + 1} failed: ${(err as Error).message}, retrying in ${Math.round(wait)} ms`);
         counter.completed = 0;
@@ -169,7 +167,7 @@ async function sendBytes(client: RegistryClient, file: string, digest: string, t
       if (res.statusCode === 307) {
         // "PUT this part to the redirect URL" (object storage); the upload location stays
         const redirect = res.headers["location"];
-        const target = new URL(String(Array.isArray(redirect) ? redirect[0] : redirect), loc);
+        const target = registryUrl(String(Array.isArray(redirect) ? redirect[0] : redirect), loc);
         const md5b: { hash?: Hash } = {};
         const put = await client.raw("PUT", target, {
           headers: { "content-type": "application/octet-stream", "content-length": String(end - offset) },
@@ -181,7 +179,7 @@ async function sendBytes(client: RegistryClient, file: string, digest: string, t
         if (put.statusCode >= 400) throw new RegistryError(`http status ${put.statusCode}`, put.statusCode);
         if (md5b.hash) md5s.push(md5b.hash.digest());
         const dul = res.headers["docker-upload-location"];
-        if (dul) loc = new URL(String(Array.isArray(dul) ? dul[0] : dul), loc);
+        if (dul) loc = registryUrl(String(Array.isArray(dul) ? dul[0] : dul), loc);
       } else {
         if (md5.hash) md5s.push(md5.hash.digest());
         if (next) loc = next;
@@ -189,8 +187,8 @@ async function sendBytes(client: RegistryClient, file: string, digest: string, t
       offset = end;
       failures = 0;
     } catch (err) {
-      if (isAbort(err, signal)) throw err;
-      if (++failures >= (opts.tries ?? 6)) throw new RegistryError(`max retries exceeded: ${(err as Error).message}`);
+      if (!isTransient(err, signal)) throw err;
+      if (++failures >= (opts.tries ?? 6)) throw new RetriesExhaustedError(`max retries exceeded: ${(err as Error).message}`);
       await sleep(backoffDelay(client.backoffMs, failures - 1), signal);
       // continue from what the registry holds (it may have kept part of the failed PATCH)
       const at = await uploadOffset(client, loc, signal);

@@ -4,7 +4,7 @@
 // (another try would get the same answer); only a plain 200 carrying the whole blob, from a server
 // without Range support, is turned into NoRangeSupport, which switches the download to one stream.
 import type { Dispatcher } from "undici";
-import { RegistryError } from "./client.js";
+import { discardBody, RegistryError } from "./client.js";
 
 /** A 200 with the whole blob answered a range request: download in one stream instead. */
 export class NoRangeSupport extends Error {
@@ -63,6 +63,16 @@ export function checkWholeAnswer(status: number, headers: Headers, total: number
   if (status !== 200) throw new RegistryError(`unexpected status code ${status} for ${digest}`);
   const length = contentLength(headers);
   if (length !== undefined && length !== total) throw new RegistryError(`registry sent a body of ${length} bytes for ${digest}; the manifest says ${total} bytes`);
+}
+
+/** Run a check of an answer's status and headers; a failed check throws its body away. */
+export function checked(res: Dispatcher.ResponseData, check: () => void): void {
+  try {
+    check();
+  } catch (e) {
+    discardBody(res);
+    throw e;
+  }
 }
 
 export function bodyTooLong(digest: string, asked: number): RegistryError {

@@ -12,7 +12,7 @@ import type { Dispatcher } from "undici";
 import type { FileHandle } from "node:fs/promises";
 import { setMaxListeners } from "node:events";
 import { backoffDelay, isTransient, RetriesExhaustedError, sleep, type RegistryClient } from "./client.js";
-import { bodyTooLong, bodyTooShort, checkRangeAnswer, checkWholeAnswer, NoRangeSupport } from "./blob-answers.js";
+import { bodyTooLong, bodyTooShort, checked, checkRangeAnswer, checkWholeAnswer, NoRangeSupport } from "./blob-answers.js";
 import type { Hasher } from "./blob-hasher.js";
 import { writeAll, type DownloadTuning, type PartState } from "./blob-parts.js";
 
@@ -285,17 +285,6 @@ export class RangeFetcher {
       this.dl.hasher.offer(o, b);
       o += b.length;
     }
-  }
-}
-
-/** Run a check of a response's status and headers; a failed check throws its body away. */
-function checked(res: Dispatcher.ResponseData, check: () => void): void {
-  try {
-    check();
-  } catch (e) {
-    res.body.on("error", noop);
-    res.body.destroy();
-    throw e;
   }
 }
 

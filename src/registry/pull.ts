@@ -10,9 +10,9 @@
 import type { ProgressResponse } from "../api/types.js";
 import { createHash } from "node:crypto";
 import { BlobDownload, DEFAULT_TUNING, DigestMismatchPullError, type DownloadTuning } from "./blob-download.js";
-import { bodyTooLong, bodyTooShort, checkWholeAnswer } from "./blob-answers.js";
+import { bodyTooLong, bodyTooShort, checked, checkWholeAnswer } from "./blob-answers.js";
 import { resumableParts } from "./blob-parts.js";
-import { backoffDelay, discardBody, isTransient, readBody, RegistryClient, sleep, type RegistryOptions } from "./client.js";
+import { backoffDelay, isTransient, readBody, RegistryClient, sleep, type RegistryOptions } from "./client.js";
 import { checkFreeSpace, noSpaceWhileWriting } from "./disk-space.js";
 import { digestFileName, displayName, type ModelName } from "./name.js";
 import { decodeManifest, type Layer, type Manifest } from "./manifest.js";
@@ -93,12 +93,7 @@ async function fetchSmallBlob(store: Store, client: RegistryClient, layer: Layer
   for (let attempt = 0; ; attempt++) {
     try {
       const res = await client.getBlob(digest, opts.signal);
-      try {
-        checkWholeAnswer(res.statusCode, res.headers, size, digest);
-      } catch (e) {
-        discardBody(res);
-        throw e;
-      }
+      checked(res, () => checkWholeAnswer(res.statusCode, res.headers, size, digest));
       const body = await readBody(res, size, bodyTooLong(digest, size).message);
       if (body.length < size) throw bodyTooShort(digest, body.length, size);
       const got = `sha256:${createHash("sha256").update(body).digest("hex")}`;
@@ -156,7 +151,10 @@ async function fetchBlob(store: Store, client: RegistryClient, layer: Layer, opt
       () => inflight.get(key) === created && inflight.delete(key),
     );
   }
-  await dl.wait(({ total, completed }) => progress({ status, digest, total, completed }), opts.signal);
+  // (a full disk while taking the blob's lock or making blobs/ is reported like one while writing)
+  await dl.wait(({ total, completed }) => progress({ status, digest, total, completed }), opts.signal).catch((e: unknown) => {
+    throw noSpaceWhileWriting(e, digestFileName(digest));
+  });
 }
 
 function describe(err: unknown): string {

@@ -7,7 +7,7 @@
 // completed), `pushing manifest`, `success`.
 import { createHash, type Hash } from "node:crypto";
 import { createReadStream, promises as fs } from "node:fs";
-import { Transform } from "node:stream";
+import { pipeline, Transform } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { ProgressResponse } from "../api/types.js";
 import { DEFAULT_TUNING } from "./blob-download.js";
@@ -35,28 +35,29 @@ export interface PushOptions extends RegistryOptions {
 
 type Progress = (p: ProgressResponse) => void;
 
-interface Counter {
+export interface Counter {
   completed: number;
 }
 
 /**
  * A file range as a request body factory. Each call (the first send, or a resend after an auth
  * challenge) restarts the progress count at `start` and the part's md5 (Ollama's etag input).
+ * pipeline, not pipe: a read error (the blob removed meanwhile) must fail the request, and an
+ * 'error' with nobody listening would end the process.
  */
-function rangeBody(file: string, start: number, end: number, counter: Counter, md5?: { hash?: Hash }): () => Dispatcher.DispatchOptions["body"] {
+export function rangeBody(file: string, start: number, end: number, counter: Counter, md5?: { hash?: Hash }): () => Dispatcher.DispatchOptions["body"] {
   return () => {
     counter.completed = start;
     const hash = createHash("md5");
     if (md5) md5.hash = hash;
-    return createReadStream(file, { start, end: end - 1, highWaterMark: 1 << 20 }).pipe(
-      new Transform({
-        transform(chunk: Buffer, _enc, cb) {
-          counter.completed += chunk.length;
-          if (md5) hash.update(chunk);
-          cb(null, chunk);
-        },
-      }),
-    );
+    const counted = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        counter.completed += chunk.length;
+        if (md5) hash.update(chunk);
+        cb(null, chunk);
+      },
+    });
+    return pipeline(createReadStream(file, { start, end: end - 1, highWaterMark: 1 << 20 }), counted, () => undefined);
   };
 }
 

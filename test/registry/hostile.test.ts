@@ -120,10 +120,15 @@ run("pull from a hostile registry", () => {
     }
   });
 
-  it("a redirect loop fails at once, on one host and across two", async () => {
+  it("a redirect loop or chain fails at once, on one host and across two", async () => {
     const d = await fx.daemon();
     const error = await failedPull(d, { blobRedirect: "$path", only: weights.digest });
     expect(error).toMatch(/^redirect loop: http:\/\/127\.0\.0\.1:\d+\/v2\/test\/small\/blobs\/sha256:[0-9a-f]{64} was visited twice$/);
+    await healthyAndClean(d);
+    // a chain of ever new URLs ends after 10 redirects
+    const chain = await failedPull(d, { blobRedirect: "$path?x", only: weights.digest });
+    expect(chain).toMatch(/^maximum redirects exceeded \(10\) for http:\/\/127\.0\.0\.1:\d+\/v2\/test\/small\/blobs\/sha256:[0-9a-f]{64}$/);
+    expect(proxy.requests.filter((r) => r.path.includes(weights.digest))).toHaveLength(11);
     await healthyAndClean(d);
 
     // the registry sends blobs to a "CDN" on another host name, which sends them back

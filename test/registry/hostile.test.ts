@@ -96,6 +96,27 @@ run("pull from a hostile registry", () => {
     expect(generate.status).toBe(200);
   });
 
+  it("in process: without Range support the worker-thread hasher verifies the one stream and refuses a corrupted one", async () => {
+    const { Store } = await import("../../src/registry/store.js");
+    const { pullModel } = await import("../../src/registry/pull.js");
+    const { parseModelName } = await import("../../src/registry/name.js");
+    const name = parseModelName(model)!;
+    const opts = { insecure: true, backoffMs: 10, tuning: { workerHashMin: 1, minPartSize: PART, maxPartSize: PART, minChunkSize: 256 << 10 } };
+    const store = new Store(await fx.tempDir("ollamats-store-"));
+    proxy.reset();
+    proxy.faults = { ignoreRange: "full", only: weights.digest };
+    await pullModel(store, name, opts, () => undefined);
+    expect(await verifyBlobs(store.root)).toContain(weights.digest.replace(":", "-"));
+
+    // a corrupted stream is still refused, and leaves nothing behind
+    const bad = new Store(await fx.tempDir("ollamats-store-"));
+    proxy.reset();
+    proxy.faults = { ignoreRange: "full", only: weights.digest, corruptOffset: weights.size - 5, corruptDigest: weights.digest };
+    await expect(pullModel(bad, name, opts, () => undefined)).rejects.toThrow(/^digest mismatch, file must be downloaded again/);
+    expect((await listTree(bad.root)).filter((f) => f.includes("partial"))).toEqual([]);
+    await verifyBlobs(bad.root);
+  });
+
   it("a short plain 200 to a range request fails at once with a clear error and leaves nothing behind", async () => {
     const d = await fx.daemon();
     // the range's bytes alone, and a tiny body that has fully arrived when it is refused (a

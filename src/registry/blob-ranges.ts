@@ -7,7 +7,9 @@
 // the registry into the data file and advances the counters it is handed.
 //
 // Retries: only transient failures (isTransient), at most maxRetries in a row without progress
-// per chunk, stalls likewise; every other failure is final and stops the whole download at once.
+// per chunk, stalls likewise, and maxRetries × maxParts in the whole download (so a server that
+// drops every connection after a few bytes cannot keep a pull going forever); every other failure
+// is final and stops the whole download at once.
 import type { Dispatcher } from "undici";
 import type { FileHandle } from "node:fs/promises";
 import { setMaxListeners } from "node:events";
@@ -63,6 +65,8 @@ export interface RangeDownload {
 
 export class RangeFetcher {
   private readonly digest: string;
+  /** Transient failures so far, in all chunks. */
+  private failures = 0;
 
   constructor(private readonly dl: RangeDownload) {
     this.digest = `sha256:${dl.hex}`;
@@ -163,7 +167,9 @@ export class RangeFetcher {
         await attempt();
       } catch (err) {
         if (!isTransient(err, signal) || this.dl.lockLost()) throw err;
-        // a connection that dropped after delivering bytes is not a failed try
+        const budget = max * this.dl.tuning.maxParts;
+        if (++this.failures >= budget) throw new RetriesExhaustedError(`max retries exceeded: ${budget} failed transfers of ${this.digest}; last: ${(err as Error).message}`);
+        // a connection that dropped after delivering bytes is not a failed try of its chunk
         if (missing() < before) [tries, stalls] = [0, 0];
         const name = `${this.dl.hex.slice(0, 12)} ${label}`;
         if (isStall(err)) {

@@ -174,7 +174,7 @@ export async function pullModel(store: Store, name: ModelName, opts: PullOptions
 
   let client: RegistryClient;
   try {
-    client = new RegistryClient(name, opts);
+    client = new RegistryClient(name, { ...opts, log: opts.log ?? ((msg, fields) => log("info", msg, fields)) });
   } catch (e) {
     throw new PullError(describe(e));
   }

@@ -326,7 +326,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       const cr = /^bytes (\d+)-/.exec(String(ur.headers["content-range"] ?? ""));
       let offset = cr ? Number(cr[1]) : 0;
       let sent = 0;
-      const drop = f.dropAfter !== undefined && (f.dropCount ?? 1) > 0;
+      const drop = f.dropAfter !== undefined && (f.dropCount ?? 1) > 0 && (!f.only || f.only === blob);
       if (drop) f.dropCount = (f.dropCount ?? 1) - 1;
       let stopped = false;
       const count = (n: number) => state.blobBytes.set(blob, (state.blobBytes.get(blob) ?? 0) + n);

@@ -198,6 +198,21 @@ run("pull from a hostile registry", () => {
     }
   });
 
+  it("transient failures are bounded in total: a server that drops every connection after a few bytes fails the pull; the next pull resumes", async () => {
+    const d = await fx.daemon();
+    const error = await failedPull(d, { dropAfter: 1000, dropCount: 1e9, only: weights.digest });
+    expect(error).toMatch(/^max retries exceeded: 96 failed transfers of sha256:[0-9a-f]{64}; last: /);
+    expect((await fetch(d.url)).status).toBe(200);
+    // what arrived is kept for the next pull (the registry may come back)
+    const kept = (await partStates(d.models)).reduce((n, p) => n + p.Completed, 0);
+    expect(kept).toBeGreaterThan(0);
+    proxy.reset();
+    expect(await (await fx.pull(d, model)).json()).toEqual({ status: "success" });
+    expect(proxy.blobBytes.get(weights.digest)).toBe(weights.size - kept + 1); // the rest, and the probe's byte
+    await verifyBlobs(d.models);
+    expect((await listTree(path.join(d.models, "blobs"))).filter((f) => f.includes("partial"))).toEqual([]);
+  });
+
   it("a manifest of the wrong content type or kind is refused at once", async () => {
     const d = await fx.daemon();
     const good = await (await fetch(`${fx.reg.url}/v2/test/small/manifests/latest`, { headers: { accept: "application/vnd.docker.distribution.manifest.v2+json" } })).text();

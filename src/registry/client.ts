@@ -9,7 +9,10 @@ import { MEDIA_TYPE_MANIFEST } from "./manifest.js";
 
 export class RegistryError extends Error {
   override name = "RegistryError";
-  /** Worth another try: by default a 5xx, 408 or 429 answer; anything else the registry said is final. */
+  /**
+   * Worth another try: by default a 5xx (but 501 Not Implemented and 505, which will not change),
+   * 408 or 429 answer; anything else the registry said is final.
+   */
   readonly transient: boolean;
   constructor(
     message: string,
@@ -17,7 +20,7 @@ export class RegistryError extends Error {
     transient?: boolean,
   ) {
     super(message);
-    this.transient = transient ?? (status !== undefined && (status >= 500 || status === 408 || status === 429));
+    this.transient = transient ?? (status !== undefined && ((status >= 500 && status !== 501 && status !== 505) || status === 408 || status === 429));
   }
 }
 

@@ -34,7 +34,7 @@ describe("what is retried", () => {
   });
 
   it("final: other answers, local errors, wrong bodies, bad URLs, cancels, exhausted retries", () => {
-    for (const status of [400, 401, 403, 404, 410, 416]) expect(isTransient(new RegistryError("x", status)), String(status)).toBe(false);
+    for (const status of [400, 401, 403, 404, 410, 416, 501, 505]) expect(isTransient(new RegistryError("x", status)), String(status)).toBe(false);
     expect(isTransient(new RegistryError("unexpected Content-Range"))).toBe(false);
     expect(isTransient(new RegistryError("overloaded", 503, false))).toBe(false);
     expect(isTransient(new RetriesExhaustedError("max retries exceeded: x"))).toBe(false);

@@ -143,8 +143,7 @@ export class RangeFetcher {
       lastRate = rate;
     }, 1000);
     try {
-      // workers started later join the list; wait until all of them have drained the queue
-      for (let seen = 0; seen < running.length; seen = running.length) await Promise.all(running);
+      await allOf(running);
     } finally {
       clearInterval(ramp);
       this.dl.signal.removeEventListener("abort", onOuter);
@@ -291,6 +290,19 @@ export class RangeFetcher {
       this.dl.hasher.offer(o, b);
       o += b.length;
     }
+  }
+}
+
+/**
+ * Wait for every promise in `list`, including those added to it while waiting (workers the ramp
+ * starts later). Its length is taken before each wait: taken after, a worker added during the
+ * wait was never waited for, and the download went on to verify while it was still writing.
+ */
+export async function allOf(list: Array<Promise<unknown>>): Promise<void> {
+  for (;;) {
+    const n = list.length;
+    await Promise.all(list);
+    if (list.length === n) return;
   }
 }
 

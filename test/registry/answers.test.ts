@@ -7,6 +7,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkRangeAnswer, checkWholeAnswer, contentLength, NoRangeSupport } from "../../src/registry/blob-answers.js";
 import { discardPartialFiles } from "../../src/registry/blob-parts.js";
+import { allOf } from "../../src/registry/blob-ranges.js";
 import { isTransient, RegistryError, registryUrl, RetriesExhaustedError } from "../../src/registry/client.js";
 import { checkFreeSpace, freeBytes, NoSpaceError, noSpaceWhileWriting } from "../../src/registry/disk-space.js";
 import { rangeBody } from "../../src/registry/push.js";
@@ -95,6 +96,21 @@ describe("blob answers", () => {
     expect(() => checkWholeAnswer(200, h({ "content-length": "99" }), 100, D)).toThrow(`registry sent a body of 99 bytes for ${D}; the manifest says 100 bytes`);
     expect(() => checkWholeAnswer(206, h({}), 100, D)).toThrow(`unexpected status code 206 for ${D}`);
     expect(() => checkWholeAnswer(200, h({ "content-length": "100" }), 100, D)).not.toThrow();
+  });
+});
+
+describe("download workers", () => {
+  it("all of them are waited for, also those started while waiting (the ramp adds some)", async () => {
+    const done: string[] = [];
+    const later = new Promise<void>((r) => setTimeout(r, 50)).then(() => void done.push("late"));
+    const running: Array<Promise<void>> = [
+      new Promise<void>((r) => setTimeout(r, 10)).then(() => {
+        done.push("first");
+        running.push(later); // started while the first was being waited for, ends after it
+      }),
+    ];
+    await allOf(running);
+    expect(done).toEqual(["first", "late"]);
   });
 });
 

@@ -144,9 +144,11 @@ function treeEdit(rng: Rng, tree: JsonTree, optionsKey: string): [JsonTree, stri
       return [tree, `${optionsKey}.${key} = ${brief(v)}`];
     }
     case "big-array": {
-      const n = rng.pick([1000, 100_000, 1_000_000]);
       const item = Array.isArray(target.value) && target.value.length ? target.value[0]! : rng.pick<JsonTree>([1, "x", { role: "user", content: "hi" }]);
-      const v = new RawJson(`[${Array(n).fill(toJsonText(item)).join(",")}]`);
+      const itemText = toJsonText(item);
+      // at most 16 MB of body, a quarter of the daemon's limit
+      const n = Math.min(rng.pick([1000, 100_000, 1_000_000]), Math.floor((16 << 20) / (itemText.length + 1)));
+      const v = new RawJson(`[${Array(n).fill(itemText).join(",")}]`);
       return [setAt(tree, target.path, v), `${at} = array of ${n} × ${brief(item)}`];
     }
     case "raw-number": {

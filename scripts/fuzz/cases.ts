@@ -118,26 +118,18 @@ function requestPlan(rng: Rng, k: number, fx: Fixtures): CasePlan {
   const route = rng.pick(ROUTES);
   const valid = route.body?.(rng, fx);
   const { req, edits } = mutateRequest(rng, route.method, route.path, valid);
-  let body: Buffer | undefined;
+  if (req.tree !== undefined) remoteSafe(route.path, req.tree, fx);
+  let body: Buffer | undefined = req.tree !== undefined ? Buffer.from(toJsonText(req.tree)) : undefined;
   if (req.text) {
-    body = req.text;
-    // the damaged text must not name another registry either
     let parsed: JsonTree | undefined;
     try {
-      parsed = JSON.parse(body.toString("utf8")) as JsonTree;
+      parsed = JSON.parse(req.text.toString("utf8")) as JsonTree;
     } catch {
       // not JSON: names nothing
     }
-    if (parsed !== undefined) {
-      const before = toJsonText(parsed);
-      const safe = toJsonText(remoteSafe(route.path, parsed, fx));
-      if (safe !== before) {
-        body = Buffer.from(safe);
-        edits.push("(registry names rewritten to 127.0.0.1:1)");
-      }
-    }
-  } else if (req.tree !== undefined) {
-    body = Buffer.from(toJsonText(remoteSafe(route.path, req.tree, fx)));
+    // damaged text that names another registry is not sent: the undamaged request is
+    if (parsed !== undefined && remoteSafe(route.path, parsed, fx)) edits.push("(text edit dropped: it named another registry)");
+    else body = req.text;
   }
   const headers = { ...req.headers };
   if (body && headers["content-length"] === undefined && headers["transfer-encoding"] === undefined) headers["content-length"] = String(body.length);

@@ -74,7 +74,8 @@ export function checkAnswer(step: Step, a: Answer): Violation[] {
     if (!designed) v.push({ oracle: "5xx", step: at, detail: `${a.status} ${clip(message)}` });
   }
   if (STACK.test(text)) v.push({ oracle: "stack-trace", step: at, detail: `${a.status}: ${clip(text.slice(Math.max(0, text.search(STACK) - 80)), 300)}` });
-  for (const m of messages) {
+  // a 5xx already reported says the same
+  for (const m of v.some((x) => x.oracle === "5xx") ? [] : messages) {
     if (INTERNAL.test(m)) {
       v.push({ oracle: "internal-error", step: at, detail: `${a.status} ${clip(m)}` });
       break;

@@ -167,21 +167,35 @@ function guardName(v: JsonTree | undefined, localOk: (s: string) => boolean): Js
 }
 
 /**
- * Rewrites the names a mutation may have pointed at another registry: pull and push names, and
- * create's `from` and legacy Modelfile FROM lines unless they name a fixture (or a blob).
+ * Rewrites, in place, the names a mutation may have pointed at another registry: pull and push
+ * names, and create's `from` and legacy Modelfile FROM lines unless they name a fixture (or a
+ * blob). Returns whether it rewrote anything.
  */
-export function remoteSafe(path: string, body: JsonTree, fx: Fixtures): JsonTree {
-  if (!isObject(body)) return body;
+export function remoteSafe(path: string, body: JsonTree, fx: Fixtures): boolean {
+  if (!isObject(body)) return false;
   const fixture = (s: string) => {
     const n = s.toLowerCase().replace(/:latest$/, "");
     return n === fx.base || n === fx.embed || s.startsWith("@") || s === "";
   };
-  for (const f of REMOTE_FIELDS[path] ?? []) if (f in body) body[f] = guardName(body[f], () => false) ?? null;
+  let changed = false;
+  const guard = (key: string, localOk: (s: string) => boolean) => {
+    const v = body[key];
+    const safe = guardName(v, localOk);
+    if (safe !== v) {
+      body[key] = safe ?? null;
+      changed = true;
+    }
+  };
+  for (const f of REMOTE_FIELDS[path] ?? []) guard(f, () => false);
   if (path === "/api/create") {
-    if ("from" in body) body.from = guardName(body.from, fixture) ?? null;
+    guard("from", fixture);
     if (typeof body.modelfile === "string") {
-      body.modelfile = body.modelfile.replace(/^(\s*from\s+)(\S+)/gim, (_m, pre: string, name: string) => pre + String(guardName(name, fixture)));
+      const mf = body.modelfile.replace(/^(\s*from\s+)(\S+)/gim, (_m, pre: string, name: string) => pre + String(guardName(name, fixture)));
+      if (mf !== body.modelfile) {
+        body.modelfile = mf;
+        changed = true;
+      }
     }
   }
-  return body;
+  return changed;
 }

@@ -25,6 +25,8 @@ export interface FuzzOptions {
   rssSlackMiB?: number;
   /** How long RSS may take to come back before it counts. */
   settleMs?: number;
+  /** How long a daemon that stopped answering GET / gets to recover before it is replaced. */
+  healthWaitMs?: number;
   /** Run only the cases of this kind (the others are skipped, numbers unchanged). */
   only?: CaseKind;
   /** Print every request and answer (what --case does). */
@@ -67,7 +69,7 @@ interface Ctx {
   t: Target;
   probe: LoopProbe;
   baseRss: number;
-  o: Required<Pick<FuzzOptions, "deadlineMs" | "stallMs" | "rssSlackMiB" | "settleMs">> & FuzzOptions;
+  o: Required<Pick<FuzzOptions, "deadlineMs" | "stallMs" | "rssSlackMiB" | "settleMs" | "healthWaitMs">> & FuzzOptions;
   log: (line: string) => void;
 }
 
@@ -84,7 +86,6 @@ async function warmUp(t: Target): Promise<void> {
   await post("/api/embed", { model: t.fixtures.embed, input: "hi" });
   await post("/api/show", { model: t.fixtures.base, verbose: true });
   await post("/v1/chat/completions", { model: t.fixtures.base, messages: [{ role: "user", content: "hi" }], stream: true });
-  await target.unloadAll(t);
 }
 
 async function begin(o: FuzzOptions, log: (l: string) => void): Promise<{ t: Target; probe: LoopProbe; baseRss: number }> {
@@ -146,8 +147,8 @@ async function runCase(ctx: Ctx, plan: CasePlan): Promise<CaseOutcome> {
     violations.push({ oracle: "crash", detail: `the daemon died: ${target.exitInfo(t)}` });
     return { violations, designed, statuses, restart: true };
   }
-  if (!(await target.waitHealthy(t, 30_000))) {
-    violations.push({ oracle: "stall", detail: "the daemon did not answer GET / for 30 s after the case" });
+  if (!(await target.waitHealthy(t, o.healthWaitMs))) {
+    violations.push({ oracle: "stall", detail: `the daemon did not answer GET / for ${o.healthWaitMs / 1000} s after the case` });
     return { violations, designed, statuses, restart: true };
   }
   try {
@@ -172,7 +173,7 @@ async function runCase(ctx: Ctx, plan: CasePlan): Promise<CaseOutcome> {
 
 export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const log = opts.log ?? ((l: string) => console.log(l));
-  const o = { deadlineMs: 30_000, stallMs: 1000, rssSlackMiB: 64, settleMs: 2000, ...opts };
+  const o = { deadlineMs: 30_000, stallMs: 1000, rssSlackMiB: 64, settleMs: 2000, healthWaitMs: 30_000, ...opts };
   const t0 = Date.now();
   const base = (await baseModel()).doc;
   const started = await begin(o, log);

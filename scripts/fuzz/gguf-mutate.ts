@@ -209,11 +209,12 @@ const kvGeneric: Edit = (rng, doc) => {
 // ---------------------------------------------------------------------------------------------
 // architecture keys: the values the loader sizes buffers and loops from
 
-const ARCH_INTS = [
-  "block_count", "embedding_length", "feed_forward_length", "attention.head_count", "attention.head_count_kv",
-  "context_length", "vocab_size", "rope.dimension_count", "attention.key_length", "attention.value_length",
-  "expert_count", "expert_used_count", "attention.sliding_window", "rope.scaling.original_context_length",
-].map((k) => `${ARCH}.${k}`);
+/** Weighted towards the counts that size per-layer and per-head allocations. */
+const ARCH_INTS: ReadonlyArray<readonly [number, string]> = ([
+  [4, "block_count"], [2, "embedding_length"], [2, "feed_forward_length"], [3, "attention.head_count"], [3, "attention.head_count_kv"],
+  [2, "context_length"], [1, "vocab_size"], [2, "rope.dimension_count"], [1, "attention.key_length"], [1, "attention.value_length"],
+  [1, "expert_count"], [1, "expert_used_count"], [1, "attention.sliding_window"], [1, "rope.scaling.original_context_length"],
+] as const).map(([w, k]) => [w, `${ARCH}.${k}`] as const);
 const PER_LAYER = new Set([`${ARCH}.attention.head_count`, `${ARCH}.attention.head_count_kv`, `${ARCH}.feed_forward_length`]);
 const SIZE_VALUES: readonly bigint[] = [
   0n, 1n, 2n, 3n, 5n, 63n, 64n, 65n, 1000n, 100_000n, 12_000_000n, 30_000_000n, 2n ** 31n - 1n, 2n ** 32n - 16n, 2n ** 32n - 1n,
@@ -222,7 +223,7 @@ const SIZE_VALUES: readonly bigint[] = [
 const ARCH_FLOATS = ["rope.freq_base", "attention.layer_norm_rms_epsilon", "rope.scaling.factor", "attention.layer_norm_epsilon", "logit_scale"].map((k) => `${ARCH}.${k}`);
 
 const archInt: Edit = (rng, doc) => {
-  const key = rng.pick(ARCH_INTS);
+  const key = rng.weighted(ARCH_INTS);
   const v = rng.chance(0.75) ? rng.pick(SIZE_VALUES) : BigInt(rng.between(0, 5000));
   switch (rng.weighted([[5, "u32"], [2, "u64"], [1, "i32"], [1, "f32"], [1, "string"], [PER_LAYER.has(key) ? 4 : 1, "array"], [1, "remove"]] as const)) {
     case "u32":

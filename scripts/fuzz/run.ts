@@ -23,7 +23,8 @@ export interface FuzzOptions {
   deadlineMs?: number;
   stallMs?: number;
   rssSlackMiB?: number;
-  /** How long RSS may take to come back before it counts. */
+  /** How long RSS may take to come back before it counts (V8 gives memory back 10-20 s after
+   *  the garbage of a large request was collected). */
   settleMs?: number;
   /** How long a daemon that stopped answering GET / gets to recover before it is replaced. */
   healthWaitMs?: number;
@@ -120,6 +121,7 @@ async function runCase(ctx: Ctx, plan: CasePlan): Promise<CaseOutcome> {
   const designed: FuzzReport["designed"] = [];
   const statuses: string[] = [];
   await ctx.probe.read(); // a fresh window for this case
+  const rssBefore = await rss(t);
   let ok = true;
   for (const [i, step] of plan.steps.entries()) {
     if (step.onlyIfOk && !ok) continue;
@@ -162,10 +164,11 @@ async function runCase(ctx: Ctx, plan: CasePlan): Promise<CaseOutcome> {
   const limit = ctx.baseRss + o.rssSlackMiB;
   let now = await rss(t);
   for (const until = Date.now() + o.settleMs; now !== null && now > limit && Date.now() < until; now = await rss(t)) {
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 250));
   }
   if (now !== null && now > limit) {
-    violations.push({ oracle: "rss", detail: `daemon RSS ${now.toFixed(0)} MiB after the case, ${(now - ctx.baseRss).toFixed(0)} MiB over its start (${ctx.baseRss.toFixed(0)} MiB)` });
+    const before = rssBefore === null ? "" : `; ${rssBefore.toFixed(0)} MiB before the case`;
+    violations.push({ oracle: "rss", detail: `daemon RSS ${now.toFixed(0)} MiB ${o.settleMs / 1000} s after the case, ${(now - ctx.baseRss).toFixed(0)} MiB over its start (${ctx.baseRss.toFixed(0)} MiB${before})` });
     return { violations, designed, statuses, restart: true };
   }
   return { violations, designed, statuses, restart: false };
@@ -173,7 +176,7 @@ async function runCase(ctx: Ctx, plan: CasePlan): Promise<CaseOutcome> {
 
 export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const log = opts.log ?? ((l: string) => console.log(l));
-  const o = { deadlineMs: 30_000, stallMs: 1000, rssSlackMiB: 64, settleMs: 2000, healthWaitMs: 30_000, ...opts };
+  const o = { deadlineMs: 30_000, stallMs: 1000, rssSlackMiB: 64, settleMs: 20_000, healthWaitMs: 30_000, ...opts };
   const t0 = Date.now();
   const base = (await baseModel()).doc;
   const started = await begin(o, log);

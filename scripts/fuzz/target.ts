@@ -25,6 +25,8 @@ export interface Target {
   blobs: Set<string>;
   /** Runner processes seen under the daemon, ended with it if it dies. */
   runners: Set<number>;
+  /** Fixtures this run created in a daemon it did not start (deleted at the end). */
+  created: string[];
 }
 
 async function tags(url: string): Promise<Array<{ name: string; digest: string }>> {
@@ -54,11 +56,15 @@ async function createFixture(url: string, name: string, file: string): Promise<v
 async function setUp(url: string, own: Target["own"]): Promise<Target> {
   const files = await fixtureFiles();
   const have = new Map((await tags(url)).map((m) => [m.name, m.digest]));
-  if (!have.has(`${FIXTURE_NAMES.base}:latest`)) await createFixture(url, FIXTURE_NAMES.base, files.base);
-  if (!have.has(`${FIXTURE_NAMES.embed}:latest`)) await createFixture(url, FIXTURE_NAMES.embed, files.embed);
+  const created: string[] = [];
+  for (const [name, file] of [[FIXTURE_NAMES.base, files.base], [FIXTURE_NAMES.embed, files.embed]] as const) {
+    if (have.has(`${name}:latest`)) continue;
+    await createFixture(url, name, file);
+    created.push(name);
+  }
   const expected = new Map((await tags(url)).map((m) => [m.name, m.digest]));
   const blobs = own ? new Set(await readdir(path.join(own.daemon.models, "blobs"))) : new Set<string>();
-  return { url, ...(own ? { own } : {}), fixtures: await fixtures(), expected, blobs, runners: new Set() };
+  return { url, ...(own ? { own } : {}), fixtures: await fixtures(), expected, blobs, runners: new Set(), created };
 }
 
 /** Starts a daemon of our own: a fresh store and HOME, and every non-loopback registry behind a
@@ -167,7 +173,8 @@ export async function restart(t: Target): Promise<Target> {
 }
 
 export async function stop(t: Target): Promise<void> {
-  await stopOwn(t);
+  if (t.own) return stopOwn(t);
+  for (const name of t.created) await fetch(`${t.url}/api/delete`, { method: "DELETE", body: JSON.stringify({ model: name }) }).catch(() => undefined);
 }
 
 /** Deletes the models a case made and re-creates a fixture it deleted or replaced. */

@@ -373,5 +373,14 @@ describe("combinations", () => {
     let s: object = { type: "integer" };
     for (let i = 0; i < 300; i++) s = { type: "array", items: s };
     expect(() => jsonSchemaGrammar(s)).toThrow(/nested too deeply/);
+    // A $ref whose target refers to itself with keywords beside it: merging never ends.
+    const loop = { $defs: { a: { $ref: "#/$defs/a", minimum: 1 } }, $ref: "#/$defs/a", minimum: 2 };
+    expect(() => jsonSchemaGrammar(loop)).toThrow(InvalidSchemaError);
+    // Patterns nested thousands of groups deep are ignored, huge counts refused or ignored.
+    expect(jsonSchemaGrammar({ type: "string", pattern: `${"(".repeat(5000)}a${")".repeat(5000)}` })).toContain("root");
+    expect(() => jsonSchemaGrammar({ type: "string", minLength: 1e300 })).toThrow(InvalidSchemaError);
+    expect(jsonSchemaGrammar({ type: "string", pattern: "^a{999999}$", format: "date" })).toContain("root");
+    expect(() => jsonSchemaGrammar({ type: "number", minimum: 1e308 })).toThrow(InvalidSchemaError);
+    expect(jsonSchemaGrammar({ type: "number", minimum: -1e308, maximum: 5e-324, multipleOf: 1e-300 })).toContain("root");
   });
 });

@@ -63,6 +63,8 @@ export class GrammarCache {
       text = jsonSchemaGrammar(spec.schema);
     } catch (err) {
       if (err instanceof InvalidSchemaError) throw new Error(INVALID_SCHEMA_PREFIX + err.message);
+      // A stack overflow on a pathological schema is the schema's fault, not the runner's.
+      if (err instanceof RangeError) throw new Error(`${INVALID_SCHEMA_PREFIX}the schema is too complex to compile (${err.message})`);
       throw err;
     }
     try {

@@ -15,7 +15,7 @@ import { constrains, distribute, isSchemaObject, mergeSchemas, type Schema } fro
 import { stringGrammar } from "./string-grammar.js";
 
 const MAX_DEPTH = 128;
-const MAX_MERGES = 10_000;
+const MAX_MERGES = 2_000;
 
 const PRIMITIVES: Record<string, string> = {
   space: '(" " | "\\n" [ \\t]{0,20})?',
@@ -150,13 +150,13 @@ class Compiler {
       const { $ref, ...rest } = s;
       const t = this.target($ref as string);
       if (t === undefined) return rest;
-      s = isSchemaObject(t) ? this.merge(t, rest, depth) : t === true ? rest : t;
+      s = isSchemaObject(t) ? this.merge(t, rest, depth + 1) : t === true ? rest : t;
     }
     return s;
   }
 
   private merge(a: Schema, b: Schema, depth: number): Schema {
-    if (++this.merges > MAX_MERGES) throw new InvalidSchemaError("the schema's allOf/$ref combinations do not end");
+    if (++this.merges > MAX_MERGES || depth > MAX_DEPTH) throw new InvalidSchemaError("the schema's allOf/$ref combinations do not end");
     const x = this.deref(a, depth);
     const y = this.deref(b, depth);
     if (x === false || y === false) throw new InvalidSchemaError("allOf includes the schema false, which accepts no value");

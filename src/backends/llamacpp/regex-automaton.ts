@@ -57,6 +57,7 @@ function glushkov(r: Rx): Automaton | undefined {
       }
       case "rep": {
         // node{min} then (max-min) optional copies, or a star: each copy has its own positions.
+        if (n.min > MAX_POSITIONS || (n.max !== Infinity && n.max > MAX_POSITIONS)) throw new UnsupportedPatternError("too many positions");
         const copies: Rx[] = [];
         for (let k = 0; k < n.min; k++) copies.push(n.node);
         const fixed = build({ t: "seq", items: copies });

@@ -29,8 +29,12 @@ const MAX_COUNT = 1_000_000;
 
 const cpOf = (s: string): number => s.codePointAt(0)!;
 
+/** Groups nested deeper than this are not followed (the tree walkers recurse). */
+const MAX_GROUP_DEPTH = 100;
+
 class Parser {
   private i = 0;
+  private depth = 0;
   constructor(private readonly src: string) {}
 
   parse(): Node {
@@ -108,7 +112,9 @@ class Parser {
           if (end === -1) throw new InvalidPatternError("an unterminated group name");
           this.i = end + 1;
         } else if (this.peek() === "?") throw new UnsupportedPatternError("lookaround or inline flags");
+        if (++this.depth > MAX_GROUP_DEPTH) throw new UnsupportedPatternError("groups nested too deeply");
         const inner = this.disjunction();
+        this.depth--;
         if (this.peek() !== ")") throw new InvalidPatternError("an unterminated group");
         this.i++;
         return inner;

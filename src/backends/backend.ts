@@ -130,6 +130,15 @@ export interface EmbedResult {
   promptEvalCount: number;
 }
 
+/** Relevance of each document to a query, 0..1, in the documents' order. */
+export interface RankResult {
+  scores: number[];
+  promptEvalCount: number;
+}
+
+/** Runner error for a reranking input longer than the context while truncation is off (a 400). */
+export const RANK_INPUT_TOO_LONG = "the input length exceeds the context length";
+
 export interface RunnerExit {
   code: number | null;
   signal: string | null;
@@ -141,6 +150,9 @@ export interface Runner {
   readonly info: LoadedInfo;
   generate(job: GenerateJob, signal: AbortSignal): AsyncIterable<RunnerEvent>;
   embed(inputs: string[]): Promise<EmbedResult>;
+  /** Reranking models only: scores of the documents for the query. `truncate`: a document
+   *  longer than the context is scored by its best-scoring part instead of refused. */
+  rank?(query: string, documents: string[], truncate: boolean): Promise<RankResult>;
   tokenize(text: string): Promise<number[]>;
   detokenize(tokens: number[]): Promise<string>;
   /** The most CPU threads it may use from its next batch on (see daemon/scheduler/threads.ts). */

@@ -22,6 +22,7 @@ export type HostMessage =
   | { type: "generate"; id: number; job: GenerateJob }
   | { type: "abort"; id: number }
   | { type: "embed"; id: number; inputs: string[] }
+  | { type: "rank"; id: number; query: string; documents: string[]; truncate: boolean }
   | { type: "tokenize"; id: number; text: string }
   | { type: "detokenize"; id: number; tokens: number[] }
   | { type: "threads"; threads: number }

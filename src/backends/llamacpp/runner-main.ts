@@ -14,9 +14,11 @@ import {
   type LlamaContextSequence,
   type LlamaEmbeddingContext,
   type LlamaModel,
+  type LlamaRankingContext,
 } from "node-llama-cpp";
-import type { EmbedResult, GenerateJob, GenerateStats, LoadOptions } from "../backend.js";
+import type { EmbedResult, GenerateJob, GenerateStats, LoadOptions, RankResult } from "../backend.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
+import { isRankingModel, rankDocuments } from "./rank.js";
 import type { ChildMessage, GpuProbe, HostMessage, StateStore } from "./protocol.js";
 import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration } from "./generate.js";
@@ -34,6 +36,7 @@ let llama: Llama | undefined;
 let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
+let ranker: LlamaRankingContext | undefined;
 let slots: SlotPool<LlamaContextSequence> | undefined;
 let prefixes: PrefixReuse | undefined;
 const stepPause = new StepPause();
@@ -123,7 +126,9 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
   });
   const contextSize = Math.max(4, Math.min(opts.numCtx, model.trainContextSize));
   const warnings: string[] = [];
-  if (opts.embedding) {
+  if (opts.embedding && isRankingModel(model)) {
+    ranker = await model.createRankingContext(embeddingContextOptions(contextSize, threads));
+  } else if (opts.embedding) {
     embedder = await model.createEmbeddingContext(embeddingContextOptions(contextSize, threads));
   } else {
     const base: LlamaContextOptions = {
@@ -233,8 +238,14 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
 }
 
 async function embed(inputs: string[]): Promise<EmbedResult> {
+  if (ranker) throw new Error("this model is a reranker: it scores documents for a query (/api/rerank) and does not embed");
   if (!model || !embedder) throw new Error("this model does not support embeddings");
   return embedInputs(model, embedder, inputs);
+}
+
+async function rank(query: string, documents: string[], truncate: boolean): Promise<RankResult> {
+  if (!ranker) throw new Error("this model does not support reranking");
+  return rankDocuments(ranker, query, documents, truncate);
 }
 
 /** Stops every generation, waits for them to leave their sequences, then frees everything.
@@ -254,6 +265,7 @@ async function dispose(keepPromptCache: boolean): Promise<void> {
   }
   await context?.dispose();
   await embedder?.dispose();
+  await ranker?.dispose();
   await model?.dispose();
   await llama?.dispose();
 }
@@ -286,6 +298,9 @@ async function handle(msg: HostMessage): Promise<void> {
       return;
     case "embed":
       send({ type: "result", id: msg.id, value: await embed(msg.inputs) });
+      return;
+    case "rank":
+      send({ type: "result", id: msg.id, value: await rank(msg.query, msg.documents, msg.truncate) });
       return;
     case "tokenize":
       send({ type: "result", id: msg.id, value: model ? [...model.tokenize(msg.text, true)] : [] });

@@ -4,6 +4,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type {
   EmbedResult,
+  RankResult,
   GenerateJob,
   LoadedInfo,
   LoadOptions,
@@ -236,6 +237,10 @@ export class RunnerProcess implements Runner {
         reject(err as Error);
       }
     });
+  }
+
+  rank(query: string, documents: string[], truncate: boolean): Promise<RankResult> {
+    return this.call((id) => ({ type: "rank", id, query, documents, truncate }));
   }
 
   embed(inputs: string[]): Promise<EmbedResult> {

@@ -7,6 +7,11 @@ import { badRequest, modelNotFound } from "../errors.js";
 import { selectTemplate, type PromptTemplate } from "../prompt/render.js";
 import { ggufArrayLength, ggufTokenText } from "../../registry/gguf-slim.js";
 
+/** llama.cpp's LLAMA_POOLING_TYPE_RANK: a reranker (Ollama's rule still calls it "embedding"). */
+const POOLING_RANK = 4;
+
+export const isRankingModel = (spec: ModelSpec): boolean => spec.facts.poolingType === POOLING_RANK;
+
 export async function resolveSpec(deps: Deps, model: string): Promise<ModelSpec> {
   if (model === "") throw modelNotFound(model);
   try {

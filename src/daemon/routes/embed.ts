@@ -14,7 +14,7 @@ import type { Deps } from "../deps.js";
 import { ApiError, badRequest, errorMessage } from "../errors.js";
 import { resolveOptions } from "../options.js";
 import { jsonResponse } from "../stream.js";
-import { keepAliveOf, requestSignal, resolveSpec } from "./common.js";
+import { isRankingModel, keepAliveOf, requestSignal, resolveSpec } from "./common.js";
 
 const keepAlive = z.union([z.number(), z.string()]).optional();
 const options = z.record(z.string(), z.unknown()).nullish();
@@ -117,6 +117,7 @@ export interface EmbedOutcome {
 }
 
 function checkEmbedding(spec: ModelSpec, model: string): void {
+  if (isRankingModel(spec)) throw badRequest(`"${model}" does not support embeddings: it is a reranking model (use /api/rerank)`);
   if (!spec.capabilities.includes("embedding")) throw badRequest(`"${model}" does not support embeddings`);
 }
 
@@ -170,7 +171,8 @@ export async function runEmbed(deps: Deps, call: EmbedCall): Promise<EmbedOutcom
   }
 }
 
-async function resolveEmbedSpec(deps: Deps, model: string): Promise<ModelSpec> {
+/** The model, with the scheduler's 404 wording for a name that is not installed. */
+export async function resolveEmbedSpec(deps: Deps, model: string): Promise<ModelSpec> {
   try {
     return await resolveSpec(deps, model);
   } catch (err) {

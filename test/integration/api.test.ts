@@ -115,7 +115,9 @@ describe("tools", () => {
   // Forces the shape of a Llama 3.2 JSON tool call, so the random-weight model "calls" the tool.
   const callShape = {
     type: "object",
-    properties: { name: { const: "get_weather" }, parameters: { type: "object", properties: { city: { type: "string", maxLength: 12 } } } },
+    properties: { name: { const: "get_weather" }, parameters: { type: "object", properties: { city: { type: "string", maxLength: 12 } }, required: ["city"] } },
+    // Optional properties may be left out (as in Ollama's converter): a call needs both.
+    required: ["name", "parameters"],
   };
 
   it("capabilities come from the template", async () => {

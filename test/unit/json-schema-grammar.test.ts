@@ -339,6 +339,13 @@ describe("combinations", () => {
     await agrees({ type: "string", nullable: true, maxLength: 1 }, ["null", '"a"', '"ab"']);
     await agrees({ type: ["integer", "null"], minimum: 2 }, ["null", "2", "1"]);
   });
+  it("a property named __proto__ is a property like any other, merged too", async () => {
+    const schema = JSON.parse('{"allOf":[{"type":"object","properties":{"__proto__":{"type":"integer"}},"required":["__proto__"]},{"properties":{"__proto__":{"maximum":3}}}]}');
+    const g = await compile(schema);
+    expect(oracle.accepts(g, '{"__proto__":3}')).toBe(true);
+    expect(oracle.accepts(g, '{"__proto__":4}')).toBe(false);
+    expect(oracle.accepts(g, "{}")).toBe(false);
+  });
   it("enum and const (any JSON value), the enum filtered by type", async () => {
     await agrees({ enum: ["a", 1, null, { k: [1] }] }, ['"a"', "1", "null", '{"k":[1]}', '"b"']);
     await agrees({ type: "string", enum: ["a", 1] }, ['"a"', "1"]);

@@ -49,6 +49,11 @@ function both(a: unknown, b: unknown): unknown {
 
 const json = (v: unknown) => JSON.stringify(v);
 
+/** An own property, whatever its name ("__proto__" is a property name in JSON). */
+function setOwn(o: Schema, key: string, value: unknown): void {
+  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 function mergeKey(k: string, va: unknown, vb: unknown): unknown {
   switch (k) {
     case "type":
@@ -56,7 +61,7 @@ function mergeKey(k: string, va: unknown, vb: unknown): unknown {
     case "properties": {
       if (!isSchemaObject(va) || !isSchemaObject(vb)) return va;
       const out: Schema = { ...va };
-      for (const [p, s] of Object.entries(vb)) out[p] = p in va ? both(va[p], s) : s;
+      for (const [p, s] of Object.entries(vb)) setOwn(out, p, Object.hasOwn(va, p) ? both(va[p], s) : s);
       return out;
     }
     case "required":
@@ -111,7 +116,7 @@ function mergeKey(k: string, va: unknown, vb: unknown): unknown {
 /** Both schemas at once; `a`'s annotations win. */
 export function mergeSchemas(a: Schema, b: Schema): Schema {
   const out: Schema = { ...a };
-  for (const [k, vb] of Object.entries(b)) out[k] = k in out ? mergeKey(k, out[k], vb) : vb;
+  for (const [k, vb] of Object.entries(b)) setOwn(out, k, Object.hasOwn(out, k) ? mergeKey(k, out[k], vb) : vb);
   return out;
 }
 

@@ -1,7 +1,7 @@
 // Resolves a model name to a ModelSpec: the immutable description of a model that the rest of
 // the daemon consumes (weights path, template, system, params, messages, GGUF facts).
-import { OllamaTemplate } from "../daemon/prompt/gotemplate/ollama.js";
-import { inferThinkingTagsFromTree } from "../daemon/prompt/thinking.js";
+import { OllamaTemplate } from "../template/ollama.js";
+import { inferThinkingTagsFromTree } from "../template/thinking-tags.js";
 import { readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
 import { slimGgufInfo } from "./gguf-slim.js";
 import { parseModelName, displayName, type ModelName } from "./name.js";

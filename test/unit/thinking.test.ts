@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { OllamaTemplate } from "../../src/daemon/prompt/gotemplate/ollama.js";
+import { OllamaTemplate } from "../../src/template/ollama.js";
 import { selectTemplate } from "../../src/daemon/prompt/render.js";
 import { ThinkingParser, inferThinkingTagsFromTree, stripHistoryThinking, thinkingTags } from "../../src/daemon/prompt/thinking.js";
 import { capabilitiesOf } from "../../src/registry/model-spec.js";

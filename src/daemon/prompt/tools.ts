@@ -4,7 +4,7 @@
 // understood as well. Calls come back with object arguments, `function.index` and an id.
 import { randomInt } from "node:crypto";
 import type { ToolCall } from "../../api/types.js";
-import type { BranchNode, ListNode, Node } from "./gotemplate/parser.js";
+import type { BranchNode, ListNode, Node } from "../../template/parser.js";
 import type { PromptTemplate } from "./render.js";
 import { callsInJson, matchingBrace, parsePythonCalls, type Json } from "./tool-call-syntax.js";
 

@@ -10,7 +10,7 @@ import path from "node:path";
 import lockfile from "proper-lockfile";
 import type { ProgressResponse } from "../api/types.js";
 import { GgufError, ggufFacts, readGgufInfo, type GgufInfo } from "./gguf.js";
-import type { ModelResolver } from "./model-spec.js";
+import { ggufSource, type ModelResolver } from "./model-spec.js";
 import { OPTION_TYPES } from "./modelfile.js";
 import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
 import { parseQuantizeType, QuantizeError, quantizeGguf, sourceFileType, type QuantizeTarget } from "./quantize.js";
@@ -236,8 +236,11 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
       .map((l) => ({ ...l, from: source }));
     inheritedParams = base.params;
     config = { ...base.config };
-    modelInfo = base.gguf;
-    if (plan.quantize) checkQuantizable(base.gguf, plan.quantize);
+    modelInfo = ggufSource(base)?.gguf;
+    if (plan.quantize) {
+      if (!modelInfo) throw new CreateError(400, "quantization is only supported for F16, BF16 and F32 models");
+      checkQuantizable(modelInfo, plan.quantize);
+    }
     const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);
     for (const p of adapterParsed) {
       progress({ status: "parsing GGUF" });

@@ -4,7 +4,7 @@
 import { Hono } from "hono";
 import type { ListModel } from "../../api/types.js";
 import { ggufModelInfo, readGgufInfo } from "../../registry/gguf.js";
-import { ModelResolver } from "../../registry/model-spec.js";
+import { ggufSource, ModelResolver, type ModelSpec } from "../../registry/model-spec.js";
 import { displayName, parseModelName, sameName } from "../../registry/name.js";
 import { parseBody } from "../body.js";
 import type { Deps } from "../deps.js";
@@ -34,6 +34,7 @@ export function modelRoutes(deps: Deps): Hono {
         size: m.size,
         digest: m.digest,
         details: detailsOf(spec),
+        ...remoteFields(spec),
       });
     }
     models.sort((a, b) => Date.parse(b.modified_at) - Date.parse(a.modified_at));
@@ -50,7 +51,8 @@ export function modelRoutes(deps: Deps): Hono {
     if (!spec) throw notFound(`model '${displayName(name)}' not found`);
     const system = body.system ?? spec.system;
     const params = { ...spec.params, ...(body.options ?? {}) };
-    const template = spec.template ?? spec.facts.chatTemplate;
+    const src = ggufSource(spec);
+    const template = spec.template ?? src?.facts.chatTemplate;
     return jsonResponse({
       ...(spec.licenses.length ? { license: spec.licenses.join("\n") } : {}),
       modelfile: showModelfile(spec, deps.store, system, params),
@@ -60,9 +62,10 @@ export function modelRoutes(deps: Deps): Hono {
       details: detailsOf(spec),
       ...(spec.messages.length ? { messages: spec.messages } : {}),
       // The cached header has no long arrays (slimGgufInfo): verbose reads the file again.
-      model_info: ggufModelInfo(body.verbose === true ? await readGgufInfo(spec.modelPath) : spec.gguf, body.verbose === true),
-      ...(body.verbose ? { tensors: spec.gguf.tensors.map((t) => ({ name: t.name, type: t.typeName, shape: t.dims })) } : {}),
+      model_info: src ? ggufModelInfo(body.verbose === true ? await readGgufInfo(src.path) : src.gguf, body.verbose === true) : {},
+      ...(body.verbose && src ? { tensors: src.gguf.tensors.map((t) => ({ name: t.name, type: t.typeName, shape: t.dims })) } : {}),
       capabilities: spec.capabilities,
+      ...remoteFields(spec),
       modified_at: localTime(spec.manifest.mtime),
     });
   });
@@ -96,4 +99,9 @@ export function modelRoutes(deps: Deps): Hono {
   });
 
   return app;
+}
+
+/** What Ollama shows of a remote model: its name upstream and the upstream (never a key). */
+export function remoteFields(spec: Pick<ModelSpec, "source">): { remote_model?: string; remote_host?: string } {
+  return spec.source.kind === "remote" ? { remote_model: spec.source.model, remote_host: spec.source.host } : {};
 }

@@ -26,7 +26,7 @@ export type KvEntry =
   | { key: string; type: GgufValueType.BOOL; value: boolean }
   | { key: string; type: GgufValueType.STRING; value: string }
   | { key: string; type: GgufValueType.ARRAY; itemType: GgufValueType.STRING; value: string[] }
-  | { key: string; type: GgufValueType.ARRAY; itemType: GgufValueType.FLOAT32 | GgufValueType.INT32 | GgufValueType.UINT32; value: number[] };
+  | { key: string; type: GgufValueType.ARRAY; itemType: GgufValueType.FLOAT32 | GgufValueType.INT32 | GgufValueType.UINT32 | GgufValueType.UINT8; value: ArrayLike<number> & Iterable<number> };
 
 export const kv = {
   u32: (key: string, value: number): KvEntry => ({ key, type: GgufValueType.UINT32, value }),

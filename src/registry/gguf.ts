@@ -2,6 +2,7 @@
 // bounded chunks through a file handle; never trusts a declared length or count beyond the file, and
 // verifies that every tensor's data lies inside the file (which is how truncation is detected).
 import { open, type FileHandle } from "node:fs/promises";
+import { checkModelConsistency } from "./gguf-check.js";
 
 export class GgufError extends Error {
   override name = "GgufError";
@@ -22,11 +23,11 @@ export interface GgufTensorInfo {
 export interface GgufInfo {
   version: number;
   /** uint64/int64 values are bigint; float32 scalars are rounded to their shortest decimal form.
-   *  In a slim copy (slimGgufInfo) long arrays are empty: see arrayLengths. */
+   *  In a slim read (the default) long arrays are empty: see arrayLengths. */
   metadata: Record<string, GgufValue>;
-  /** Slim copies only: the real length of every array that was emptied. */
+  /** Slim reads only: the real length of every array that was emptied. */
   arrayLengths?: Record<string, number>;
-  /** Slim copies only: the text of the tokens that `tokenizer.ggml.*_token_id` keys name. */
+  /** Slim reads only: the text of the tokens that `tokenizer.ggml.*_token_id` keys name. */
   specialTokenTexts?: Record<number, string>;
   tensors: GgufTensorInfo[];
   /** Absolute file offset of the (aligned) tensor data section. */
@@ -81,11 +82,22 @@ const VT_NAMES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "float3
 const MAGIC = 0x46554747; // "GGUF"
 const CHUNK = 1 << 20;
 const MAX_STRING = 64 << 20;
+/** Array elements that are strings (tokens, merges) are short; a long one is a crafted file. */
+const MAX_ITEM_STRING = 1 << 16;
 const MAX_KEY = 1 << 16;
-const MAX_ARRAY = 1 << 24;
+/** The largest vocabularies (and their merges) hold a few hundred thousand entries. */
+const MAX_ARRAY = 1 << 21;
+/** Only tokenizer arrays (sized by the vocabulary) may be longer than this; per-layer arrays hold
+ *  one entry per block, and nothing else in a model's metadata is long. */
+const MAX_OTHER_ARRAY = 1 << 16;
+/** All KV metadata together: a 262k vocabulary with scores and types is ~10 MB. */
+const MAX_METADATA_BYTES = 64 << 20;
+/** Arrays longer than this are not materialized in a slim read (see ReadOptions). */
+const SLIM_ARRAY_MAX = 4096;
 const MAX_ARRAY_DEPTH = 4;
 const MAX_KV = 1 << 16;
-const MAX_TENSORS = 1 << 20;
+/** Real models hold a few thousand tensors (per-expert MoE files tens of thousands). */
+const MAX_TENSORS = 1 << 16;
 const MAX_DIMS = 4;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
@@ -151,15 +163,26 @@ class Cursor {
 
   async string(what: string, max = MAX_STRING): Promise<string> {
     if (!this.has(8)) await this.need(8, `length of ${what}`);
+    const n = this.stringLength(what, max);
+    if (!this.has(n)) await this.need(n, what);
+    return this.text(n);
+  }
+
+  /** Reads and checks a string's length prefix (8 bytes, already buffered). */
+  stringLength(what: string, max: number): number {
     const start = this.pos;
     const len = this.u64();
     if (len > BigInt(this.remaining)) {
       throw bad(`truncated or corrupt (${what} at offset ${start} declares length ${len}, only ${this.remaining} bytes remain, file is ${this.size} bytes)`);
     }
     if (len > BigInt(max)) throw bad(`${what} at offset ${start} is too long (${len} bytes, limit ${max})`);
-    const n = Number(len);
-    if (!this.has(n)) await this.need(n, what);
-    return this.text(n);
+    return Number(len);
+  }
+
+  /** Moves past n bytes without reading them. */
+  skip(n: number, what: string): void {
+    if (n > this.remaining) throw bad(`truncated (${what} needs ${n} bytes at offset ${this.pos}, file is ${this.size} bytes)`);
+    this.pos += n;
   }
 
   /** Reads a uint64 count and checks that `count * minSize` bytes can still follow. */
@@ -177,8 +200,13 @@ class Cursor {
 
 async function readScalar(c: Cursor, type: number, key: string): Promise<GgufValue> {
   if (type === VT.STRING) return c.string(`string value of "${key}"`);
+  if (type === VT.ARRAY || type > VT.F64) throw bad(`unknown value type ${type} for key "${key}"`);
   const size = MIN_SIZE[type]!;
   if (!c.has(size)) await c.need(size, `value of "${key}"`);
+  return readFixed(c, type);
+}
+
+function readFixed(c: Cursor, type: number): GgufValue {
   switch (type) {
     case VT.U8: return c.u8();
     case VT.I8: return c.i8();
@@ -190,12 +218,22 @@ async function readScalar(c: Cursor, type: number, key: string): Promise<GgufVal
     case VT.F64: return c.f64();
     case VT.U64: return c.u64();
     case VT.I64: return c.i64();
-    case VT.BOOL: return c.u8() !== 0;
-    default: throw bad(`unknown value type ${type} for key "${key}"`);
+    default: return c.u8() !== 0; // BOOL
   }
 }
 
-async function readValue(c: Cursor, type: number, key: string, depth: number): Promise<GgufValue> {
+/** What a read keeps of arrays: "slim" skips the bytes of arrays over SLIM_ARRAY_MAX entries. */
+interface ArrayPolicy {
+  slim: boolean;
+  /** Long arrays skipped in a slim read: key -> [element type, length, file offset of element 0]. */
+  skipped: Map<string, [number, number, number]>;
+}
+
+function checkMetadataSize(c: Cursor, key: string): void {
+  if (c.pos > MAX_METADATA_BYTES) throw bad(`metadata is larger than ${MAX_METADATA_BYTES} bytes (at key "${key}")`);
+}
+
+async function readValue(c: Cursor, type: number, key: string, depth: number, policy: ArrayPolicy): Promise<GgufValue> {
   if (type !== VT.ARRAY) {
     const v = await readScalar(c, type, key);
     return type === VT.F32 && depth === 0 ? f32Number(v as number) : v;
@@ -205,17 +243,83 @@ async function readValue(c: Cursor, type: number, key: string, depth: number): P
   const itemType = c.u32();
   if (itemType > VT.F64) throw bad(`unknown array element type ${itemType} for key "${key}"`);
   const n = await c.count(`array "${key}" (${VT_NAMES[itemType]}) element count`, MIN_SIZE[itemType]!, MAX_ARRAY);
-  const out: GgufValue[] = new Array(n);
+  if (n > MAX_OTHER_ARRAY && !key.startsWith("tokenizer.")) {
+    throw bad(`metadata array "${key}" has ${n} elements; only tokenizer arrays may hold more than ${MAX_OTHER_ARRAY}`);
+  }
   const fixed = itemType !== VT.STRING && itemType !== VT.ARRAY ? MIN_SIZE[itemType]! : 0;
+  if (fixed && n * fixed > MAX_METADATA_BYTES) throw bad(`metadata array "${key}" is larger than ${MAX_METADATA_BYTES} bytes`);
+  if (policy.slim && n > SLIM_ARRAY_MAX && depth === 0) {
+    policy.skipped.set(key, [itemType, n, c.pos]);
+    await skipItems(c, itemType, n, key, depth + 1);
+    return [];
+  }
+  const out: GgufValue[] = new Array(n);
   for (let i = 0; i < n; i++) {
-    if (fixed && !c.has(fixed)) await c.need(Math.min(n - i, Math.floor(CHUNK / fixed)) * fixed, `array "${key}"`);
-    out[i] = await readValue(c, itemType, key, depth + 1);
+    if (fixed) {
+      if (!c.has(fixed)) await c.need(Math.min(n - i, Math.floor(CHUNK / fixed)) * fixed, `array "${key}"`);
+      out[i] = readFixed(c, itemType);
+    } else if (itemType === VT.STRING) {
+      out[i] = await c.string(`element ${i} of array "${key}"`, MAX_ITEM_STRING);
+      if ((i & 1023) === 0) checkMetadataSize(c, key);
+    } else {
+      out[i] = await readValue(c, itemType, key, depth + 1, policy);
+    }
   }
   return out;
 }
 
+/** Walks past n array elements without keeping them (string lengths are still checked). */
+async function skipItems(c: Cursor, itemType: number, n: number, key: string, depth: number): Promise<void> {
+  if (itemType !== VT.STRING && itemType !== VT.ARRAY) return c.skip(n * MIN_SIZE[itemType]!, `array "${key}"`);
+  for (let i = 0; i < n; i++) {
+    if (itemType === VT.STRING) {
+      if (!c.has(8)) await c.need(8, `length of element ${i} of array "${key}"`);
+      c.skip(c.stringLength(`element ${i} of array "${key}"`, MAX_ITEM_STRING), `element ${i} of array "${key}"`);
+      if ((i & 1023) === 0) checkMetadataSize(c, key);
+    } else {
+      if (depth >= MAX_ARRAY_DEPTH) throw bad(`arrays nested deeper than ${MAX_ARRAY_DEPTH} in key "${key}"`);
+      if (!c.has(4)) await c.need(4, `array type of "${key}"`);
+      const inner = c.u32();
+      if (inner > VT.F64) throw bad(`unknown array element type ${inner} for key "${key}"`);
+      const m = await c.count(`array "${key}" (${VT_NAMES[inner]}) element count`, MIN_SIZE[inner]!, MAX_ARRAY);
+      await skipItems(c, inner, m, key, depth + 1);
+    }
+  }
+}
+
+/** The texts of the given token ids, read from a vocabulary array a slim read skipped. */
+async function tokenTexts(c: Cursor, count: number, offset: number, ids: Set<number>): Promise<Record<number, string>> {
+  const out: Record<number, string> = {};
+  c.pos = offset;
+  let last = 0;
+  for (const id of ids) last = Math.max(last, id);
+  for (let i = 0; i <= last && i < count; i++) {
+    if (!c.has(8)) await c.need(8, "vocabulary");
+    const n = c.stringLength(`token ${i}`, MAX_ITEM_STRING);
+    if (ids.has(i)) {
+      if (!c.has(n)) await c.need(n, `token ${i}`);
+      out[i] = c.text(n);
+    } else c.skip(n, `token ${i}`);
+  }
+  return out;
+}
+
+export interface ReadOptions {
+  /** "slim" (default): arrays over SLIM_ARRAY_MAX entries (vocabularies, merges, scores) are read
+   *  past, left empty and their lengths kept in arrayLengths, with the special tokens' texts in
+   *  specialTokenTexts; "full" keeps every array (`show --verbose`). */
+  arrays?: "slim" | "full";
+}
+
 /** Reads and validates the GGUF header, metadata and tensor infos of `path`. Throws GgufError. */
-export async function readGgufInfo(path: string): Promise<GgufInfo> {
+export async function readGgufInfo(path: string, opts: ReadOptions = {}): Promise<GgufInfo> {
+  const info = await readGgufFile(path, opts);
+  checkModelConsistency(info);
+  return info;
+}
+
+async function readGgufFile(path: string, opts: ReadOptions): Promise<GgufInfo> {
+  const policy: ArrayPolicy = { slim: opts.arrays !== "full", skipped: new Map() };
   const fh = await open(path, "r");
   try {
     const fileSize = (await fh.stat()).size;
@@ -246,8 +350,9 @@ export async function readGgufInfo(path: string): Promise<GgufInfo> {
       if (!c.has(4)) await c.need(4, `value type of "${key}"`);
       const type = c.u32();
       if (type > VT.F64) throw bad(`unknown value type ${type} for key "${key}"`);
-      const value = await readValue(c, type, key, 0);
+      const value = await readValue(c, type, key, 0, policy);
       metadata[key] = value;
+      checkMetadataSize(c, key);
       if (key === "general.alignment") {
         if (type !== VT.U32) throw bad(`general.alignment must be uint32, got ${VT_NAMES[type]}`);
         const a = value as number;
@@ -293,10 +398,34 @@ export async function readGgufInfo(path: string): Promise<GgufInfo> {
       const end = dataOffset + t.offset + t.bytes;
       if (end > fileSize) throw bad(`truncated (tensor "${t.name}" data ends at byte ${end}, file is ${fileSize} bytes)`);
     }
-    return { version, metadata, tensors, dataOffset, fileSize };
+    const info: GgufInfo = { version, metadata, tensors, dataOffset, fileSize };
+    if (policy.slim) {
+      info.arrayLengths = {};
+      for (const [key, [, n]] of policy.skipped) info.arrayLengths[key] = n;
+      info.specialTokenTexts = await specialTokens(c, metadata, policy);
+    }
+    return info;
   } finally {
     await fh.close();
   }
+}
+
+/** The texts of the tokens that `tokenizer.ggml.*_token_id` keys name. */
+async function specialTokens(c: Cursor, md: Record<string, GgufValue>, policy: ArrayPolicy): Promise<Record<number, string>> {
+  const ids = new Set<number>();
+  for (const [key, id] of Object.entries(md)) {
+    if (/^tokenizer\.ggml\.\w+_token_id$/.test(key) && typeof id === "number" && Number.isInteger(id) && id >= 0) ids.add(id);
+  }
+  const tokens = md["tokenizer.ggml.tokens"];
+  const skipped = policy.skipped.get("tokenizer.ggml.tokens");
+  if (ids.size === 0 || !Array.isArray(tokens)) return {};
+  if (!skipped) {
+    const out: Record<number, string> = {};
+    for (const id of ids) if (typeof tokens[id] === "string") out[id] = tokens[id] as string;
+    return out;
+  }
+  const [type, count, offset] = skipped;
+  return type === VT.STRING ? tokenTexts(c, count, offset, ids) : {};
 }
 
 /** Ollama's format.HumanNumber: 1.2B, 125M, 500.50M, 137K, 999. */
@@ -339,8 +468,12 @@ export function ggufFacts(info: GgufInfo): GgufFacts {
   // per-layer arrays (some architectures): the maximum, like Ollama's HeadCountMax()
   const maxOf = (v: GgufValue | undefined) => {
     if (!Array.isArray(v)) return num(v);
-    const ns = v.map((x) => num(x)).filter((x): x is number => x !== undefined);
-    return ns.length ? Math.max(...ns) : undefined;
+    let max: number | undefined;
+    for (const x of v) {
+      const n = num(x);
+      if (n !== undefined && (max === undefined || n > max)) max = n;
+    }
+    return max;
   };
   const facts: GgufFacts = {
     architecture: arch,

@@ -3,8 +3,7 @@
 // params, messages, capabilities).
 import { OllamaTemplate } from "../template/ollama.js";
 import { inferThinkingTagsFromTree } from "../template/thinking-tags.js";
-import { readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
-import { slimGgufInfo } from "./gguf-slim.js";
+import { GgufError, readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
 import { parseModelName, displayName, type ModelName } from "./name.js";
 import {
   MEDIA_TYPE_ADAPTER,
@@ -153,7 +152,12 @@ export class ModelResolver {
     const modelLayer = layers.find((l) => l.mediaType === MEDIA_TYPE_MODEL);
     if (!modelLayer) throw new Error(`model ${displayName(stored.name)} has no GGUF weights layer`);
     const path = this.store.blobPath(modelLayer.digest);
-    const gguf = await this.gguf(modelLayer.digest, path);
+    const gguf = await this.gguf(modelLayer.digest, path).catch((err: unknown) => {
+      // A model stored before its file was checked (or by another program): say what to do.
+      if (!(err instanceof GgufError)) throw err;
+      const name = displayName(stored.name);
+      throw new GgufError(`model '${name}' cannot be used: ${err.message}; remove it with 'ollamats rm ${name}' and create or pull it again`);
+    });
     return {
       kind: "gguf",
       path,
@@ -167,7 +171,7 @@ export class ModelResolver {
   private gguf(digest: string, path: string): Promise<GgufInfo> {
     let p = this.ggufCache.get(digest);
     if (!p) {
-      p = readGgufInfo(path).then(slimGgufInfo);
+      p = readGgufInfo(path); // slim: long arrays are read past, not kept
       p.catch(() => this.ggufCache.delete(digest));
       this.ggufCache.set(digest, p);
     }

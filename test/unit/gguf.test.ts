@@ -5,7 +5,6 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHATML_TEMPLATE, makeTestModel, SHAPES } from "../../scripts/make-test-model.js";
 import { GgufError, ggufFacts, ggufModelInfo, humanNumber, readGgufInfo } from "../../src/registry/gguf.js";
-import { ggufArrayLength, ggufTokenText, slimGgufInfo } from "../../src/registry/gguf-slim.js";
 
 const TYPES = ["F32", "F16", "Q8_0", "Q4_0"] as const;
 let dir: string;
@@ -211,32 +210,5 @@ describe("readGgufInfo rejects bad files", () => {
       new RegExp(`^invalid GGUF file: truncated \\(tensor "${last.name}" data ends at byte ${full.length}, file is ${full.length - 1} bytes\\)$`));
     // cut in the middle of the metadata (the token list)
     await rejects(await write("tmeta.gguf", full.subarray(0, 5000)), /truncated/);
-  });
-});
-
-describe("slimGgufInfo", () => {
-  it("empties long arrays but keeps their lengths and the special tokens' texts", () => {
-    const tokens = Array.from({ length: 5000 }, (_, i) => `t${i}`);
-    const info = {
-      version: 3,
-      metadata: Object.assign(Object.create(null), {
-        "tokenizer.ggml.tokens": tokens,
-        "tokenizer.ggml.bos_token_id": 4001,
-        "tokenizer.ggml.eos_token_id": 7,
-        "llama.attention.head_count": [8, 8, 4],
-      }),
-      tensors: [],
-      dataOffset: 0,
-      fileSize: 0,
-    };
-    const slim = slimGgufInfo(info);
-    expect(slim.metadata["tokenizer.ggml.tokens"]).toEqual([]);
-    expect(slim.metadata["llama.attention.head_count"]).toEqual([8, 8, 4]);
-    expect(ggufArrayLength(slim, "tokenizer.ggml.tokens")).toBe(5000);
-    expect(ggufArrayLength(info, "tokenizer.ggml.tokens")).toBe(5000);
-    expect(ggufTokenText(slim, 4001)).toBe("t4001");
-    expect(ggufTokenText(slim, 7)).toBe("t7");
-    expect(ggufTokenText(slim, 8)).toBeUndefined();
-    expect(ggufArrayLength(slim, "llama.attention.head_count")).toBe(3);
   });
 });

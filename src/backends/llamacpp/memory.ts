@@ -145,7 +145,7 @@ export function modelShape(info: GgufInfo): ModelShape {
   for (let i = 0; i < blockCount; i++) layerBytes[i] ??= 0;
   const embd = num(key("embedding_length")) ?? 0;
   const heads = perLayer(key("attention.head_count"), blockCount, 0);
-  const headCount = Math.max(0, ...heads);
+  const headCount = heads.reduce((a, b) => Math.max(a, b), 0);
   const headCountKv = perLayer(key("attention.head_count_kv"), blockCount, headCount);
   const headDimK = num(key("attention.key_length")) ?? (headCount > 0 ? Math.floor(embd / headCount) : 0);
   const headDimV = num(key("attention.value_length")) ?? headDimK;

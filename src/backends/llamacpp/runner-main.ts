@@ -19,6 +19,7 @@ import type { EmbedResult, GenerateStats } from "../backend.js";
 import { EngineError } from "../errors.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
 import type { ChildMessage, GpuProbe, HostMessage, LoadOptions, RunnerJob, StateStore } from "./protocol.js";
+import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
 import { StepGate } from "./step-gate.js";
@@ -92,7 +93,9 @@ async function probe(): Promise<GpuProbe> {
   return { library, names: await l.getGpuDeviceNames(), totalBytes: vram.total, freeBytes: vram.free };
 }
 
-async function load(modelPath: string, opts: LoadOptions, gpuLayers: number, states: StateStore | undefined): Promise<void> {
+async function load(modelPath: string, requested: LoadOptions, gpuLayers: number, states: StateStore | undefined): Promise<void> {
+  // The daemon has already done this; a runner never trusts its caller with thread counts.
+  const opts = boundLoadOptions(requested);
   const threads = opts.numThread > 0 ? opts.numThread : os.availableParallelism();
   loadedThreads = threads;
   // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.
@@ -277,7 +280,7 @@ async function handle(msg: HostMessage): Promise<void> {
       }
       return;
     case "generate":
-      startGeneration(msg);
+      startGeneration({ ...msg, job: boundJob(msg.job) });
       return;
     case "abort":
       running.get(msg.id)?.ac.abort();

@@ -61,8 +61,8 @@ export function modelRoutes(deps: Deps): Hono {
       ...(system ? { system } : {}),
       details: detailsOf(spec),
       ...(spec.messages.length ? { messages: spec.messages } : {}),
-      // The cached header has no long arrays (slimGgufInfo): verbose reads the file again.
-      model_info: src ? ggufModelInfo(body.verbose === true ? await readGgufInfo(src.path) : src.gguf, body.verbose === true) : {},
+      // The cached header has no long arrays (a slim read): verbose reads the file again.
+      model_info: src ? ggufModelInfo(body.verbose === true ? await readGgufInfo(src.path, { arrays: "full" }) : src.gguf, body.verbose === true) : {},
       ...(body.verbose && src ? { tensors: src.gguf.tensors.map((t) => ({ name: t.name, type: t.typeName, shape: t.dims })) } : {}),
       capabilities: spec.capabilities,
       ...remoteFields(spec),

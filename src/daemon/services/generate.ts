@@ -8,6 +8,7 @@ import { renderPrompt, renderSuffix, type RenderMessage } from "../prompt/render
 import type { GenerateBody } from "../schemas.js";
 import { startCompletion, type CompletionRequest, type Prepared } from "./completion.js";
 import {
+  checkTokenIds,
   checkTopLogprobs,
   compileFormat,
   createdAt,
@@ -39,6 +40,7 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
     throw badRequest("raw mode does not support template, system, or context");
   }
   if (!spec.capabilities.includes("completion")) throw badRequest(`"${body.model}" does not support generate`);
+  if (body.context) checkTokenIds(spec, body.context, "context");
   if (body.suffix && !spec.capabilities.includes("insert")) throw badRequest(`${fullModelName(spec)} does not support insert`);
   const think = resolveThink(spec, body.model, body.think);
   const features = featuresOf(deps, spec);

@@ -2,7 +2,7 @@
 // and think validation, the runner features a request needs, the prompt template.
 import type { CompiledFormat, RunnerFeatures, StructuredOutput } from "../../backends/backend.js";
 import { parseKeepAliveRequest } from "../../config.js";
-import { ggufTokenText } from "../../registry/gguf-slim.js";
+import { ggufArrayLength, ggufTokenText } from "../../registry/gguf-slim.js";
 import { ggufSource, InvalidModelNameError, type ModelSpec } from "../../registry/model-spec.js";
 import type { Deps } from "../deps.js";
 import { ApiError, badRequest, modelNotFound, toApiError } from "../errors.js";
@@ -149,4 +149,14 @@ export function requestSignal(raw: Request): AbortController {
   if (raw.signal.aborted) ac.abort();
   else raw.signal.addEventListener("abort", () => ac.abort(), { once: true });
   return ac;
+}
+
+/** Token ids from a client (detokenize `tokens`, generate `context`) must name vocabulary entries:
+ *  an unknown id makes the runner's evaluation fail (a 500) or read outside its tables. */
+export function checkTokenIds(spec: ModelSpec, tokens: readonly number[], field?: string): void {
+  // A remote model's vocabulary is its upstream's: the upstream checks its own ids.
+  const src = ggufSource(spec);
+  const size = (src && ggufArrayLength(src.gguf, "tokenizer.ggml.tokens")) ?? Infinity;
+  const bad = tokens.find((t) => t < 0 || t >= size);
+  if (bad !== undefined) throw badRequest(`invalid token id ${bad}${field ? ` in "${field}"` : ""}: the vocabulary has ${size} tokens`);
 }

@@ -3,12 +3,11 @@
 // written in the text (e.g. `<|im_start|>`) are parsed as tokens, no BOS is added. A remote
 // model tokenizes where its upstream can (vLLM, llama-server, ollamats).
 import type { Runner } from "../../backends/backend.js";
-import { ggufArrayLength } from "../../registry/gguf-slim.js";
-import { ggufSource, type ModelSpec } from "../../registry/model-spec.js";
+import type { ModelSpec } from "../../registry/model-spec.js";
 import type { Deps } from "../deps.js";
-import { badRequest, toApiError } from "../errors.js";
+import { toApiError } from "../errors.js";
 import { resolveOptions } from "../options.js";
-import { featuresOf, keepAliveOf, requireFeature, resolveSpec } from "./request.js";
+import { checkTokenIds, featuresOf, keepAliveOf, requireFeature, resolveSpec } from "./request.js";
 
 interface TokenRequest {
   model: string;
@@ -36,9 +35,6 @@ export async function tokenize(deps: Deps, body: TokenRequest & { content: strin
 
 export async function detokenize(deps: Deps, body: TokenRequest & { tokens: number[] }, signal: AbortSignal): Promise<string> {
   const spec = await resolveSpec(deps, body.model);
-  const src = ggufSource(spec);
-  const size = (src && ggufArrayLength(src.gguf, "tokenizer.ggml.tokens")) ?? Infinity;
-  const bad = body.tokens.find((t) => t >= size);
-  if (bad !== undefined) throw badRequest(`invalid token id ${bad}: the vocabulary has ${size} tokens`);
+  checkTokenIds(spec, body.tokens);
   return body.tokens.length === 0 ? "" : withRunner(deps, spec, body, signal, (r) => r.detokenize(body.tokens, signal));
 }

@@ -6,13 +6,13 @@ import { ApiError, errorMessage, toApiError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 
 export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: null; code: null };
+  error: { message: string; type: string; param: null; code: string | null };
 }
 
 /** OpenAI's error body for any thrown value; its type comes from the one error table. */
-export function openaiError(err: unknown): OpenAIErrorBody {
+export function openaiError(err: unknown, code: string | null = null): OpenAIErrorBody {
   const e = toApiError(err);
-  return { error: { message: e.message, type: e.openaiType, param: null, code: null } };
+  return { error: { message: e.message, type: e.openaiType, param: null, code } };
 }
 
 export function openaiErrorHandler(log: Logger) {

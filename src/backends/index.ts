@@ -5,6 +5,7 @@ import type { Backend } from "./backend.js";
 import { LlamaCppBackend } from "./llamacpp/backend.js";
 import type { StateStore } from "./llamacpp/protocol.js";
 import { Backends } from "./registry.js";
+import { RemoteBackend } from "./remote/backend.js";
 
 export interface BackendContext {
   config: Config;
@@ -16,6 +17,7 @@ export interface BackendContext {
 export function createBackends(ctx: BackendContext): Backends {
   const { config } = ctx;
   const list: Backend[] = [
+    new RemoteBackend(config),
     new LlamaCppBackend({ config, debug: config.debug >= 1, cpuOnly: config.llmLibrary.toLowerCase() === "cpu", ...(ctx.states ? { states: ctx.states } : {}) }),
   ];
   return new Backends(list);

@@ -12,6 +12,7 @@ import type { ProgressResponse } from "../api/types.js";
 import { GgufError, ggufFacts, readGgufInfo, type GgufInfo } from "./gguf.js";
 import { ggufSource, type ModelResolver } from "./model-spec.js";
 import { optionRefusal } from "../backends/option-ranges.js";
+import { parseRemoteHosts, RemoteHostError } from "./remote-host.js";
 import { OPTION_TYPES } from "./modelfile.js";
 import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
 import { parseQuantizeType, QuantizeError, quantizeGguf, sourceFileType, type QuantizeTarget } from "./quantize.js";
@@ -55,6 +56,9 @@ export interface CreateInput {
   requires?: string;
   renderer?: string;
   parser?: string;
+  /** A remote model: its upstream(s) (remote-host.ts) and its name there (default: `from`). */
+  remoteHost?: string;
+  remoteModel?: string;
 }
 
 type Progress = (p: ProgressResponse) => void;
@@ -154,9 +158,10 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
   // line, so a bad request gets its real status even when streamed.
   const files = checkFiles(input.files);
   const adapters = checkFiles(input.adapters);
+  const remote = input.remoteHost !== undefined ? checkRemote(input, files.length + adapters.length > 0) : undefined;
   let fromBlob: string | undefined;
   let fromName: ModelName | undefined;
-  if (input.from) {
+  if (input.from && !remote) {
     const m = BLOB_REF.exec(input.from);
     if (m) fromBlob = parseDigest(m[1] as string) as string;
     else {
@@ -165,7 +170,7 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
       fromName = n;
     }
   }
-  if (!fromName && !fromBlob && files.length === 0) throw new CreateError(400, "neither 'from' or 'files' was specified");
+  if (!remote && !fromName && !fromBlob && files.length === 0) throw new CreateError(400, "neither 'from' or 'files' was specified");
   if (adapters.length > 1) throw new CreateError(400, "only one adapter is currently supported");
   for (const m of input.messages ?? []) {
     if (!ROLES.has(m.role)) throw new CreateError(400, `invalid message role '${m.role}' (use system, user or assistant)`);
@@ -183,7 +188,7 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
   const written: string[] = [...files, ...adapters].map(([, d]) => parseDigest(d) as string);
   if (fromBlob) written.push(fromBlob);
   try {
-    await build(store, models, input, { files, adapters, fromBlob, fromName, newParams, quantize }, progress, written, ctx);
+    await build(store, models, input, { files, adapters, fromBlob, fromName, newParams, quantize, remote }, progress, written, ctx);
   } catch (err) {
     await store.pruneUnreferencedBlobs(written).catch(() => undefined);
     throw err;
@@ -197,6 +202,22 @@ interface Plan {
   fromName?: ModelName;
   newParams: Record<string, unknown>;
   quantize?: QuantizeTarget;
+  remote?: { host: string; model: string };
+}
+
+/** A remote model has no weights here: its upstream(s) must parse, and it needs a name upstream. */
+function checkRemote(input: CreateInput, hasFiles: boolean): { host: string; model: string } {
+  const host = input.remoteHost ?? "";
+  try {
+    parseRemoteHosts(host);
+  } catch (err) {
+    if (err instanceof RemoteHostError) throw new CreateError(400, err.message);
+    throw err;
+  }
+  const model = (input.remoteModel ?? input.from ?? "").trim();
+  if (model === "") throw new CreateError(400, "a remote model needs its name upstream: set 'from' (or 'remote_model') with 'remote_host'");
+  if (hasFiles || input.quantize) throw new CreateError(400, "a remote model has no local weights: leave out 'files', 'adapters' and 'quantize' with 'remote_host'");
+  return { host, model };
 }
 
 async function build(store: Store, models: ModelResolver, input: CreateInput, plan: Plan, progress: Progress, written: string[], ctx: CreateContext): Promise<void> {
@@ -206,7 +227,9 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
   let modelInfo: GgufInfo | undefined;
 
   const fromFiles = plan.fromBlob ? ([["model.gguf", plan.fromBlob]] as Array<[string, string]>) : plan.files;
-  if (fromFiles.length > 0) {
+  if (plan.remote) {
+    config = { model_format: "", remote_host: plan.remote.host, remote_model: plan.remote.model };
+  } else if (fromFiles.length > 0) {
     // All files are parsed (and a bad one refused with 400) before the first progress line.
     const parsed = await ggufLayers(store, fromFiles);
     const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);

@@ -26,3 +26,8 @@ export function localTime(d: Date): string {
   const iso = local.toISOString().replace("Z", "");
   return `${iso}${sign}${pad(Math.trunc(off / 60))}:${pad(off % 60)}`;
 }
+
+/** What Ollama shows of a remote model: its name upstream and the upstream (never a key). */
+export function remoteFields(spec: Pick<ModelSpec, "source">): { remote_model?: string; remote_host?: string } {
+  return spec.source.kind === "remote" ? { remote_model: spec.source.model, remote_host: spec.source.host } : {};
+}

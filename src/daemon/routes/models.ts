@@ -4,14 +4,14 @@
 import { Hono } from "hono";
 import type { ListModel } from "../../api/types.js";
 import { ggufModelInfo, readGgufInfo } from "../../registry/gguf.js";
-import { ggufSource, ModelResolver, type ModelSpec } from "../../registry/model-spec.js";
+import { ggufSource, ModelResolver } from "../../registry/model-spec.js";
 import { displayName, parseModelName, sameName } from "../../registry/name.js";
 import { parseBody } from "../body.js";
 import type { Deps } from "../deps.js";
 import { badRequest, notFound } from "../errors.js";
 import { copySchema, deleteSchema, showSchema } from "../schemas.js";
 import { jsonResponse } from "../stream.js";
-import { detailsOf, localTime } from "./details.js";
+import { detailsOf, localTime, remoteFields } from "./details.js";
 import { showModelfile } from "../../registry/show-modelfile.js";
 import { showParameters } from "./show-format.js";
 
@@ -101,7 +101,3 @@ export function modelRoutes(deps: Deps): Hono {
   return app;
 }
 
-/** What Ollama shows of a remote model: its name upstream and the upstream (never a key). */
-export function remoteFields(spec: Pick<ModelSpec, "source">): { remote_model?: string; remote_host?: string } {
-  return spec.source.kind === "remote" ? { remote_model: spec.source.model, remote_host: spec.source.host } : {};
-}

@@ -106,6 +106,9 @@ export interface JobMessage {
 
 interface JobCommon {
   sampling: SamplingOptions;
+  /** Options as the model's PARAMETERs and the request set them, without defaults, for engines
+   *  that keep their own defaults (remote upstreams); `sampling` has them all resolved. */
+  options?: Record<string, unknown>;
   numPredict: number; // -1 = until stop (capped by the runner)
   stop: string[];
   /** Return prompt + output token ids in the done event (/api/generate `context`). */
@@ -132,6 +135,11 @@ export interface MessagesJob extends JobCommon {
   tools?: Array<Record<string, unknown>>;
   /** The request's think, as sent (undefined: the engine's default). */
   think?: boolean | string;
+  /**
+   * The request was a completion (/api/generate): the same conversation as its prompt and
+   * system, for engines with such an endpoint of their own (Ollama's, which returns `context`).
+   */
+  completion?: { prompt: string; system?: string; context?: number[] };
 }
 
 export type GenerateJob = PromptJob | MessagesJob;
@@ -170,6 +178,10 @@ export interface EmbedResult {
 export interface EmbedOptions {
   /** Cut inputs longer than the context (true) or refuse them (false). */
   truncate: boolean;
+  /** The pooled vectors as they are (legacy /api/embeddings), not normalised. */
+  raw?: boolean;
+  /** Options as set, without defaults (see GenerateJob.options). */
+  options?: Record<string, unknown>;
   dimensions?: number;
   signal: AbortSignal;
 }

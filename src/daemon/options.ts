@@ -15,6 +15,9 @@ export interface RequestRunOptions {
   numPredict: number;
   numKeep: number;
   stop: string[];
+  /** Only what the model's PARAMETERs and the request set (typed, in range), without defaults:
+   *  for engines that apply defaults of their own (a remote upstream). */
+  explicit: Record<string, unknown>;
 }
 
 const TYPE_WORD: Record<string, string> = { int: "integer", float: "float", bool: "boolean", "string[]": "array of strings" };
@@ -116,5 +119,6 @@ export function resolveOptions(
     numPredict: num("num_predict", -1),
     numKeep: num("num_keep", 4),
     stop: Array.isArray(stop) ? (stop as string[]) : [],
+    explicit: Object.fromEntries([...merged].map(([k, { value }]) => [k, typeof value === "number" ? boundOption(k, value, limits) : value])),
   };
 }

@@ -13,6 +13,8 @@ import { GgufError, ggufFacts, readGgufInfo, type GgufInfo } from "./gguf.js";
 import { ggufSource, type ModelResolver } from "./model-spec.js";
 import { optionRefusal } from "../backends/option-ranges.js";
 import { parseRemoteHosts, RemoteHostError } from "./remote-host.js";
+import { OllamaTemplate } from "../template/ollama.js";
+import { describeRemote, RemoteModelUnknownError, type RemoteDescription } from "./remote-describe.js";
 import { OPTION_TYPES } from "./modelfile.js";
 import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
 import { parseQuantizeType, QuantizeError, quantizeGguf, sourceFileType, type QuantizeTarget } from "./quantize.js";
@@ -68,6 +70,8 @@ export interface CreateContext {
   pull?: (name: ModelName, progress: Progress) => Promise<void>;
   /** OLLAMA_NOPRUNE */
   noPrune?: boolean;
+  /** Bearer keys of remote upstreams (OLLAMATS_REMOTE_KEYS), to ask them about a remote model. */
+  remoteKeys?: Readonly<Record<string, string>>;
   signal?: AbortSignal;
 }
 
@@ -220,6 +224,38 @@ function checkRemote(input: CreateInput, hasFiles: boolean): { host: string; mod
   return { host, model };
 }
 
+/** A Go template (an upstream's /api/show may answer a GGUF's Jinja template, which is no TEMPLATE). */
+function isGoTemplate(text: string): boolean {
+  try {
+    OllamaTemplate.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A remote model's config: where it runs, and what its upstream says it is. */
+async function remoteConfig(remote: { host: string; model: string }, ctx: CreateContext): Promise<{ config: Partial<ModelConfigBlob>; description?: RemoteDescription }> {
+  let d: RemoteDescription | undefined;
+  try {
+    d = await describeRemote(remote.host, remote.model, ctx.remoteKeys ?? {});
+  } catch (err) {
+    if (err instanceof RemoteModelUnknownError) throw new CreateError(400, err.message);
+    throw err;
+  }
+  const config: Partial<ModelConfigBlob> = {
+    model_format: d?.format ?? "",
+    model_family: d?.family ?? "",
+    model_families: d?.families ?? [],
+    model_type: d?.parameterSize ?? "",
+    file_type: d?.quantizationLevel ?? "",
+    remote_host: remote.host,
+    remote_model: remote.model,
+    ...(d?.capabilities?.length ? { capabilities: d.capabilities } : {}),
+  };
+  return { config, ...(d ? { description: d } : {}) };
+}
+
 async function build(store: Store, models: ModelResolver, input: CreateInput, plan: Plan, progress: Progress, written: string[], ctx: CreateContext): Promise<void> {
   let layers: Layer[] = [];
   let inheritedParams: Record<string, unknown> = {};
@@ -228,7 +264,12 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
 
   const fromFiles = plan.fromBlob ? ([["model.gguf", plan.fromBlob]] as Array<[string, string]>) : plan.files;
   if (plan.remote) {
-    config = { model_format: "", remote_host: plan.remote.host, remote_model: plan.remote.model };
+    const r = await remoteConfig(plan.remote, ctx);
+    config = r.config;
+    // The upstream's template and system, unless the request sets its own (then shown by `show`).
+    const d = r.description;
+    if (d?.template !== undefined && input.template === undefined && isGoTemplate(d.template)) input = { ...input, template: d.template };
+    if (d?.system !== undefined && input.system === undefined) input = { ...input, system: d.system };
   } else if (fromFiles.length > 0) {
     // All files are parsed (and a bad one refused with 400) before the first progress line.
     const parsed = await ggufLayers(store, fromFiles);
@@ -274,7 +315,7 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
       if (!layers.some((l) => l.digest === p.layer.digest)) layers.push(p.layer);
     }
   }
-  if (!layers.some((l) => l.mediaType === MEDIA_TYPE_MODEL)) throw new CreateError(400, "no base model was found");
+  if (!plan.remote && !config.remote_host && !layers.some((l) => l.mediaType === MEDIA_TYPE_MODEL)) throw new CreateError(400, "no base model was found");
 
   if (plan.quantize && modelInfo && sourceFileType(modelInfo) !== plan.quantize) {
     const i = layers.findIndex((l) => l.mediaType === MEDIA_TYPE_MODEL);

@@ -277,6 +277,6 @@ export class RunnerProcess implements Runner {
 /** The child takes a rendered prompt, and `format` compiled into its grammar (json-schema.ts). */
 function runnerJob(job: GenerateJob): RunnerJob {
   if (!isPromptJob(job)) throw new EngineError("unsupported", "this runner takes a rendered prompt, not messages");
-  const { format, ...rest } = job;
+  const { format, options: _defaultless, ...rest } = job;
   return { ...rest, ...(format ? { grammar: format.value as GrammarSpec } : {}) };
 }

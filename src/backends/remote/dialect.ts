@@ -1,7 +1,7 @@
 // What a remote runner needs from an upstream API, whichever it speaks: Ollama's /api
 // (ollama-dialect.ts) or OpenAI's /v1 (openai-dialect.ts, for vLLM, SGLang, llama-server, TGI,
 // LM Studio). A dialect builds request bodies and reads responses into the runner's events.
-import type { EmbedResult, GenerateJob, RunnerEvent, SamplingOptions, StructuredOutput } from "../backend.js";
+import type { EmbedResult, EmbedOptions, GenerateJob, RunnerEvent, StructuredOutput } from "../backend.js";
 import { EngineError } from "../errors.js";
 
 export interface HttpCall {
@@ -13,7 +13,7 @@ export interface Dialect {
   generate(job: GenerateJob, model: string): HttpCall;
   /** The streamed response's lines as events; `startedAt` (hrtime ns) times what the upstream does not report. */
   events(lines: AsyncIterable<string>, startedAt: bigint): AsyncIterable<RunnerEvent>;
-  embed(inputs: string[], model: string, opts: { truncate: boolean; dimensions?: number }): HttpCall;
+  embed(inputs: string[], model: string, opts: Omit<EmbedOptions, "signal">): HttpCall;
   embedResult(json: unknown): EmbedResult;
   tokenize(text: string, model: string): HttpCall;
   tokens(json: unknown): number[];
@@ -21,6 +21,9 @@ export interface Dialect {
   text(json: unknown): string;
   /** GET URLs that answer 2xx while the upstream can serve (the first that exists is used). */
   health(): string[];
+  /** Where the upstream reports what a loaded model holds (Ollama's /api/ps), and reading it. */
+  loaded?(): string;
+  loadedInfo?(json: unknown, model: string): { sizeBytes: number; vramBytes: number; contextLength: number } | undefined;
 }
 
 export type Json = Record<string, unknown>;
@@ -44,10 +47,6 @@ export function parseLine(line: string): Json {
   return v;
 }
 
-/** Sampling options both APIs understand, as the names each one uses. */
-export function samplingFields(s: SamplingOptions): { temperature: number; top_p: number; top_k: number; min_p: number; seed?: number } {
-  return { temperature: s.temperature, top_p: s.topP, top_k: s.topK, min_p: s.minP, ...(s.seed >= 0 ? { seed: s.seed } : {}) };
-}
 
 export function nowNs(): bigint {
   return process.hrtime.bigint();

@@ -1,32 +1,30 @@
 // Ollama's /api as an upstream (another Ollama or ollamats host): /api/chat and /api/generate
 // streamed as NDJSON, /api/embed, /api/tokenize where the host has it (ollamats), /api/version
 // as the health check. Stats come back as Ollama reports them.
-import type { EmbedResult, GenerateJob, RunnerEvent, StructuredOutput } from "../backend.js";
+import type { EmbedOptions, EmbedResult, GenerateJob, RunnerEvent, StructuredOutput } from "../backend.js";
 import { isPromptJob } from "../backend.js";
 import { EngineError } from "../errors.js";
-import { badAnswer, formatValue, isObj, num, parseLine, samplingFields, type Dialect, type HttpCall, type Json } from "./dialect.js";
+import { badAnswer, formatValue, isObj, num, parseLine, type Dialect, type HttpCall } from "./dialect.js";
 
 export class OllamaDialect implements Dialect {
   constructor(private readonly base: string) {}
 
   generate(job: GenerateJob, model: string): HttpCall {
-    const s = job.sampling;
-    const options: Json = {
-      ...samplingFields(s),
-      repeat_last_n: s.repeatLastN,
-      repeat_penalty: s.repeatPenalty,
-      presence_penalty: s.presencePenalty,
-      frequency_penalty: s.frequencyPenalty,
-      num_predict: job.numPredict,
-      ...(job.stop.length > 0 ? { stop: job.stop } : {}),
-      ...(job.numKeep !== undefined ? { num_keep: job.numKeep } : {}),
-    };
+    // The options as set, not defaulted: the upstream model's own PARAMETERs still apply.
+    const options = job.options ?? {};
     const format = job.format ? { format: formatValue(job.format.value as StructuredOutput) } : {};
     const common = { model, stream: true, options, ...format, ...(job.truncate === false ? { truncate: false } : {}), ...(job.shift === false ? { shift: false } : {}) };
     if (isPromptJob(job)) {
       return {
         url: `${this.base}/api/generate`,
         body: { ...common, prompt: job.prompt, raw: true, ...(job.prefixTokens?.length ? { context: job.prefixTokens } : {}) },
+      };
+    }
+    if (job.completion) {
+      const c = job.completion;
+      return {
+        url: `${this.base}/api/generate`,
+        body: { ...common, prompt: c.prompt, ...(c.system ? { system: c.system } : {}), ...(c.context ? { context: c.context } : {}), ...(job.think !== undefined ? { think: job.think } : {}) },
       };
     }
     return {
@@ -61,11 +59,15 @@ export class OllamaDialect implements Dialect {
     throw new EngineError("upstream_down", "the upstream ended the stream without a final response");
   }
 
-  embed(inputs: string[], model: string, opts: { truncate: boolean; dimensions?: number }): HttpCall {
-    return { url: `${this.base}/api/embed`, body: { model, input: inputs, truncate: opts.truncate, ...(opts.dimensions ? { dimensions: opts.dimensions } : {}) } };
+  embed(inputs: string[], model: string, opts: Omit<EmbedOptions, "signal">): HttpCall {
+    const options = opts.options ? { options: opts.options } : {};
+    // Raw vectors only come from the legacy endpoint, one input at a time.
+    if (opts.raw && inputs.length === 1) return { url: `${this.base}/api/embeddings`, body: { model, prompt: inputs[0], ...options } };
+    return { url: `${this.base}/api/embed`, body: { model, input: inputs, truncate: opts.truncate, ...(opts.dimensions ? { dimensions: opts.dimensions } : {}), ...options } };
   }
 
   embedResult(json: unknown): EmbedResult {
+    if (isObj(json) && Array.isArray(json.embedding)) return { embeddings: [json.embedding as number[]], promptEvalCount: 0 };
     if (!isObj(json) || !Array.isArray(json.embeddings)) throw badAnswer("no embeddings");
     return { embeddings: json.embeddings as number[][], promptEvalCount: num(json.prompt_eval_count) ?? 0 };
   }
@@ -90,5 +92,17 @@ export class OllamaDialect implements Dialect {
 
   health(): string[] {
     return [`${this.base}/api/version`];
+  }
+
+  loaded(): string {
+    return `${this.base}/api/ps`;
+  }
+
+  loadedInfo(json: unknown, model: string): { sizeBytes: number; vramBytes: number; contextLength: number } | undefined {
+    if (!isObj(json) || !Array.isArray(json.models)) return undefined;
+    const names = new Set([model, model.includes(":") ? model : `${model}:latest`]);
+    const m = (json.models as unknown[]).find((x) => isObj(x) && (names.has(x.name as string) || names.has(x.model as string)));
+    if (!isObj(m)) return undefined;
+    return { sizeBytes: num(m.size) ?? 0, vramBytes: num(m.size_vram) ?? 0, contextLength: num(m.context_length) ?? 0 };
   }
 }

@@ -4,10 +4,10 @@
 // streamed deltas, `format` as `response_format` plus vLLM's `guided_json`, think as the chat
 // template's `enable_thinking` (or `reasoning_effort` for a level). Tokenize and health live at
 // the server's root (`/tokenize`, `/health`: vLLM and llama-server), not under /v1.
-import { isPromptJob, type EmbedResult, type GenerateJob, type GenerateStats, type JobMessage, type RunnerEvent, type StructuredOutput } from "../backend.js";
+import { isPromptJob, type EmbedOptions, type EmbedResult, type GenerateJob, type GenerateStats, type JobMessage, type RunnerEvent, type StructuredOutput } from "../backend.js";
 import type { ToolCall } from "../../api/types.js";
 import { EngineError } from "../errors.js";
-import { badAnswer, isObj, nowNs, num, parseLine, samplingFields, type Dialect, type HttpCall, type Json } from "./dialect.js";
+import { badAnswer, isObj, nowNs, num, parseLine, type Dialect, type HttpCall, type Json } from "./dialect.js";
 
 /** Tool-call ids a conversation lacks are made up in order, so results can name their call. */
 function openaiMessages(messages: JobMessage[]): Json[] {
@@ -31,6 +31,34 @@ function openaiMessages(messages: JobMessage[]): Json[] {
 function responseFormat(f: StructuredOutput): Json {
   if (f.kind === "json") return { response_format: { type: "json_object" } };
   return { response_format: { type: "json_schema", json_schema: { name: "format", schema: f.schema, strict: true } }, guided_json: f.schema };
+}
+
+/** Ollama's option names → OpenAI's (and the engines' extensions); only what was set is sent,
+ *  so the upstream's own defaults (vLLM's generation_config) hold for the rest. */
+const OPTION_FIELDS: Record<string, string[]> = {
+  temperature: ["temperature"],
+  top_p: ["top_p"],
+  top_k: ["top_k"],
+  min_p: ["min_p"],
+  presence_penalty: ["presence_penalty"],
+  frequency_penalty: ["frequency_penalty"],
+  // vLLM and SGLang call it repetition_penalty, llama-server repeat_penalty.
+  repeat_penalty: ["repetition_penalty", "repeat_penalty"],
+  num_predict: ["max_tokens"],
+  stop: ["stop"],
+  seed: ["seed"],
+};
+
+function samplingFields(options: Record<string, unknown>): Json {
+  const out: Json = {};
+  for (const [k, names] of Object.entries(OPTION_FIELDS)) {
+    const v = options[k];
+    if (v === undefined) continue;
+    if ((k === "num_predict" || k === "seed") && typeof v === "number" && v < 0) continue; // Ollama's "unlimited" / "random"
+    if (k === "stop" && Array.isArray(v) && v.length === 0) continue;
+    for (const n of names) out[n] = v;
+  }
+  return out;
 }
 
 /** A `tool_calls` delta list folded into calls by index (ids and names come first, arguments in pieces). */
@@ -77,19 +105,11 @@ export class OpenAIDialect implements Dialect {
   }
 
   generate(job: GenerateJob, model: string): HttpCall {
-    const s = job.sampling;
     const body: Json = {
       model,
       stream: true,
       stream_options: { include_usage: true },
-      ...samplingFields(s),
-      presence_penalty: s.presencePenalty,
-      frequency_penalty: s.frequencyPenalty,
-      // vLLM and SGLang call it repetition_penalty, llama-server repeat_penalty.
-      repetition_penalty: s.repeatPenalty,
-      repeat_penalty: s.repeatPenalty,
-      ...(job.numPredict >= 0 ? { max_tokens: job.numPredict } : {}),
-      ...(job.stop.length > 0 ? { stop: job.stop } : {}),
+      ...samplingFields(job.options ?? {}),
       ...(job.format ? responseFormat(job.format.value as StructuredOutput) : {}),
     };
     if (isPromptJob(job)) return { url: `${this.base}/completions`, body: { ...body, prompt: job.prompt } };
@@ -141,7 +161,7 @@ export class OpenAIDialect implements Dialect {
     yield { type: "done", ...stats(finish, usage, timings, startedAt, firstAt, pieces) };
   }
 
-  embed(inputs: string[], model: string, opts: { truncate: boolean; dimensions?: number }): HttpCall {
+  embed(inputs: string[], model: string, opts: Omit<EmbedOptions, "signal">): HttpCall {
     return { url: `${this.base}/embeddings`, body: { model, input: inputs, encoding_format: "float", ...(opts.dimensions ? { dimensions: opts.dimensions } : {}) } };
   }
 

@@ -25,6 +25,7 @@ export class RemoteRunner implements Runner {
   private exit!: (e: RunnerExit) => void;
   private health: NodeJS.Timeout | undefined;
   private closed = false;
+  private infoAt = 0;
 
   constructor(
     private readonly model: string,
@@ -101,6 +102,7 @@ export class RemoteRunner implements Runner {
     try {
       let step = value.first;
       while (!step.done) {
+        if (step.value.type === "done") await this.refreshInfo(replica);
         yield step.value;
         try {
           step = await value.it.next();
@@ -135,7 +137,7 @@ export class RemoteRunner implements Runner {
 
   embed(inputs: string[], opts?: EmbedOptions): Promise<EmbedResult> {
     const signal = opts?.signal ?? new AbortController().signal;
-    const o = { truncate: opts?.truncate ?? true, ...(opts?.dimensions ? { dimensions: opts.dimensions } : {}) };
+    const { signal: _s, ...o } = opts ?? { truncate: true };
     return this.json(signal, (r) => r.dialect.embed(inputs, this.model, o), (j, r) => r.dialect.embedResult(j), "embed");
   }
 
@@ -145,6 +147,23 @@ export class RemoteRunner implements Runner {
 
   detokenize(tokens: number[], signal = new AbortController().signal): Promise<string> {
     return this.json(signal, (r) => r.dialect.detokenize(tokens, this.model), (j, r) => r.dialect.text(j), "detokenize");
+  }
+
+  /**
+   * What the model holds upstream (size, VRAM, context), for /api/ps, where the upstream reports
+   * it (Ollama): read when a request ends, at most once a second, and at each health check.
+   */
+  private async refreshInfo(r: Replica, force = false): Promise<void> {
+    const url = r.dialect.loaded?.();
+    if (!url || (!force && Date.now() - this.infoAt < 1000)) return;
+    this.infoAt = Date.now();
+    try {
+      const res = await this.http.call(r, { method: "GET", url, signal: AbortSignal.timeout(2000) });
+      const info = r.dialect.loadedInfo?.(await res.body.json(), this.model);
+      if (info) Object.assign(this.info, info);
+    } catch {
+      // sizes stay as they were: /api/ps is informative only
+    }
   }
 
   /** One GET per replica: the first health URL that exists decides (a 404 tries the next). */
@@ -168,6 +187,7 @@ export class RemoteRunner implements Runner {
           }
         }
         r.unhealthy = !ok;
+        if (ok) await this.refreshInfo(r, true);
         if (ok && r.openUntil !== 0 && !r.trial) this.pool.succeeded(r);
       }),
     );

@@ -71,6 +71,7 @@ export function createRoutes(deps: Deps): Hono {
       try {
         await createModel(deps.store, deps.models, input, progress, {
           noPrune: deps.config.noPrune,
+          remoteKeys: deps.config.remote.keys,
           signal,
           pull: (from, p) => pullModel(deps.store, from, { noPrune: deps.config.noPrune, signal, userAgent, logger }, p),
         });

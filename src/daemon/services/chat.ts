@@ -88,7 +88,9 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
   if (body.messages[0]?.role !== "system" && spec.system) messages.unshift({ role: "system", content: spec.system });
   if (spec.config.model_family === "qwen3" || spec.name.model === "deepseek-r1") messages = stripHistoryThinking(messages);
 
-  const template = templateFor(spec);
+  // Only a prompt runner's conversation is templated here (and the debug render).
+  const prompted = !features.messages || body._debug_render_only === true;
+  const template = prompted ? templateFor(spec) : undefined;
   const input = {
     messages,
     tools: tools.length > 0 ? tools : undefined,
@@ -96,7 +98,7 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
     thinkLevel: think.level,
     isThinkSet: think.isSet,
   };
-  if (body._debug_render_only) {
+  if (body._debug_render_only && template) {
     const rendered = renderPrompt(template, input);
     return {
       kind: "reply",
@@ -112,7 +114,7 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
     keepAliveMs,
     signal,
     startedAt,
-    prompt: features.messages ? { messages, ...(tools.length > 0 ? { tools } : {}), ...sentThink } : { template, input },
+    prompt: template ? { template, input } : { messages, ...(tools.length > 0 ? { tools } : {}), ...sentThink },
     wantContext: false,
     format,
     tools: tools.length > 0 ? tools : undefined,

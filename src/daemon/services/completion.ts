@@ -12,7 +12,7 @@
 // real status. Only when that start takes longer than the heartbeat threshold (30 s; a slow load)
 // does a streamed response commit early: it then yields empty content events (heartbeats) every
 // 10 s until the first token, so clients with 5-minute timeouts never give up on a slow load.
-import type { CompiledFormat, GenerateJob, GenerateStats, JobMessage, RunnerEvent } from "../../backends/backend.js";
+import type { CompiledFormat, GenerateJob, GenerateStats, JobMessage, MessagesJob, RunnerEvent } from "../../backends/backend.js";
 import { EngineError } from "../../backends/errors.js";
 import type { Metrics, ToolCall } from "../../api/types.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
@@ -55,7 +55,7 @@ export interface CompletionRequest {
   prompt:
     | { text: string }
     | { template: PromptTemplate; input: RenderInput }
-    | { messages: JobMessage[]; tools?: Array<Record<string, unknown>>; think?: boolean | string };
+    | { messages: JobMessage[]; tools?: Array<Record<string, unknown>>; think?: boolean | string; completion?: MessagesJob["completion"] };
   prefixTokens?: number[];
   wantContext: boolean;
   /** Template whose thinking/tool tags apply when `prompt` is ready text (default: none). */
@@ -180,6 +180,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
 
   const common = (format: CompiledFormat | undefined) => ({
     sampling: o.sampling,
+    options: o.explicit,
     numPredict: o.numPredict,
     stop: o.stop,
     wantContext: req.wantContext,
@@ -218,8 +219,9 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     try {
       let prompt = "";
       if (conversation) {
-        const { messages, tools, think } = conversation;
-        gen = new Generation(l, { messages, ...(tools ? { tools } : {}), ...(think !== undefined ? { think } : {}), ...common(req.format) }, req.signal);
+        const { messages, tools, think, completion: asCompletion } = conversation;
+        const job: MessagesJob = { messages, ...(tools ? { tools } : {}), ...(think !== undefined ? { think } : {}), ...(asCompletion ? { completion: asCompletion } : {}), ...common(req.format) };
+        gen = new Generation(l, job, req.signal);
       } else {
         prompt =
           "text" in req.prompt

@@ -80,7 +80,13 @@ export async function runEmbed(deps: Deps, call: EmbedCall): Promise<EmbedOutcom
     if (call.inputs.length === 0) return { embeddings: [], promptEvalCount: 0, loadDurationNs, totalDurationNs: Math.max(loadDurationNs, Number(nowNs() - call.startedAt)) };
     let result;
     try {
-      result = await lease.runner.embed(call.inputs, { truncate: call.truncate, signal: call.signal, ...(call.dimensions ? { dimensions: call.dimensions } : {}) });
+      result = await lease.runner.embed(call.inputs, {
+        truncate: call.truncate,
+        signal: call.signal,
+        options: options.explicit,
+        ...(call.raw ? { raw: true } : {}),
+        ...(call.dimensions ? { dimensions: call.dimensions } : {}),
+      });
     } catch (err) {
       throw toApiError(err);
     }

@@ -55,15 +55,17 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
     return { kind: "reply", body: { model: body.model, created_at: createdAt(), response: "", done: true, done_reason: "load" } };
   }
 
-  const template = templateFor(spec, body.template);
+  const toEngine = features.messages && !body.raw && !body.template && !body.suffix && !body._debug_render_only;
+  const template = toEngine ? undefined : templateFor(spec, body.template);
   const thinkInput = { think: think.enabled, thinkLevel: think.level, isThinkSet: think.isSet };
   let prompt: CompletionRequest["prompt"];
   if (body.raw) prompt = { text: body.prompt };
-  else if (features.messages && !body.template && !body.suffix && !body._debug_render_only) {
+  else if (toEngine || !template) {
     // The engine templates the prompt itself: a system message and the prompt as a user turn.
     const system = body.system ?? spec.system;
     const messages: RenderMessage[] = [...(system ? [{ role: "system", content: system }] : []), ...spec.messages, { role: "user", content: body.prompt }];
-    prompt = { messages, ...(typeof body.think === "boolean" || typeof body.think === "string" ? { think: body.think } : {}) };
+    const completion = { prompt: body.prompt, ...(system ? { system } : {}), ...(body.context?.length ? { context: body.context } : {}) };
+    prompt = { messages, completion, ...(typeof body.think === "boolean" || typeof body.think === "string" ? { think: body.think } : {}) };
   }
   else if (body.suffix) prompt = { text: renderSuffix(template, body.prompt, body.suffix) };
   else {
@@ -89,7 +91,7 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
     prompt,
     prefixTokens: body.context ?? undefined,
     wantContext: !body.raw,
-    template: templateFor(spec),
+    ...(toEngine ? {} : { template: templateFor(spec) }),
     format,
     think: think.enabled,
     truncate: body.truncate ?? true,

@@ -224,6 +224,8 @@ export interface Runner {
   detokenize(tokens: number[], signal?: AbortSignal): Promise<string>;
   /** The most CPU threads it may use from its next batch on (see daemon/scheduler/threads.ts). */
   setThreadBudget?(threads: number): void;
+  /** The prompt the engine would build from a conversation (`_debug_render_only`), where it can say. */
+  render?(input: Pick<MessagesJob, "messages" | "tools" | "think" | "completion">, signal: AbortSignal): Promise<string>;
   /** Remote runners: their upstreams and their state. */
   upstreams?(): UpstreamState[];
   /** Frees every byte it held; safe to call twice. With keepPromptCache the evaluated prompts

@@ -1,7 +1,7 @@
 // What a remote runner needs from an upstream API, whichever it speaks: Ollama's /api
 // (ollama-dialect.ts) or OpenAI's /v1 (openai-dialect.ts, for vLLM, SGLang, llama-server, TGI,
 // LM Studio). A dialect builds request bodies and reads responses into the runner's events.
-import type { EmbedResult, EmbedOptions, GenerateJob, RunnerEvent, StructuredOutput } from "../backend.js";
+import type { EmbedResult, EmbedOptions, GenerateJob, MessagesJob, RunnerEvent, StructuredOutput } from "../backend.js";
 import { EngineError } from "../errors.js";
 
 export interface HttpCall {
@@ -19,6 +19,9 @@ export interface Dialect {
   tokens(json: unknown): number[];
   detokenize(tokens: number[], model: string): HttpCall;
   text(json: unknown): string;
+  /** The engine's own rendering of a conversation (Ollama's `_debug_render_only`), where it has one. */
+  render?(input: Pick<MessagesJob, "messages" | "tools" | "think" | "completion">, model: string): HttpCall;
+  rendered?(json: unknown): string;
   /** GET URLs that answer 2xx while the upstream can serve (the first that exists is used). */
   health(): string[];
   /** Where the upstream reports what a loaded model holds (Ollama's /api/ps), and reading it. */

@@ -1,7 +1,7 @@
 // Ollama's /api as an upstream (another Ollama or ollamats host): /api/chat and /api/generate
 // streamed as NDJSON, /api/embed, /api/tokenize where the host has it (ollamats), /api/version
 // as the health check. Stats come back as Ollama reports them.
-import type { EmbedOptions, EmbedResult, GenerateJob, RunnerEvent, StructuredOutput } from "../backend.js";
+import type { EmbedOptions, EmbedResult, GenerateJob, MessagesJob, RunnerEvent, StructuredOutput } from "../backend.js";
 import { isPromptJob } from "../backend.js";
 import { EngineError } from "../errors.js";
 import { badAnswer, formatValue, isObj, num, parseLine, type Dialect, type HttpCall } from "./dialect.js";
@@ -88,6 +88,19 @@ export class OllamaDialect implements Dialect {
   text(json: unknown): string {
     if (!isObj(json) || typeof json.content !== "string") throw badAnswer("no content");
     return json.content;
+  }
+
+  render(input: Pick<MessagesJob, "messages" | "tools" | "think" | "completion">, model: string): HttpCall {
+    const think = input.think !== undefined ? { think: input.think } : {};
+    const c = input.completion;
+    if (c) return { url: `${this.base}/api/generate`, body: { model, prompt: c.prompt, ...(c.system ? { system: c.system } : {}), ...think, stream: false, _debug_render_only: true } };
+    return { url: `${this.base}/api/chat`, body: { model, messages: input.messages, ...(input.tools?.length ? { tools: input.tools } : {}), ...think, stream: false, _debug_render_only: true } };
+  }
+
+  rendered(json: unknown): string {
+    const info = isObj(json) && isObj(json._debug_info) ? json._debug_info : undefined;
+    if (!info || typeof info.rendered_template !== "string") throw badAnswer("no rendered template");
+    return info.rendered_template;
   }
 
   health(): string[] {

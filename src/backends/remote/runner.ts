@@ -3,7 +3,7 @@
 // them. A client that leaves aborts the upstream request at once (the connection is closed,
 // which vLLM, llama-server and Ollama take as a cancel).
 import type { Dispatcher } from "undici";
-import type { EmbedOptions, EmbedResult, GenerateJob, LoadedInfo, Runner, RunnerEvent, RunnerExit, RunnerFeatures, UpstreamState } from "../backend.js";
+import type { EmbedOptions, EmbedResult, GenerateJob, MessagesJob, LoadedInfo, Runner, RunnerEvent, RunnerExit, RunnerFeatures, UpstreamState } from "../backend.js";
 import { EngineError } from "../errors.js";
 import { prefixKeys } from "./affinity.js";
 import { nowNs, type HttpCall } from "./dialect.js";
@@ -133,6 +133,18 @@ export class RemoteRunner implements Runner {
       }
       throw err;
     }
+  }
+
+  render(input: Pick<MessagesJob, "messages" | "tools" | "think" | "completion">, signal: AbortSignal): Promise<string> {
+    return this.json(
+      signal,
+      (r) => {
+        if (!r.dialect.render) throw new EngineError("unsupported", `_debug_render_only is not supported by ${r.label}: an OpenAI-API upstream does not show its prompts`);
+        return r.dialect.render(input, this.model);
+      },
+      (j, r) => (r.dialect.rendered as (json: unknown) => string)(j),
+      "render",
+    );
   }
 
   embed(inputs: string[], opts?: EmbedOptions): Promise<EmbedResult> {

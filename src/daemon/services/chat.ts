@@ -9,7 +9,7 @@ import { renderPrompt, type RenderMessage } from "../prompt/render.js";
 import { stripHistoryThinking } from "../prompt/thinking.js";
 import { ToolValidationError, validateTools } from "../prompt/tools.js";
 import type { ChatBody } from "../schemas.js";
-import { startCompletion, type Prepared } from "./completion.js";
+import { renderWithRunner, startCompletion, type Prepared } from "./completion.js";
 import {
   checkTopLogprobs,
   compileFormat,
@@ -89,8 +89,7 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
   if (spec.config.model_family === "qwen3" || spec.name.model === "deepseek-r1") messages = stripHistoryThinking(messages);
 
   // Only a prompt runner's conversation is templated here (and the debug render).
-  const prompted = !features.messages || body._debug_render_only === true;
-  const template = prompted ? templateFor(spec) : undefined;
+  const template = features.messages ? undefined : templateFor(spec);
   const input = {
     messages,
     tools: tools.length > 0 ? tools : undefined,
@@ -98,23 +97,24 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
     thinkLevel: think.level,
     isThinkSet: think.isSet,
   };
-  if (body._debug_render_only && template) {
-    const rendered = renderPrompt(template, input);
+  // An engine that templates the conversation itself gets it as it is, think as the client sent it.
+  const sentThink = typeof body.think === "boolean" || typeof body.think === "string" ? { think: body.think } : {};
+  const conversation = { messages, ...(tools.length > 0 ? { tools } : {}), ...sentThink };
+  if (body._debug_render_only) {
+    const rendered = template ? renderPrompt(template, input) : await renderWithRunner(deps.scheduler, { spec, options, keepAliveMs, signal }, conversation);
     return {
       kind: "reply",
       body: { model: body.model, created_at: createdAt(), message: { role: "", content: "" }, done: false, _debug_info: { rendered_template: rendered } },
     };
   }
 
-  // An engine that templates the conversation itself gets it as it is, think as the client sent it.
-  const sentThink = typeof body.think === "boolean" || typeof body.think === "string" ? { think: body.think } : {};
   const completion = await startCompletion(deps.scheduler, {
     spec,
     options,
     keepAliveMs,
     signal,
     startedAt,
-    prompt: template ? { template, input } : { messages, ...(tools.length > 0 ? { tools } : {}), ...sentThink },
+    prompt: template ? { template, input } : conversation,
     wantContext: false,
     format,
     tools: tools.length > 0 ? tools : undefined,

@@ -87,6 +87,26 @@ export interface Completion {
   cancel(): void;
 }
 
+/**
+ * `_debug_render_only` for a runner that templates conversations itself: the engine renders it
+ * (a 400 where it cannot).
+ */
+export async function renderWithRunner(
+  scheduler: Scheduler,
+  req: Pick<CompletionRequest, "spec" | "options" | "keepAliveMs" | "signal">,
+  input: Pick<MessagesJob, "messages" | "tools" | "think" | "completion">,
+): Promise<string> {
+  const lease = await scheduler.acquire({ spec: req.spec, runner: req.options.runner, keepAliveMs: req.keepAliveMs, signal: req.signal });
+  try {
+    if (!lease.runner.render) throw new ApiError("unsupported", "_debug_render_only is not supported by this backend: it does not show its prompts");
+    return await lease.runner.render(input, req.signal);
+  } catch (err) {
+    throw toApiError(err);
+  } finally {
+    lease.release();
+  }
+}
+
 export function nowNs(): bigint {
   return process.hrtime.bigint();
 }

@@ -6,7 +6,7 @@ import { resolveOptions } from "../options.js";
 import { parseFormat } from "../prompt/format.js";
 import { renderPrompt, renderSuffix, type RenderMessage } from "../prompt/render.js";
 import type { GenerateBody } from "../schemas.js";
-import { startCompletion, type CompletionRequest, type Prepared } from "./completion.js";
+import { renderWithRunner, startCompletion, type CompletionRequest, type Prepared } from "./completion.js";
 import {
   checkTokenIds,
   checkTopLogprobs,
@@ -55,7 +55,7 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
     return { kind: "reply", body: { model: body.model, created_at: createdAt(), response: "", done: true, done_reason: "load" } };
   }
 
-  const toEngine = features.messages && !body.raw && !body.template && !body.suffix && !body._debug_render_only;
+  const toEngine = features.messages && !body.raw && !body.template && !body.suffix;
   const template = toEngine ? undefined : templateFor(spec, body.template);
   const thinkInput = { think: think.enabled, thinkLevel: think.level, isThinkSet: think.isSet };
   let prompt: CompletionRequest["prompt"];
@@ -78,7 +78,8 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
   }
 
   if (body._debug_render_only) {
-    const rendered = "text" in prompt ? prompt.text : "template" in prompt ? renderPrompt(prompt.template, prompt.input) : "";
+    const rendered =
+      "text" in prompt ? prompt.text : "template" in prompt ? renderPrompt(prompt.template, prompt.input) : await renderWithRunner(deps.scheduler, { spec, options, keepAliveMs, signal }, prompt);
     return { kind: "reply", body: { model: body.model, created_at: createdAt(), response: "", done: false, _debug_info: { rendered_template: rendered } } };
   }
 

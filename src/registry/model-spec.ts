@@ -215,10 +215,11 @@ export function capabilitiesOf(spec: Pick<ModelSpec, "source" | "template" | "co
 }
 
 /**
- * A remote model has what its config says (Ollama: the capabilities stored at create); without
- * that, what any chat engine upstream may offer: the upstream refuses what it cannot do.
+ * A remote model has what its config says (Ollama: the capabilities stored at create, from the
+ * upstream's /api/show); an OpenAI-API upstream does not say, so anything it may offer is let
+ * through and the upstream refuses what it cannot do.
  */
 function remoteCapabilities(config: Partial<ModelConfigBlob>): string[] {
   if (Array.isArray(config.capabilities) && config.capabilities.length > 0) return config.capabilities.filter((c) => typeof c === "string");
-  return ["completion", "tools", "thinking"];
+  return ["completion", "tools", "thinking", "embedding"];
 }

@@ -67,7 +67,9 @@ export async function describeRemote(host: string, model: string, keys: Readonly
     }
     if (r.status !== 200) continue;
     const data = (r.json as { data?: unknown } | undefined)?.data;
-    if (Array.isArray(data) && !data.some((m) => typeof m === "object" && m !== null && (m as { id?: unknown }).id === model)) {
+    // An Ollama-like upstream lists tags in full (`tiny:latest` for `tiny`).
+    const names = new Set([model, `${model}:latest`]);
+    if (Array.isArray(data) && !data.some((m) => typeof m === "object" && m !== null && names.has((m as { id?: unknown }).id as string))) {
       const ids = data.map((m) => (m as { id?: unknown }).id).filter((id) => typeof id === "string");
       throw new RemoteModelUnknownError(`upstream ${up.base} does not serve model '${model}' (it serves: ${ids.join(", ") || "none"})`);
     }

@@ -2,7 +2,8 @@
 import { Hono } from "hono";
 import { allowedOrigins } from "../config.js";
 import type { Deps } from "./deps.js";
-import { ApiError, errorMessage } from "./errors.js";
+import { EngineError } from "../backends/errors.js";
+import { ApiError, errorMessage, toApiError } from "./errors.js";
 import { apiAccess } from "./middleware/api-access.js";
 import { cors } from "./middleware/cors.js";
 import { hostGuard } from "./middleware/host-guard.js";
@@ -37,9 +38,10 @@ export function createApp(deps: Deps): Hono {
     return c.text("404 page not found", 404);
   });
   app.onError((err, c) => {
-    if (err instanceof ApiError) {
-      if (err.status >= 500) deps.log.error(err.message);
-      return c.json({ error: err.message }, err.status as 400);
+    if (err instanceof ApiError || err instanceof EngineError) {
+      const e = toApiError(err);
+      if (e.status >= 500) deps.log.error(e.message);
+      return c.json({ error: e.message }, e.status as 400);
     }
     deps.log.error(`internal error: ${errorMessage(err)}`, { stack: deps.log.level < 0 ? (err as Error).stack : undefined });
     return c.json({ error: errorMessage(err) }, 500);

@@ -9,7 +9,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan, parseJson } from "../../src/daemon/bou
 import { parseBody } from "../../src/daemon/body.js";
 import { ApiError } from "../../src/daemon/errors.js";
 import { parseFormat } from "../../src/daemon/prompt/format.js";
-import { fromJSON, marshalJSON } from "../../src/daemon/prompt/gotemplate/values.js";
+import { fromJSON, marshalJSON } from "../../src/template/values.js";
 import { renderPrompt, selectTemplate } from "../../src/daemon/prompt/render.js";
 import { validateTools } from "../../src/daemon/prompt/tool-validation.js";
 import { chatSchema } from "../../src/daemon/schemas.js";

@@ -14,8 +14,12 @@ bundle=node_modules/node-llama-cpp/llama/gitRelease.bundle
 [ -f "$bundle" ] || { echo "build-llama-server: $bundle is missing (run npm ci first)" >&2; exit 1; }
 command -v cmake >/dev/null || { echo "build-llama-server: cmake is needed (apt-get install cmake g++)" >&2; exit 1; }
 
-flags=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-  -DGGML_AVX512=ON -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON)
+# The binary runs only here (cached per checkout), so each instruction set is on when this CPU has
+# it: AVX-512 on a machine without it would die of SIGILL.
+has() { grep -qw "$1" /proc/cpuinfo 2>/dev/null && echo ON || echo OFF; }
+flags=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DGGML_AVX="$(has avx)" -DGGML_AVX2="$(has avx2)"
+  -DGGML_FMA="$(has fma)" -DGGML_F16C="$(has f16c)" -DGGML_AVX512="$(has avx512f)"
+  -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON)
 commit=$(git bundle list-heads "$bundle" | awk 'NR==1 {print substr($1, 1, 12)}')
 key="$commit-$(printf '%s ' "${flags[@]}" | sha1sum | cut -c1-8)"
 out=".cache/llama-server/$key"

@@ -23,6 +23,10 @@ flags=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DGG
 commit=$(git bundle list-heads "$bundle" | awk 'NR==1 {print substr($1, 1, 12)}')
 key="$commit-$(printf '%s ' "${flags[@]}" | sha1sum | cut -c1-8)"
 out=".cache/llama-server/$key"
+mkdir -p .cache/llama-server
+# One build at a time (tests and CI may ask at once); the others wait and find it cached.
+exec 9>".cache/llama-server/.lock"
+flock 9
 if [ -x "$out/llama-server" ]; then
   echo "$PWD/$out/llama-server"
   exit 0

@@ -1,12 +1,16 @@
 // The REST client the CLI uses to talk to a running daemon (Ollama's api/client.go, in TypeScript).
 // Non-streamed calls decode one JSON body; streamed calls read NDJSON line by line, and a line that
 // carries `error` ends the stream with that message.
+//
+// Transport: node:http (node:https, loaded on first use, for an https OLLAMA_HOST). It is part of
+// Node, so a command pays no start-up cost for an HTTP library (undici alone took longer to
+// import than all the rest of `ollamats list`).
 
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
-import { STATUS_CODES } from "node:http";
+import http, { STATUS_CODES, type Agent, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import { Transform } from "node:stream";
-import type { Dispatcher } from "undici";
+import { pipeline } from "node:stream/promises";
 import type {
   ChatRequest,
   ChatResponse,
@@ -76,8 +80,24 @@ export class ServerUnreachableError extends Error {
 
 export interface ClientOptions {
   userAgent?: string;
-  /** Override the undici dispatcher (tests). */
-  dispatcher?: Dispatcher;
+}
+
+/** A response whose body has not been read yet. */
+interface HttpResponse {
+  statusCode: number;
+  body: IncomingMessage;
+}
+
+async function readText(body: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function discard(body: IncomingMessage): Promise<void> {
+  for await (const _ of body) {
+    // read to the end so the connection can be reused
+  }
 }
 
 /** Most bytes one NDJSON line may hold (Ollama's client uses 8 MB). */
@@ -88,12 +108,11 @@ type Method = "GET" | "HEAD" | "POST" | "DELETE";
 export class Client {
   readonly baseUrl: string;
   private readonly userAgent: string;
-  private dispatcher: Dispatcher | undefined;
+  private agent: Agent | undefined;
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.userAgent = options.userAgent ?? `ollamats (${process.arch} ${process.platform}) Node/${process.version}`;
-    this.dispatcher = options.dispatcher;
   }
 
   /** HEAD / — resolves when the server answers. */
@@ -195,14 +214,15 @@ export class Client {
       headers: { "content-type": "application/octet-stream", "content-length": String(size) },
       signal,
     });
-    const text = await res.body.text();
+    const text = await readText(res.body);
     if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
     onProgress?.(size, size);
   }
 
   /** Close idle connections (the process can exit without waiting for keep-alive timers). */
   async close(): Promise<void> {
-    await this.dispatcher?.close();
+    this.agent?.destroy();
+    this.agent = undefined;
   }
 
   // ---- plumbing ----------------------------------------------------------------------------
@@ -215,24 +235,22 @@ export class Client {
     method: Method,
     path: string,
     opts: { body?: string | NodeJS.ReadableStream; headers?: Record<string, string>; signal?: AbortSignal },
-  ): Promise<Dispatcher.ResponseData> {
-    const url = this.url(path);
-    // undici is loaded on first use, so commands that never reach the network start faster.
-    const { Agent, request } = await import("undici");
+  ): Promise<HttpResponse> {
+    const url = new URL(this.url(path));
+    const transport = url.protocol === "https:" ? await import("node:https") : http;
+    // keep-alive: the heartbeat's connection serves the request that follows it
+    this.agent ??= new transport.Agent({ keepAlive: true });
+    const headers: OutgoingHttpHeaders = { "user-agent": this.userAgent, ...opts.headers };
+    if (typeof opts.body === "string") headers["content-length"] = Buffer.byteLength(opts.body);
     // No timeouts: a model load can keep the headers waiting for minutes, and a stream can pause.
-    this.dispatcher ??= new Agent({ headersTimeout: 0, bodyTimeout: 0 });
-    try {
-      return await request(url, {
-        method,
-        body: opts.body as Dispatcher.DispatchOptions["body"],
-        headers: { "user-agent": this.userAgent, ...opts.headers },
-        signal: opts.signal,
-        dispatcher: this.dispatcher,
-      });
-    } catch (err) {
-      if (isConnectionRefused(err)) throw new ServerUnreachableError(url, { cause: err });
-      throw err;
-    }
+    return new Promise<HttpResponse>((resolve, reject) => {
+      const req = transport.request(url, { method, headers, agent: this.agent, ...(opts.signal ? { signal: opts.signal } : {}) }, (res) =>
+        resolve({ statusCode: res.statusCode ?? 0, body: res }),
+      );
+      req.on("error", (err) => reject(isConnectionRefused(err) ? new ServerUnreachableError(url.href, { cause: err }) : err));
+      if (opts.body === undefined || typeof opts.body === "string") req.end(opts.body);
+      else pipeline(opts.body, req).catch((err: unknown) => req.destroy(err instanceof Error ? err : new Error(String(err))));
+    });
   }
 
   private async json<T>(method: Method, path: string, data: unknown, signal?: AbortSignal): Promise<T | undefined> {
@@ -241,7 +259,7 @@ export class Client {
       headers: { "content-type": "application/json", accept: "application/json" },
       signal,
     });
-    const text = method === "HEAD" ? (await res.body.dump(), "") : await res.body.text();
+    const text = method === "HEAD" ? (await discard(res.body), "") : await readText(res.body);
     if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
     if (text.trim() === "") return undefined;
     return JSON.parse(text) as T;
@@ -254,11 +272,11 @@ export class Client {
       signal,
     });
     if (res.statusCode >= 400) {
-      const text = await res.body.text();
+      const text = await readText(res.body);
       const firstLine = text.split("\n").find((l) => l.trim() !== "") ?? "";
       throw errorFromBody(res.statusCode, firstLine, true);
     }
-    for await (const line of readLines(res.body as AsyncIterable<Buffer>)) {
+    for await (const line of readLines(res.body)) {
       let parsed: unknown;
       try {
         parsed = JSON.parse(line);

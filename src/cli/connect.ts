@@ -1,15 +1,13 @@
-// How every client command reaches the daemon and reports failure: the Client is built from
-// OLLAMA_HOST (via loadConfig), and any error becomes one `Error: <message>` line on stderr with
-// exit code 1 — never a stack trace. "Could not connect" says how to start the daemon: the installed
-// service's start command, or `ollamats serve`.
+// How every client command reaches the daemon: the Client is built from OLLAMA_HOST (via
+// loadConfig, parsed exactly as the daemon parses it) and checked with a heartbeat first.
 
-import { existsSync } from "node:fs";
-import os from "node:os";
-import { Client, SERVER_UNREACHABLE_MESSAGE, ServerUnreachableError } from "../api/client.js";
+import { Client } from "../api/client.js";
 import { parseModelName } from "../registry/name.js";
-import { serviceStartHint } from "../service/manage.js";
 import { loadConfig, type Config } from "../config.js";
+import { CliError } from "./fail.js";
 import { cliVersion } from "./version.js";
+
+export { CliError, errorMessage } from "./fail.js";
 
 export function userAgent(): string {
   return `ollamats/${cliVersion()} (${process.arch} ${process.platform}) Node/${process.version}`;
@@ -33,47 +31,7 @@ export async function connectChecked(): Promise<Client> {
   return client;
 }
 
-/** An error the user caused or can fix; printed as is. */
-export class CliError extends Error {
-  override name = "CliError";
-}
-
 /** Names are checked before anything is sent, so a typo gets a clear message. */
 export function checkModelName(model: string): void {
   if (parseModelName(model) === null) throw new CliError(`invalid model name: ${JSON.stringify(model)}`);
-}
-
-export function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return String(err);
-}
-
-/** "could not connect": Ollama's hint to run `serve`, or the installed service's start command. */
-export function unreachableMessage(): string {
-  let hint: string | undefined;
-  try {
-    hint = serviceStartHint(process.platform, process.env.HOME || os.homedir(), process.env, existsSync);
-  } catch {
-    hint = undefined;
-  }
-  if (hint === undefined) return SERVER_UNREACHABLE_MESSAGE;
-  return `could not connect to ollamats server, start the service with '${hint}' (or run 'ollamats serve')`;
-}
-
-/** Print `Error: <message>` and exit 1. */
-export function fail(err: unknown): never {
-  const message = err instanceof ServerUnreachableError ? unreachableMessage() : errorMessage(err);
-  process.stderr.write(`Error: ${message}\n`);
-  process.exit(1);
-}
-
-/** Wrap a yargs handler so any failure is reported as one line. */
-export function action<A>(fn: (argv: A) => Promise<void>): (argv: A) => Promise<void> {
-  return async (argv: A) => {
-    try {
-      await fn(argv);
-    } catch (err) {
-      fail(err);
-    }
-  };
 }

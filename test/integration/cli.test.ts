@@ -7,11 +7,12 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
-import { CLI, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { CLI, createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 
 const exec = promisify(execFile);
 let d: TestDaemon;
 let dir: string;
+let gguf: string;
 
 async function cli(args: string[], input?: string): Promise<{ stdout: string; stderr: string; code: number }> {
   return new Promise((resolve) => {
@@ -24,7 +25,7 @@ async function cli(args: string[], input?: string): Promise<{ stdout: string; st
 }
 
 beforeAll(async () => {
-  const gguf = await makeTestModel({ shape: "tiny", type: "Q8_0", seed: 1 });
+  gguf = await makeTestModel({ shape: "tiny", type: "Q8_0", seed: 1 });
   d = await startDaemon();
   dir = await mkdtemp(path.join(os.tmpdir(), "ollamats-cli-"));
   await writeFile(
@@ -88,6 +89,18 @@ describe("ollamats CLI", () => {
     const noFile = await cli(["create", "x", "-f", path.join(dir, "missing")]);
     expect(noFile.code).toBe(1);
     expect(noFile.stderr.trim().split("\n")).toHaveLength(1);
+  });
+
+  it("a reader that goes away ends the command quietly: no EPIPE, no stack trace, exit code 0", async () => {
+    expect((await createModelFromFile(d.url, "long-answer", gguf, { parameters: { seed: 3, num_predict: 2000 } })).status).toBe(200);
+    const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    const node = `${q(process.execPath)} ${q(CLI)}`;
+    // the reader is gone before the first write (the sleep), or after 20 bytes of a long answer
+    const pipelines = [`(sleep 0.3; exec ${node} list) | head -n 0`, `${node} run long-answer "Tell me a long story" </dev/null | head -c 20 >/dev/null`];
+    for (const line of pipelines) {
+      const r = await exec("bash", ["-c", `${line}; echo "status=\${PIPESTATUS[0]}" >&2`], { env: d.env, timeout: 60_000 });
+      expect(r.stderr, line).toBe("status=0\n");
+    }
   });
 
   it("says how to start the daemon when it is not running", async () => {

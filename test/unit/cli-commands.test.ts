@@ -32,6 +32,11 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: 
 describe("usage errors: one line, exit code 1", () => {
   const cases: [string[], string][] = [
     [["frobnicate"], 'Error: unknown command "frobnicate" for "ollamats"'],
+    [["lsit"], 'Error: unknown command "lsit" for "ollamats"\n\nDid you mean this?\n\tlist\n'],
+    [["rnu", "m"], 'Error: unknown command "rnu" for "ollamats"\n\nDid you mean this?\n\trun\n\trm\n'],
+    [["service", "unistall"], 'Error: unknown command "unistall" for "ollamats service"\n\nDid you mean this?\n\tinstall\n\tuninstall\n'],
+    [["run", "m", "--nowordrap"], "Error: unknown flag: --nowordrap\n\nDid you mean this?\n\t--nowordwrap\n"],
+    [["run", "m", "--format"], "Error: flag needs an argument: --format"],
     [["run", "m", "--bogus"], "Error: unknown flag: --bogus"],
     [["list", "-z"], "Error: unknown shorthand flag: 'z' in -z"],
     [["run"], "Error: requires at least 1 arg(s), only received 0"],

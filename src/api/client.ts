@@ -1,16 +1,11 @@
 // The REST client the CLI uses to talk to a running daemon (Ollama's api/client.go, in TypeScript).
 // Non-streamed calls decode one JSON body; streamed calls read NDJSON line by line, and a line that
 // carries `error` ends the stream with that message.
-//
-// Transport: node:http (node:https, loaded on first use, for an https OLLAMA_HOST). It is part of
-// Node, so a command pays no start-up cost for an HTTP library (undici alone took longer to
-// import than all the rest of `ollamats list`).
 
-import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
-import http, { STATUS_CODES, type Agent, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
-import { Transform } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { STATUS_CODES } from "node:http";
+import { Readable } from "node:stream";
+import type { Dispatcher } from "undici";
+import { checkUnchanged, openRegularFile, readChunks } from "../fs/regular-file.js";
 import type {
   ChatRequest,
   ChatResponse,
@@ -80,24 +75,10 @@ export class ServerUnreachableError extends Error {
 
 export interface ClientOptions {
   userAgent?: string;
-}
-
-/** A response whose body has not been read yet. */
-interface HttpResponse {
-  statusCode: number;
-  body: IncomingMessage;
-}
-
-async function readText(body: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of body) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-async function discard(body: IncomingMessage): Promise<void> {
-  for await (const _ of body) {
-    // read to the end so the connection can be reused
-  }
+  /** Sent as `Authorization: Bearer <key>` on every request (OLLAMA_API_KEY; a server with API keys wants it). */
+  apiKey?: string;
+  /** Override the undici dispatcher (tests). */
+  dispatcher?: Dispatcher;
 }
 
 /** Most bytes one NDJSON line may hold (Ollama's client uses 8 MB). */
@@ -108,11 +89,14 @@ type Method = "GET" | "HEAD" | "POST" | "DELETE";
 export class Client {
   readonly baseUrl: string;
   private readonly userAgent: string;
-  private agent: Agent | undefined;
+  private readonly authorization: Record<string, string>;
+  private dispatcher: Dispatcher | undefined;
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.userAgent = options.userAgent ?? `ollamats (${process.arch} ${process.platform}) Node/${process.version}`;
+    this.dispatcher = options.dispatcher;
+    this.authorization = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
   }
 
   /** HEAD / — resolves when the server answers. */
@@ -181,6 +165,12 @@ export class Client {
     } catch (err) {
       // 404: missing; 405: a server without HEAD on this route (the POST then tells)
       if (err instanceof ResponseError && (err.status === 404 || err.status === 405)) return false;
+      // A HEAD answer has no body to say why; a refusal (a server that does not take blobs, a key
+      // that may not upload) is asked again with GET, whose 403 carries the server's reason.
+      if (err instanceof ResponseError && err.status === 403) {
+        await this.json("GET", `/api/blobs/${digest}`, undefined, signal);
+        return true;
+      }
       throw err;
     }
   }
@@ -195,34 +185,54 @@ export class Client {
     onProgress?: (sent: number, total: number) => void,
     signal?: AbortSignal,
   ): Promise<void> {
-    const { size } = await stat(filePath);
-    if (await this.hasBlob(digest, signal)) {
+    // Opened before anything is sent: a FIFO or a device is refused at once, and exactly the
+    // bytes the file had when opened are sent (fs/regular-file.ts).
+    const file = await openRegularFile(filePath);
+    try {
+      const { size } = file;
+      if (await this.hasBlob(digest, signal)) {
+        onProgress?.(size, size);
+        return;
+      }
+      let sent = 0;
+      let readError: unknown;
+      const counted = async function* (): AsyncGenerator<Buffer> {
+        try {
+          for await (const chunk of readChunks(file)) {
+            sent += chunk.length;
+            onProgress?.(sent, size);
+            yield chunk;
+          }
+        } catch (err) {
+          readError = err;
+          throw err;
+        }
+      };
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await this.send("POST", `/api/blobs/${digest}`, {
+          body: Readable.from(counted()),
+          headers: { "content-type": "application/octet-stream", "content-length": String(size) },
+          signal,
+        });
+      } catch (err) {
+        throw readError ?? err; // the file changed under the upload: say that, not "request aborted"
+      }
+      const text = await res.body.text();
+      if (readError) throw readError;
+      // The server may answer once it has `size` bytes, before the reader's own last check ran.
+      // (What it stored is safe either way: it verifies the bytes against the digest.)
+      await checkUnchanged(file);
+      if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
       onProgress?.(size, size);
-      return;
+    } finally {
+      await file.handle.close();
     }
-    let sent = 0;
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        sent += chunk.length;
-        onProgress?.(sent, size);
-        cb(null, chunk);
-      },
-    });
-    const body = createReadStream(filePath).pipe(counter);
-    const res = await this.send("POST", `/api/blobs/${digest}`, {
-      body,
-      headers: { "content-type": "application/octet-stream", "content-length": String(size) },
-      signal,
-    });
-    const text = await readText(res.body);
-    if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
-    onProgress?.(size, size);
   }
 
   /** Close idle connections (the process can exit without waiting for keep-alive timers). */
   async close(): Promise<void> {
-    this.agent?.destroy();
-    this.agent = undefined;
+    await this.dispatcher?.close();
   }
 
   // ---- plumbing ----------------------------------------------------------------------------
@@ -235,22 +245,24 @@ export class Client {
     method: Method,
     path: string,
     opts: { body?: string | NodeJS.ReadableStream; headers?: Record<string, string>; signal?: AbortSignal },
-  ): Promise<HttpResponse> {
-    const url = new URL(this.url(path));
-    const transport = url.protocol === "https:" ? await import("node:https") : http;
-    // keep-alive: the heartbeat's connection serves the request that follows it
-    this.agent ??= new transport.Agent({ keepAlive: true });
-    const headers: OutgoingHttpHeaders = { "user-agent": this.userAgent, ...opts.headers };
-    if (typeof opts.body === "string") headers["content-length"] = Buffer.byteLength(opts.body);
+  ): Promise<Dispatcher.ResponseData> {
+    const url = this.url(path);
+    // undici is loaded on first use, so commands that never reach the network start faster.
+    const { Agent, request } = await import("undici");
     // No timeouts: a model load can keep the headers waiting for minutes, and a stream can pause.
-    return new Promise<HttpResponse>((resolve, reject) => {
-      const req = transport.request(url, { method, headers, agent: this.agent, ...(opts.signal ? { signal: opts.signal } : {}) }, (res) =>
-        resolve({ statusCode: res.statusCode ?? 0, body: res }),
-      );
-      req.on("error", (err) => reject(isConnectionRefused(err) ? new ServerUnreachableError(url.href, { cause: err }) : err));
-      if (opts.body === undefined || typeof opts.body === "string") req.end(opts.body);
-      else pipeline(opts.body, req).catch((err: unknown) => req.destroy(err instanceof Error ? err : new Error(String(err))));
-    });
+    this.dispatcher ??= new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+    try {
+      return await request(url, {
+        method,
+        body: opts.body as Dispatcher.DispatchOptions["body"],
+        headers: { "user-agent": this.userAgent, ...this.authorization, ...opts.headers },
+        signal: opts.signal,
+        dispatcher: this.dispatcher,
+      });
+    } catch (err) {
+      if (isConnectionRefused(err)) throw new ServerUnreachableError(url, { cause: err });
+      throw err;
+    }
   }
 
   private async json<T>(method: Method, path: string, data: unknown, signal?: AbortSignal): Promise<T | undefined> {
@@ -259,7 +271,7 @@ export class Client {
       headers: { "content-type": "application/json", accept: "application/json" },
       signal,
     });
-    const text = method === "HEAD" ? (await discard(res.body), "") : await readText(res.body);
+    const text = method === "HEAD" ? (await res.body.dump(), "") : await res.body.text();
     if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
     if (text.trim() === "") return undefined;
     return JSON.parse(text) as T;
@@ -272,11 +284,11 @@ export class Client {
       signal,
     });
     if (res.statusCode >= 400) {
-      const text = await readText(res.body);
+      const text = await res.body.text();
       const firstLine = text.split("\n").find((l) => l.trim() !== "") ?? "";
       throw errorFromBody(res.statusCode, firstLine, true);
     }
-    for await (const line of readLines(res.body)) {
+    for await (const line of readLines(res.body as AsyncIterable<Buffer>)) {
       let parsed: unknown;
       try {
         parsed = JSON.parse(line);

@@ -1,14 +1,11 @@
 // Client-side parsing: Modelfile → /api/create request, the REPL's input handling, run's flags and
-// the command line read as cobra reads it (flags, help, usage errors, "Did you mean").
+// the argument rewrites that make yargs read a command line as cobra does.
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseCommandLine, type Parsed } from "../../src/cli/command-line.js";
-import { ROOT } from "../../src/cli/commands.js";
-import { editDistance, suggestionsFor } from "../../src/cli/suggest.js";
-import { parseQuantizeType } from "../../src/registry/quantize.js";
+import { normalizeArgs, usageError } from "../../src/cli/args.js";
 import { inferThink, parseFormatFlag, parseKeepAliveFlag, parseThinkFlag } from "../../src/cli/commands/run.js";
 import { buildCreatePlan, expandPath, requestFileNames } from "../../src/cli/modelfile-request.js";
 import { ReplInput, saveRequest, showCommandOutput, type SessionState } from "../../src/cli/repl-input.js";
@@ -384,79 +381,19 @@ describe("run flags", () => {
   });
 });
 
-const parse = (...args: string[]): Parsed => parseCommandLine(ROOT, args);
-const errorOf = (...args: string[]): string => {
-  const p = parse(...args);
-  return p.kind === "error" ? p.message : `(${p.kind})`;
-};
-const invOf = (...args: string[]) => {
-  const p = parse(...args);
-  if (p.kind !== "run") throw new Error(`not a run: ${JSON.stringify(p)}`);
-  return p.inv;
-};
-
 describe("command line", () => {
-  it("reads flags anywhere, as pflag does", () => {
-    const inv = invOf("run", "--verbose", "m", "hello", "--format=json", "--keepalive", "5m", "world");
-    expect(inv.path).toEqual(["run"]);
-    expect(inv.positionals).toEqual(["m", "hello", "world"]);
-    expect(inv.flags).toMatchObject({ verbose: true, format: "json", keepalive: "5m", insecure: false });
-    expect([...inv.given].sort()).toEqual(["format", "keepalive", "verbose"]);
-    // `--` ends the flags; a bare `--think` takes no value (pflag's NoOptDefVal)
-    expect(invOf("run", "m", "--think", "hi").flags.think).toBe("true");
-    expect(invOf("run", "m", "--think", "hi").positionals).toEqual(["m", "hi"]);
-    expect(invOf("run", "m", "--think=low").flags.think).toBe("low");
-    expect(invOf("run", "m", "--", "--think").positionals).toEqual(["m", "--think"]);
-    // shorthands: clustered, attached or separate values
-    expect(invOf("show", "-v", "m").flags.verbose).toBe(true);
-    expect(invOf("create", "m", "-fModelfile.x").flags.file).toBe("Modelfile.x");
-    expect(invOf("create", "m", "-f", "F", "-q=q8_0").flags).toMatchObject({ file: "F", quantize: "q8_0" });
-    expect(invOf("run", "m", "--verbose=false").flags.verbose).toBe(false);
-    // repeatable and negatable flags
-    expect(invOf("service", "install", "--env", "A=1", "--env", "B=2", "--no-start").flags).toMatchObject({ env: ["A=1", "B=2"], start: false });
-    expect(invOf("ls").path).toEqual(["list"]);
+  it("rewrites help and a bare --think", () => {
+    expect(normalizeArgs(["help"])).toEqual(["--help"]);
+    expect(normalizeArgs(["help", "run"])).toEqual(["run", "--help"]);
+    expect(normalizeArgs(["run", "m", "--think", "hi"])).toEqual(["run", "m", "--think=true", "hi"]);
+    expect(normalizeArgs(["run", "m", "--", "--think"])).toEqual(["run", "m", "--", "--think"]);
   });
 
-  it("finds help as -h, --help or `help [command]`", () => {
-    expect(parse()).toMatchObject({ kind: "run", inv: { path: [] } });
-    expect(parse("--help")).toEqual({ kind: "help", path: [] });
-    expect(parse("help")).toEqual({ kind: "help", path: [] });
-    expect(parse("help", "run")).toMatchObject({ kind: "help", path: [{ name: "run" }] });
-    expect(parse("run", "-h")).toMatchObject({ kind: "help", path: [{ name: "run" }] });
-    expect(parse("help", "service", "install")).toMatchObject({ kind: "help", path: [{ name: "service" }, { name: "install" }] });
-  });
-
-  it("words usage errors as cobra does", () => {
-    expect(errorOf("foo")).toBe('unknown command "foo" for "ollamats"');
-    expect(errorOf("list", "--foo")).toBe("unknown flag: --foo");
-    expect(errorOf("-x")).toBe("unknown shorthand flag: 'x' in -x");
-    expect(errorOf("show", "-vx", "m")).toBe("unknown shorthand flag: 'x' in -vx");
-    expect(errorOf("cp", "s", "d", "a", "b")).toBe('unexpected argument "a" for "ollamats cp"');
-    expect(errorOf("show")).toBe("requires at least 1 arg(s), only received 0");
-    expect(errorOf("run", "m", "--format")).toBe("flag needs an argument: --format");
-    expect(errorOf("create", "m", "-f")).toBe("flag needs an argument: 'f' in -f");
-    expect(errorOf("run", "m", "--verbose=maybe")).toBe('invalid argument "maybe" for "--verbose" flag: strconv.ParseBool: parsing "maybe": invalid syntax');
-    expect(errorOf("service", "print", "--platform", "windows")).toBe('invalid argument "windows" for "--platform" flag: must be one of linux, darwin');
-    expect(errorOf("service")).toBe("requires a subcommand: install, uninstall, status or print");
-    expect(errorOf("service", "frob")).toBe('unknown command "frob" for "ollamats service"');
-  });
-
-  it("suggests the command or flag that was probably meant (cobra's rule: distance ≤ 2 or a prefix)", () => {
-    expect(errorOf("lsit")).toBe('unknown command "lsit" for "ollamats"\n\nDid you mean this?\n\tlist\n');
-    expect(errorOf("serv")).toBe('unknown command "serv" for "ollamats"\n\nDid you mean this?\n\tserve\n\tservice\n');
-    expect(errorOf("PULLL", "m")).toBe('unknown command "PULLL" for "ollamats"\n\nDid you mean this?\n\tpull\n');
-    expect(errorOf("service", "instal")).toBe('unknown command "instal" for "ollamats service"\n\nDid you mean this?\n\tinstall\n');
-    expect(errorOf("hlep")).toBe('unknown command "hlep" for "ollamats"\n\nDid you mean this?\n\thelp\n');
-    expect(errorOf("run", "m", "--verbos")).toBe("unknown flag: --verbos\n\nDid you mean this?\n\t--verbose\n");
-    expect(errorOf("frobnicate")).toBe('unknown command "frobnicate" for "ollamats"');
-    expect(editDistance("kitten", "SITTING")).toBe(3);
-    expect(suggestionsFor("", ["list"])).toEqual([]);
-  });
-
-  it("create --help names only quantization levels the daemon accepts", () => {
-    const q = ROOT.subcommands?.find((c) => c.name === "create")?.flags?.find((f) => f.name === "quantize");
-    const levels = q?.describe.match(/\b[qQfF]\d+(_[0-9A-Za-z]+)*\b/g) ?? [];
-    expect(levels.length).toBeGreaterThan(0);
-    for (const level of levels) expect(() => parseQuantizeType(level), level).not.toThrow();
+  it("words usage errors as cobra does, on one line", () => {
+    expect(usageError("Unknown argument: foo", undefined)).toBe('unknown command "foo" for "ollamats"');
+    expect(usageError("Unknown argument: foo", "list", ["list", "--foo"])).toBe("unknown flag: --foo");
+    expect(usageError("Unknown argument: x", undefined, ["-x"])).toBe("unknown shorthand flag: 'x' in -x");
+    expect(usageError("Unknown arguments: a, b", "cp", ["cp", "s", "d", "a", "b"])).toBe('unexpected argument "a" for "ollamats cp"');
+    expect(usageError("Not enough non-option arguments: got 0, need at least 1", "show")).toBe("requires at least 1 arg(s), only received 0");
   });
 });

@@ -1,10 +1,22 @@
 // `ollamats cp SOURCE DESTINATION`
-import type { Invocation } from "../command-line.js";
-import { connectChecked } from "../connect.js";
+import type { CommandModule } from "yargs";
+import { action, connectChecked } from "../connect.js";
 
-export async function cp(inv: Invocation): Promise<void> {
-  const [source = "", destination = ""] = inv.positionals;
-  const client = await connectChecked();
-  await client.copy({ source, destination });
-  process.stdout.write(`copied '${source}' to '${destination}'\n`);
+interface CopyArgs {
+  source: string;
+  destination: string;
 }
+
+export const CopyCommand: CommandModule<object, CopyArgs> = {
+  command: "cp <source> <destination>",
+  describe: "Copy a model",
+  builder: (yargs) =>
+    yargs
+      .positional("source", { type: "string", demandOption: true })
+      .positional("destination", { type: "string", demandOption: true }),
+  handler: action(async (argv: CopyArgs) => {
+    const client = await connectChecked();
+    await client.copy({ source: argv.source, destination: argv.destination });
+    process.stdout.write(`copied '${argv.source}' to '${argv.destination}'\n`);
+  }),
+};

@@ -1,21 +1,28 @@
 // `ollamats create MODEL [-f Modelfile] [-q QUANT]`: parse the Modelfile here, upload the local
 // files it names as blobs, then ask the daemon to build the model, showing its progress.
-import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
+import type { CommandModule } from "yargs";
 import { parseModelfile, parseParameterValue } from "../../registry/modelfile.js";
 import { parseModelName } from "../../registry/name.js";
 import type { Client } from "../../api/client.js";
-import { flagString, type Invocation } from "../command-line.js";
-import { CliError, connectChecked } from "../connect.js";
+import { readRegularFile } from "../../fs/regular-file.js";
+import { action, CliError, connectChecked } from "../connect.js";
 import { buildCreatePlan, type LocalBlob } from "../modelfile-request.js";
 import { Progress, Spinner } from "../progress.js";
 import { progressHandler, statusLabel } from "../pull-progress.js";
+
+interface CreateArgs {
+  model: string;
+  file?: string;
+  quantize?: string;
+}
 
 /** The Modelfile's text and directory: -f, else ./Modelfile, else `FROM .` in the current directory. */
 async function readModelfile(file: string | undefined): Promise<{ text: string; dir: string }> {
   const name = path.resolve(file || "Modelfile");
   try {
-    if ((await stat(name)).isFile()) return { text: await readFile(name, "utf8"), dir: path.dirname(name) };
+    // A FIFO or a device named as the Modelfile is refused, never read until it ends.
+    return { text: (await readRegularFile(name)).toString("utf8"), dir: path.dirname(name) };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
   }
@@ -42,29 +49,36 @@ async function uploadBlob(client: Client, p: Progress, blob: LocalBlob): Promise
   }
 }
 
-export async function create(inv: Invocation): Promise<void> {
-  const model = inv.positionals[0] ?? "";
-  const file = flagString(inv, "file");
-  const quantize = flagString(inv, "quantize");
-  if (parseModelName(model) === null) throw new CliError(`invalid model name: ${model}`);
-  const client = await connectChecked();
-  const { text, dir } = await readModelfile(file);
-  const commands = parseModelfile(text, { onWarning: (m) => process.stdout.write(`${m}\n`) });
+export const CreateCommand: CommandModule<object, CreateArgs> = {
+  command: "create <model>",
+  describe: "Create a model",
+  builder: (yargs) =>
+    yargs
+      .positional("model", { type: "string", demandOption: true })
+      .option("file", { alias: "f", type: "string", describe: 'Name of the Modelfile (default "Modelfile")' })
+      .option("quantize", { alias: "q", type: "string", describe: "Quantize model to this level (e.g. q4_K_M)" }),
+  handler: action(async (argv: CreateArgs) => {
+    const model = String(argv.model);
+    if (parseModelName(model) === null) throw new CliError(`invalid model name: ${model}`);
+    const client = await connectChecked();
+    const { text, dir } = await readModelfile(argv.file);
+    const commands = parseModelfile(text, { onWarning: (m) => process.stdout.write(`${m}\n`) });
 
-  const p = new Progress(process.stderr);
-  try {
-    const gathering = new Spinner("gathering model components");
-    p.add(gathering);
-    const plan = await buildCreatePlan(commands, dir, parseParameterValue);
-    gathering.stop();
-    for (const w of plan.warnings) process.stdout.write(`${w}\n`);
+    const p = new Progress(process.stderr);
+    try {
+      const gathering = new Spinner("gathering model components");
+      p.add(gathering);
+      const plan = await buildCreatePlan(commands, dir, parseParameterValue);
+      gathering.stop();
+      for (const w of plan.warnings) process.stdout.write(`${w}\n`);
 
-    const request = { ...plan.request, model };
-    if (quantize) request.quantize = quantize;
-    for (const blob of [...plan.files, ...plan.adapters]) await uploadBlob(client, p, blob);
+      const request = { ...plan.request, model };
+      if (argv.quantize) request.quantize = argv.quantize;
+      for (const blob of [...plan.files, ...plan.adapters]) await uploadBlob(client, p, blob);
 
-    await client.create(request, progressHandler(p, statusLabel("pulling"), false));
-  } finally {
-    p.stop();
-  }
-}
+      await client.create(request, progressHandler(p, statusLabel("pulling"), false));
+    } finally {
+      p.stop();
+    }
+  }),
+};

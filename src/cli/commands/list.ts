@@ -1,10 +1,20 @@
 // `ollamats list [PREFIX]` (alias `ls`): the local models as a table.
-import type { Invocation } from "../command-line.js";
-import { connectChecked } from "../connect.js";
+import type { CommandModule } from "yargs";
+import { action, connectChecked } from "../connect.js";
 import { formatListTable } from "../model-tables.js";
 
-export async function list(inv: Invocation): Promise<void> {
-  const client = await connectChecked();
-  const { models } = await client.list();
-  process.stdout.write(formatListTable(models, inv.positionals[0]));
+interface ListArgs {
+  prefix?: string;
 }
+
+export const ListCommand: CommandModule<object, ListArgs> = {
+  command: "list [prefix]",
+  aliases: ["ls"],
+  describe: "List models",
+  builder: (yargs) => yargs.positional("prefix", { type: "string", describe: "Only models whose name starts with this" }),
+  handler: action(async (argv: ListArgs) => {
+    const client = await connectChecked();
+    const { models } = await client.list();
+    process.stdout.write(formatListTable(models, argv.prefix));
+  }),
+};

@@ -1,10 +1,19 @@
 // `ollamats ps [PREFIX]`: the loaded models as a table.
-import type { Invocation } from "../command-line.js";
-import { connectChecked } from "../connect.js";
+import type { CommandModule } from "yargs";
+import { action, connectChecked } from "../connect.js";
 import { formatPsTable } from "../model-tables.js";
 
-export async function ps(inv: Invocation): Promise<void> {
-  const client = await connectChecked();
-  const { models } = await client.ps();
-  process.stdout.write(formatPsTable(models, inv.positionals[0]));
+interface PsArgs {
+  prefix?: string;
 }
+
+export const PsCommand: CommandModule<object, PsArgs> = {
+  command: "ps [prefix]",
+  describe: "List running models",
+  builder: (yargs) => yargs.positional("prefix", { type: "string", describe: "Only models whose name starts with this" }),
+  handler: action(async (argv: PsArgs) => {
+    const client = await connectChecked();
+    const { models } = await client.ps();
+    process.stdout.write(formatPsTable(models, argv.prefix));
+  }),
+};

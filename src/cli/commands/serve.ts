@@ -1,16 +1,43 @@
 // `ollamats serve` (alias `start`): run the daemon in the foreground. The daemon's modules are
 // imported only here, so every other command starts without loading them.
 import { setFlagsFromString } from "node:v8";
-import type { Invocation } from "../command-line.js";
-import { cliConfig } from "../connect.js";
+import type { CommandModule } from "yargs";
+import { action, cliConfig } from "../connect.js";
 
-export async function serve(_inv: Invocation): Promise<void> {
-  const config = cliConfig();
-  // A daemon mostly waits: its young generation stays at its initial size instead of growing
-  // to 16 MB semi-spaces during a multi-GB upload or pull and staying there (measured: idle RSS
-  // after creating the 622 MB bench model 105 → 90 MB). Set at run time, it applies from the
-  // next growth on; nothing on the token path allocates enough to notice.
-  setFlagsFromString("--semi-space-growth-factor=1");
-  const { serveForever } = await import("../../daemon/serve.js");
-  await serveForever(config);
-}
+export const ServeCommand: CommandModule<object, object> = {
+  command: "serve",
+  aliases: ["start"],
+  describe: "Start ollamats",
+  builder: (yargs) =>
+    yargs.epilogue(
+      "Environment Variables:\n" +
+        "      OLLAMA_DEBUG                  Show additional debug information (e.g. OLLAMA_DEBUG=1)\n" +
+        "      OLLAMA_HOST                   IP Address for the ollama server (default 127.0.0.1:11434)\n" +
+        "      OLLAMA_CONTEXT_LENGTH         Context length to use unless otherwise specified\n" +
+        "      OLLAMA_KEEP_ALIVE             The duration that models stay loaded in memory (default \"5m\")\n" +
+        "      OLLAMA_MAX_LOADED_MODELS      Maximum number of loaded models per GPU\n" +
+        "      OLLAMA_MAX_QUEUE              Maximum number of queued requests\n" +
+        "      OLLAMA_MODELS                 The path to the models directory\n" +
+        "      OLLAMA_NUM_PARALLEL           Maximum number of parallel requests\n" +
+        "      OLLAMA_NOPRUNE                Do not prune model blobs on startup\n" +
+        "      OLLAMA_ORIGINS                A comma separated list of allowed origins\n" +
+        "      OLLAMA_SCHED_SPREAD           Always schedule model across all GPUs\n" +
+        "      OLLAMA_FLASH_ATTENTION        Enabled flash attention\n" +
+        "      OLLAMA_KV_CACHE_TYPE          Quantization type for the K/V cache (default: f16)\n" +
+        "      OLLAMA_GPU_OVERHEAD           Reserve a portion of VRAM per GPU (bytes)\n" +
+        "      OLLAMA_LOAD_TIMEOUT           How long to allow model loads to stall before giving up (default \"5m\")\n" +
+        "      OLLAMA_API_KEYS               Comma separated API keys; requests then need Authorization: Bearer <key>\n" +
+        "      OLLAMA_API_KEYS_FILE          File of API keys, one per line, optional scope all or inference (mode 600)\n" +
+        "      OLLAMA_NO_MANAGEMENT          Serve inference only: refuse pull, push, create, copy, delete and blobs",
+    ),
+  handler: action(async () => {
+    const config = cliConfig();
+    // A daemon mostly waits: its young generation stays at its initial size instead of growing
+    // to 16 MB semi-spaces during a multi-GB upload or pull and staying there (measured: idle RSS
+    // after creating the 622 MB bench model 105 → 90 MB). Set at run time, it applies from the
+    // next growth on; nothing on the token path allocates enough to notice.
+    setFlagsFromString("--semi-space-growth-factor=1");
+    const { serveForever } = await import("../../daemon/serve.js");
+    await serveForever(config);
+  }),
+};

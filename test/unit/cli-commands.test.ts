@@ -6,6 +6,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseQuantizeType } from "../../src/registry/quantize.js";
 import { serviceStartHint } from "../../src/service/manage.js";
 import { CLI } from "../helpers/daemon.js";
 
@@ -121,5 +122,13 @@ describe("help", () => {
     }
     expect(r.stdout).toMatch(/^ {6}OLLAMA_HOST {19}IP Address for the ollama server \(default 127\.0\.0\.1:11434\)$/m);
     expect(r.stdout).toMatch(/^ {6}OLLAMA_NOHISTORY {14}Do not preserve readline history$/m);
+  });
+
+  it("`create --help` suggests only quantization levels the daemon accepts", async () => {
+    const r = await cli(["create", "--help"]);
+    const line = r.stdout.split("\n").find((l) => l.includes("--quantize")) ?? "";
+    const levels = line.match(/\b[qQfF]\d+(_[0-9A-Za-z]+)*\b/g) ?? [];
+    expect(levels.length, line).toBeGreaterThan(0);
+    for (const level of levels) expect(() => parseQuantizeType(level), level).not.toThrow();
   });
 });

@@ -18,7 +18,8 @@
 // (default 24) back-to-back pairs on short prompts, both engines loaded.
 // After these, three more cases, each in its own file (docs/performance.md): aggregate decode
 // tok/s at 1, 2 and 4 concurrent streams (bench-parallel.ts), time to first token with a reused
-// ~1,000-token prefix (bench-prefix.ts) and pull throughput against plain undici (bench-pull.ts).
+// ~1,000-token prefix (bench-prefix.ts), pull throughput against plain undici (bench-pull.ts) and
+// the CLI's start-up (bench-cli.ts; BENCH_CLI=0 skips it, BENCH_CLI_ROUNDS sizes it).
 // BENCH_PARALLEL_ROUNDS, BENCH_PREFIX_ROUNDS (default 2 each) and BENCH_PULL_ROUNDS (default 3)
 // size them; BENCH_EXTRA=0 skips them. Before those, the profile case (bench-profile.ts: prompt
 // tok/s, time to first token and decode at three context depths, daemon vs direct) and the flash
@@ -38,6 +39,7 @@ import { benchKv, type KvBench } from "./bench-kv.js";
 import { benchParallel, type ParallelBench } from "./bench-parallel.js";
 import { benchPrefix, type PrefixBench } from "./bench-prefix.js";
 import { benchProfile, type ProfileBench } from "./bench-profile.js";
+import { benchCli, type CliBench } from "./bench-cli.js";
 import { benchPull, type PullBench } from "./bench-pull.js";
 import { printSuite, suiteRows } from "./bench-summary.js";
 import { nowMs, BENCH_SAMPLING, cpuMs, cpuSnapshot, foreignCores, median, ollamaOptions, pickQuiet, promptFor, QUIET_CORES, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
@@ -583,6 +585,7 @@ async function main(): Promise<void> {
     parallel: extras.parallel,
     prefix: extras.prefix,
     pull: extras.pull,
+    cli: extras.cli,
     profile: extras.profile,
     kv: extras.kv,
     suite,
@@ -598,6 +601,9 @@ async function main(): Promise<void> {
       prefixOtherSlotIssue7: extras.prefix ? extras.prefix.otherSlotRatio <= extras.prefix.targets.issue7 : null,
       prefixAfterSwitchIssue7: extras.prefix ? extras.prefix.afterSwitchPromptRatio <= extras.prefix.targets.issue7 : null,
       pull: extras.pull ? extras.pull.ratio >= PULL_TARGET : null,
+      cliVersion: extras.cli ? extras.cli.pass.version : null,
+      cliList: extras.cli ? extras.cli.pass.list : null,
+      cliRun: extras.cli ? extras.cli.pass.run : null,
     },
     totalSeconds,
   };
@@ -613,6 +619,7 @@ interface Extras {
   parallel: ParallelBench | null;
   prefix: PrefixBench | null;
   pull: PullBench | null;
+  cli: CliBench | null;
   /** A case that failed is reported here and does not stop the others. */
   errors: Record<string, string>;
   seconds: Record<string, number>;
@@ -623,7 +630,7 @@ interface Extras {
  *  cases unless BENCH_EXTRA=0 (BENCH_PARALLEL=0, BENCH_PULL=0 skip one); prints the extra cases'
  *  rows and verdicts, and returns every figure for the summary table and the JSON report. */
 async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras> {
-  const ex: Extras = { profile: null, kv: null, parallel: null, prefix: null, pull: null, errors: {}, seconds: {} };
+  const ex: Extras = { profile: null, kv: null, parallel: null, prefix: null, pull: null, cli: null, errors: {}, seconds: {} };
   const skip = (knob: string) => process.env[knob] === "0";
   const log = (s: string) => console.log(s);
   const attempt = async <T>(name: string, f: () => Promise<T>): Promise<T | null> => {
@@ -645,6 +652,7 @@ async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras
   if (!skip("BENCH_PARALLEL")) ex.parallel = await attempt("parallel streams (OLLAMA_NUM_PARALLEL=4)", () => benchParallel({ modelPath, log, quietWaitMs }));
   ex.prefix = await attempt("shared ~1,000-token prefix sent twice", () => benchPrefix({ modelPath, log, quietWaitMs }));
   if (!skip("BENCH_PULL")) ex.pull = await attempt("pull throughput", () => benchPull({ rounds: Math.max(1, Number(process.env.BENCH_PULL_ROUNDS) || 3), log }));
+  if (!skip("BENCH_CLI")) ex.cli = await attempt("CLI start-up (bench-cli.ts)", () => benchCli({ log }));
 
   const rows: string[][] = [["", "value", "", "other processes (cores, worst)"]];
   const p = ex.parallel;

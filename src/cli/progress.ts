@@ -32,7 +32,7 @@ export function fitLine(label: string, tail: string, width: number): string {
 export interface ProgressState {
   /** One line, at most `termWidth − 1` columns wide. */
   render(termWidth: number): string;
-  /** The line printed once when output is not a terminal (default: render at 80 columns). */
+  /** The line printed once when output is not a terminal (default: render without a width limit). */
   plain?(): string;
   stop(): void;
 }
@@ -225,11 +225,11 @@ export class Progress {
   }
 
   private flushPlain(upTo: number): void {
-    const width = this.out.columns || 80;
     for (; this.flushed < upTo; this.flushed++) {
       const state = this.states[this.flushed];
       state?.stop(); // printed once, so in its final form (no spinner frame)
-      const line = (state?.plain ? state.plain() : (state?.render(width) ?? "")).trimEnd();
+      // a file or a pipe has no width: nothing is shortened
+      const line = (state?.plain ? state.plain() : (state?.render(Number.MAX_SAFE_INTEGER) ?? "")).trimEnd();
       if (line !== "") this.out.write(line + "\n");
     }
   }

@@ -1,7 +1,7 @@
 // The CLI against the real daemon: create from a Modelfile (blob upload first), run one-shot and
 // from piped stdin, list, show, ps, stop, and the error paths.
 import { execFile } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -46,6 +46,19 @@ describe("ollamats CLI", () => {
     const list = await cli(["list"]);
     expect(list.stdout).toMatch(/^NAME\s+ID\s+SIZE\s+MODIFIED/);
     expect(list.stdout).toMatch(/cli-model:latest\s+[0-9a-f]{12}\s+\d+(\.\d)? KB\s+(Less than a second|\d+ seconds?) ago/);
+  });
+
+  it("creating the same model again uses the existing layers, and says so", async () => {
+    const r = await cli(["create", "cli-model", "-f", path.join(dir, "Modelfile")]);
+    expect(r.code).toBe(0);
+    const out = r.stderr + r.stdout;
+    // the weights, the system prompt, the parameters and the license: all in the store already
+    expect(out.match(/^using existing layer sha256:[0-9a-f]{64}$/gm)?.length, out).toBe(4);
+    expect(out).not.toMatch(/creating new layer/);
+    // a changed Modelfile makes exactly the changed layer new
+    await writeFile(path.join(dir, "Modelfile.2"), (await readFile(path.join(dir, "Modelfile"), "utf8")).replace("You are a test.", "You are another test."));
+    const changed = await cli(["create", "cli-model-2", "-f", path.join(dir, "Modelfile.2")]);
+    expect((changed.stderr + changed.stdout).match(/^creating new layer sha256:[0-9a-f]{64}$/gm)?.length).toBe(1);
   });
 
   it("run answers a one-shot prompt, and the same prompt piped on stdin, identically", async () => {

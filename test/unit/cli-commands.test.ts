@@ -1,7 +1,7 @@
 // The built CLI without a daemon: usage errors on one line with exit code 1, `-v` without a
 // server, "could not connect" with how to start the daemon (serve, or the installed service),
 // and help text.
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -101,6 +101,40 @@ describe("without a daemon", () => {
     expect(hint(["/home/a/Library/LaunchAgents/com.ollamats.server.plist"], "darwin")).toBe("launchctl kickstart gui/$(id -u)/com.ollamats.server");
     expect(hint(["/Library/LaunchDaemons/com.ollamats.server.plist"], "darwin")).toBe("sudo launchctl kickstart system/com.ollamats.server");
     expect(hint(["/etc/systemd/system/ollamats.service"], "win32")).toBeUndefined();
+  });
+});
+
+describe("serve checks the models directory at start", () => {
+  const stops = (models: string) => cli(["serve"], { OLLAMA_MODELS: models, OLLAMA_HOST: "127.0.0.1:0" });
+  const tail = "; set OLLAMA_MODELS to a directory ollamats can create and write\n";
+
+  it("refuses a file, a path under a file, and /proc, before listening", async () => {
+    const file = path.join(home, "a-file");
+    await writeFile(file, "");
+    for (const [models, reason, at] of [
+      [file, "a part of the path is a file, not a directory", path.join(file, "blobs")],
+      [path.join(file, "sub"), "a part of the path is a file, not a directory", path.join(file, "sub", "blobs")],
+      ["/proc/ollamats-models", "the directory cannot be created there", "/proc/ollamats-models/blobs"],
+    ] as const) {
+      const r = await stops(models);
+      expect(r.code, models).toBe(1);
+      expect(r.stderr).toBe(`Error: the models directory ${models} (OLLAMA_MODELS) cannot be used: ${reason} (${at})${tail}`);
+      expect(r.stdout).not.toContain("Listening");
+    }
+  });
+
+  it.skipIf(process.getuid?.() !== 0 || spawnSync("sh", ["-c", "command -v runuser"]).status !== 0)("refuses a directory it may not write", async () => {
+    const models = path.join(home, "root-only");
+    await mkdir(path.join(models, "blobs"), { recursive: true, mode: 0o755 });
+    await mkdir(path.join(models, "manifests"), { recursive: true, mode: 0o755 });
+    const r = spawnSync("runuser", ["-u", "nobody", "--", process.execPath, CLI, "serve"], {
+      encoding: "utf8",
+      cwd: "/",
+      timeout: 20_000,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent", OLLAMA_HOST: "127.0.0.1:0", OLLAMA_MODELS: models },
+    });
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^Error: the models directory ${models} \\(OLLAMA_MODELS\\) cannot be used: permission denied \\(${models}/blobs[/)]`));
   });
 });
 

@@ -18,7 +18,8 @@
 // (default 24) back-to-back pairs on short prompts, both engines loaded.
 // After these, three more cases, each in its own file (docs/performance.md): aggregate decode
 // tok/s at 1, 2 and 4 concurrent streams (bench-parallel.ts), time to first token with a reused
-// ~1,000-token prefix (bench-prefix.ts) and pull throughput against plain undici (bench-pull.ts).
+// ~1,000-token prefix (bench-prefix.ts), pull throughput against plain undici (bench-pull.ts) and
+// the CLI's start-up (bench-cli.ts; BENCH_CLI=0 skips it, BENCH_CLI_ROUNDS sizes it).
 // BENCH_PARALLEL_ROUNDS, BENCH_PREFIX_ROUNDS (default 2 each) and BENCH_PULL_ROUNDS (default 3)
 // size them; BENCH_EXTRA=0 skips them. Last, remote models in front of llama.cpp's llama-server
 // (bench-remote.ts: first-token overhead and decode vs the upstream called directly, 32
@@ -41,6 +42,7 @@ import { benchKv, type KvBench } from "./bench-kv.js";
 import { benchParallel, type ParallelBench } from "./bench-parallel.js";
 import { benchPrefix, type PrefixBench } from "./bench-prefix.js";
 import { benchProfile, type ProfileBench } from "./bench-profile.js";
+import { benchCli, type CliBench } from "./bench-cli.js";
 import { benchPull, type PullBench } from "./bench-pull.js";
 import { benchRemote, type RemoteBench } from "./bench-remote.js";
 import { printSuite, suiteRows } from "./bench-summary.js";
@@ -588,6 +590,7 @@ async function main(): Promise<void> {
     prefix: extras.prefix,
     pull: extras.pull,
     remote: extras.remote,
+    cli: extras.cli,
     profile: extras.profile,
     kv: extras.kv,
     suite,
@@ -607,6 +610,9 @@ async function main(): Promise<void> {
       remoteDecode: extras.remote ? extras.remote.decodeRatio >= REMOTE_TARGETS.decodeRatio : null,
       remoteConcurrent: extras.remote ? extras.remote.concurrentErrors === 0 : null,
       remoteAffinity: extras.remote ? extras.remote.affinity.hitRate > extras.remote.roundRobin.hitRate && extras.remote.affinity.meanFirstMs < extras.remote.roundRobin.meanFirstMs : null,
+      cliVersion: extras.cli ? extras.cli.pass.version : null,
+      cliList: extras.cli ? extras.cli.pass.list : null,
+      cliRun: extras.cli ? extras.cli.pass.run : null,
     },
     totalSeconds,
   };
@@ -625,6 +631,7 @@ interface Extras {
   prefix: PrefixBench | null;
   pull: PullBench | null;
   remote: RemoteBench | null;
+  cli: CliBench | null;
   /** A case that failed is reported here and does not stop the others. */
   errors: Record<string, string>;
   seconds: Record<string, number>;
@@ -635,7 +642,7 @@ interface Extras {
  *  cases unless BENCH_EXTRA=0 (BENCH_PARALLEL=0, BENCH_PULL=0 skip one); prints the extra cases'
  *  rows and verdicts, and returns every figure for the summary table and the JSON report. */
 async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras> {
-  const ex: Extras = { profile: null, kv: null, parallel: null, prefix: null, pull: null, remote: null, errors: {}, seconds: {} };
+  const ex: Extras = { profile: null, kv: null, parallel: null, prefix: null, pull: null, remote: null, cli: null, errors: {}, seconds: {} };
   const skip = (knob: string) => process.env[knob] === "0";
   const log = (s: string) => console.log(s);
   const attempt = async <T>(name: string, f: () => Promise<T>): Promise<T | null> => {
@@ -658,6 +665,7 @@ async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras
   ex.prefix = await attempt("shared ~1,000-token prefix sent twice", () => benchPrefix({ modelPath, log, quietWaitMs }));
   if (!skip("BENCH_PULL")) ex.pull = await attempt("pull throughput", () => benchPull({ rounds: Math.max(1, Number(process.env.BENCH_PULL_ROUNDS) || 3), log }));
   if (!skip("BENCH_REMOTE")) ex.remote = await attempt("remote models (llama-server upstream)", () => benchRemote({ log }));
+  if (!skip("BENCH_CLI")) ex.cli = await attempt("CLI start-up (bench-cli.ts)", () => benchCli({ log }));
 
   const rows: string[][] = [["", "value", "", "other processes (cores, worst)"]];
   const p = ex.parallel;

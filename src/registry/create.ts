@@ -321,21 +321,21 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
   if (plan.quantize && modelInfo && sourceFileType(modelInfo) !== plan.quantize) {
     const i = layers.findIndex((l) => l.mediaType === MEDIA_TYPE_MODEL);
     const old = layers[i] as Layer;
-    const q = await quantizeLayer(store, old, modelInfo, plan.quantize, progress, ctx.signal);
+    const { layer: q, created } = await quantizeLayer(store, old, modelInfo, plan.quantize, progress, ctx.signal);
     written.push(q.digest);
     layers[i] = q;
     config = { ...config, ...configFromGguf(await readGgufInfo(store.blobPath(q.digest))) };
-    progress({ status: `creating new layer ${q.digest}` });
+    progress({ status: `${layerStatus(created)} ${q.digest}` });
   }
   for (const l of layers) {
     if (!(plan.quantize && l.mediaType === MEDIA_TYPE_MODEL && !l.from)) progress({ status: `using existing layer ${l.digest}` });
   }
 
   const addText = async (mediaType: string, text: string) => {
-    const { digest, size } = await store.writeBlobBytes(text);
+    const { digest, size, created } = await store.writeBlobBytes(text);
     written.push(digest);
     layers.push({ mediaType, digest, size });
-    progress({ status: `creating new layer ${digest}` });
+    progress({ status: `${layerStatus(created)} ${digest}` });
   };
   if (input.template !== undefined) await addText(MEDIA_TYPE_TEMPLATE, input.template);
   if (input.system !== undefined) await addText(MEDIA_TYPE_SYSTEM, input.system);
@@ -399,8 +399,13 @@ function checkQuantizable(info: GgufInfo, target: QuantizeTarget): void {
   if (!QUANTIZABLE_SOURCES.includes(ft)) throw new CreateError(400, "quantization is only supported for F16, BF16 and F32 models");
 }
 
-/** Quantize the model layer into a new blob, with Ollama's progress lines. */
-async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target: QuantizeTarget, progress: Progress, signal?: AbortSignal): Promise<Layer> {
+/** Ollama's words for a layer a create wrote, or found in the store already (NewLayer). */
+function layerStatus(created: boolean): string {
+  return created ? "creating new layer" : "using existing layer";
+}
+
+/** Quantize the model layer into a blob (`created` false if the store had it), with Ollama's progress lines. */
+async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target: QuantizeTarget, progress: Progress, signal?: AbortSignal): Promise<{ layer: Layer; created: boolean }> {
   const status = `quantizing ${sourceFileType(info)} model to ${target}`;
   await makeDirs(store.blobsDir);
   const tmp = path.join(store.blobsDir, `.quantize-${randomBytes(6).toString("hex")}.tmp`);
@@ -423,8 +428,9 @@ async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target:
     await readGgufInfo(tmp).catch((e: Error) => {
       throw new Error(`quantized model does not verify: ${e.message}`);
     });
+    const existed = await store.hasBlob(res.digest);
     await adoptBlob(store, tmp, res.digest);
-    return { mediaType: MEDIA_TYPE_MODEL, digest: res.digest, size: res.size };
+    return { layer: { mediaType: MEDIA_TYPE_MODEL, digest: res.digest, size: res.size }, created: !existed };
   } finally {
     await fs.rm(tmp, { force: true });
   }

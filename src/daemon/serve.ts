@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import type { Config } from "../config.js";
 import { notifyReady } from "../service/notify.js";
 import { pruneAtStartup } from "../registry/prune.js";
+import { sweepAtStartup } from "../registry/store-sweep.js";
 import { LlamaCppBackend } from "../backends/llamacpp/backend.js";
 import { ModelResolver } from "../registry/model-spec.js";
 import { Store } from "../registry/store.js";
@@ -52,6 +53,7 @@ export interface RunningServer {
 export async function startServer(config: Config): Promise<RunningServer> {
   const stateDir = createStateDir();
   const deps = buildDeps(config, stateDir.store);
+  await sweepAtStartup(deps.store.blobsDir, deps.log); // never throws; what killed writes left
   await pruneAtStartup(deps.store, config, deps.log); // never throws; skipped with OLLAMA_NOPRUNE
   const app = createApp(deps);
   const hostname = config.host.host === "" ? "0.0.0.0" : config.host.host;

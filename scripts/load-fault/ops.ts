@@ -59,7 +59,8 @@ export async function uploadBlob(daemon: { url: string }, file: string, throttle
   return { digest, done };
 }
 
-/** POST /api/create, streamed; `onLine` sees each progress object. Resolves to every line. */
+/** POST /api/create; `onLine` sees each progress object. Resolves to every line (with
+ *  stream:false, the one object), or to the error object of a refusal. */
 export async function createStreamed(
   daemon: { url: string },
   body: Record<string, unknown>,
@@ -69,18 +70,21 @@ export async function createStreamed(
   const lines: Array<Record<string, unknown>> = [];
   if (!res.ok) return { status: res.status, lines: [(await res.json()) as Record<string, unknown>] };
   let rest = "";
+  const take = (line: string) => {
+    if (line.trim() === "") return;
+    const obj = JSON.parse(line) as Record<string, unknown>;
+    lines.push(obj);
+    onLine(obj);
+  };
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
     rest += Buffer.from(chunk).toString();
     let i: number;
     while ((i = rest.indexOf("\n")) >= 0) {
-      const line = rest.slice(0, i).trim();
+      take(rest.slice(0, i));
       rest = rest.slice(i + 1);
-      if (line === "") continue;
-      const obj = JSON.parse(line) as Record<string, unknown>;
-      lines.push(obj);
-      onLine(obj);
     }
   }
+  take(rest); // with stream:false, one object and no newline
   return { status: res.status, lines };
 }
 

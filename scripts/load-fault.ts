@@ -1,7 +1,7 @@
 // `npm run load-fault`: the load and fault suite (a script, not CI; docs/load-fault.md).
 //
 //   npm run load-fault -- [--part load|kill|disk] [--seconds 60] [--clients 64] [--seed 1]
-//                         [--max-queue 16] [--p99-ms 50] [--rss-growth-mib 256]
+//                         [--max-queue 16] [--p99-ms 50] [--rss-growth-mib 256] [--num-thread N]
 //
 // Runs the built daemon (`npm run build` first: the script runs dist/cli/main.js) against
 // generated models and a local docker-registry on loopback; the disk part mounts a small tmpfs
@@ -25,6 +25,7 @@ function options() {
       "max-queue": { type: "string", default: "16" },
       "p99-ms": { type: "string", default: "50" },
       "rss-growth-mib": { type: "string", default: "256" },
+      "num-thread": { type: "string" },
     },
   });
   const num = (name: string, text: string, min: number): number => {
@@ -44,6 +45,7 @@ function options() {
     maxQueue: num("max-queue", v["max-queue"], 0),
     p99TargetMs: num("p99-ms", v["p99-ms"], 1),
     rssGrowthLimitMiB: num("rss-growth-mib", v["rss-growth-mib"], 1),
+    numThread: v["num-thread"] === undefined ? undefined : num("num-thread", v["num-thread"], 1),
   };
 }
 

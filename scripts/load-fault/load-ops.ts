@@ -11,6 +11,9 @@ export interface LoadModels {
   embedDims: number;
   /** Models in the registry that clients pull fresh (and delete again), one client at a time each. */
   fresh: string[];
+  /** `options` of every generate and chat (num_predict 8, plus num_thread when asked for, which
+   *  embed gets too). */
+  options: Record<string, unknown>;
 }
 
 export type Outcome = { kind: "ok" } | { kind: "busy" } | { kind: "error"; detail: string };
@@ -60,8 +63,6 @@ async function refused(res: Response): Promise<Outcome | null> {
   return { kind: "error", detail: `${res.status} ${text.slice(0, 200)}` };
 }
 
-const OPTIONS = { num_predict: 8, temperature: 0.8 };
-
 type Op = (base: string, m: LoadModels, rand: () => number) => Promise<Outcome>;
 
 const ok: Outcome = { kind: "ok" };
@@ -69,7 +70,7 @@ const ok: Outcome = { kind: "ok" };
 /** The ops any client may run at any time (pull-fresh needs a model to itself: freshPull). */
 export const OPS: Record<Exclude<OpName, "pull-fresh">, Op> = {
   generate: async (base, m, rand) => {
-    const res = await call(base, "POST", "/api/generate", { model: m.chat, prompt: prompt(rand), stream: false, options: OPTIONS });
+    const res = await call(base, "POST", "/api/generate", { model: m.chat, prompt: prompt(rand), stream: false, options: m.options });
     const r = await refused(res);
     if (r) return r;
     const j = await readJson(res);
@@ -77,7 +78,7 @@ export const OPS: Record<Exclude<OpName, "pull-fresh">, Op> = {
     return ok;
   },
   "generate-stream": async (base, m, rand) => {
-    const res = await call(base, "POST", "/api/generate", { model: m.chat, prompt: prompt(rand), options: OPTIONS });
+    const res = await call(base, "POST", "/api/generate", { model: m.chat, prompt: prompt(rand), options: m.options });
     const r = await refused(res);
     if (r) return r;
     const lines = await readLines(res);
@@ -85,7 +86,7 @@ export const OPS: Record<Exclude<OpName, "pull-fresh">, Op> = {
     return ok;
   },
   chat: async (base, m, rand) => {
-    const res = await call(base, "POST", "/api/chat", { model: m.chat, messages: [{ role: "user", content: prompt(rand) }], stream: false, options: OPTIONS });
+    const res = await call(base, "POST", "/api/chat", { model: m.chat, messages: [{ role: "user", content: prompt(rand) }], stream: false, options: m.options });
     const r = await refused(res);
     if (r) return r;
     const j = await readJson(res);
@@ -94,7 +95,7 @@ export const OPS: Record<Exclude<OpName, "pull-fresh">, Op> = {
     return ok;
   },
   "chat-stream": async (base, m, rand) => {
-    const res = await call(base, "POST", "/api/chat", { model: m.chat, messages: [{ role: "user", content: prompt(rand) }], options: OPTIONS });
+    const res = await call(base, "POST", "/api/chat", { model: m.chat, messages: [{ role: "user", content: prompt(rand) }], options: m.options });
     const r = await refused(res);
     if (r) return r;
     const lines = await readLines(res);
@@ -102,7 +103,8 @@ export const OPS: Record<Exclude<OpName, "pull-fresh">, Op> = {
     return ok;
   },
   embed: async (base, m, rand) => {
-    const res = await call(base, "POST", "/api/embed", { model: m.embed, input: [prompt(rand), prompt(rand, 3)] });
+    const threads = m.options.num_thread === undefined ? {} : { options: { num_thread: m.options.num_thread } };
+    const res = await call(base, "POST", "/api/embed", { model: m.embed, input: [prompt(rand), prompt(rand, 3)], ...threads });
     const r = await refused(res);
     if (r) return r;
     const j = await readJson(res);

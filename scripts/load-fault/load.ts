@@ -26,6 +26,8 @@ export interface LoadOptions {
   maxQueue: number;
   p99TargetMs: number;
   rssGrowthLimitMiB: number;
+  /** options.num_thread of every generate and chat; undefined: the daemon's default. */
+  numThread: number | undefined;
   log: (s: string) => void;
 }
 
@@ -119,9 +121,10 @@ class LoadRun {
   }
 }
 
-async function setupModels(daemon: Daemon, registryHost: string, log: (s: string) => void): Promise<LoadModels> {
+async function setupModels(daemon: Daemon, registryHost: string, o: LoadOptions): Promise<LoadModels> {
   const name = (n: string) => `${registryHost}/load/${n}:latest`;
-  const models: LoadModels = { chat: name("chat"), embed: name("embed"), embedDims: SHAPES.tiny.embd, fresh: [] };
+  const options = { num_predict: 8, temperature: 0.8, ...(o.numThread !== undefined ? { num_thread: o.numThread } : {}) };
+  const models: LoadModels = { chat: name("chat"), embed: name("embed"), embedDims: SHAPES.tiny.embd, fresh: [], options };
   const files: Array<[string, string]> = [
     [models.chat, await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 })],
     [models.embed, await makeTestModel({ shape: "tiny", type: "F32", seed: 1, embedding: true })],
@@ -136,7 +139,7 @@ async function setupModels(daemon: Daemon, registryHost: string, log: (s: string
     await deleteModel(daemon, n);
     models.fresh.push(n);
   }
-  log(`  models: ${files.length} created and pushed to ${registryHost}; ${models.fresh.length} deleted locally for fresh pulls`);
+  o.log(`  models: ${files.length} created and pushed to ${registryHost}; ${models.fresh.length} deleted locally for fresh pulls`);
   return models;
 }
 
@@ -162,15 +165,19 @@ export async function runLoad(o: LoadOptions): Promise<Checks> {
   let daemon: Daemon | undefined;
   try {
     daemon = await launch(path.join(work, "models"), work, { OLLAMA_MAX_QUEUE: String(o.maxQueue) });
-    const models = await setupModels(daemon, reg.host, o.log);
+    const models = await setupModels(daemon, reg.host, o);
     const run = new LoadRun(daemon.url, models);
     const monitor = startMonitor(daemon.url, daemon.pid);
     await sleep(2_500); // baseline samples before the first request
     o.log(`  ${o.clients} clients for ${o.seconds} s …`);
-    const deadline = Date.now() + o.seconds * 1000;
+    const t0 = Date.now();
+    const deadline = t0 + o.seconds * 1000;
     await Promise.all(Array.from({ length: o.clients }, (_, i) => run.client(i, o.seed, deadline)));
+    const took = (Date.now() - t0) / 1000;
     const m = await monitor.stop();
     o.log(run.table());
+    const n = run.total("ok") + run.total("busy") + run.total("errors");
+    o.log(`  ${n} requests in ${took.toFixed(0)} s (the last ones finish after the ${o.seconds} s: ${(n / took).toFixed(1)}/s); num_thread ${o.numThread ?? "default"}, OLLAMA_NUM_PARALLEL ${process.env.OLLAMA_NUM_PARALLEL || "default"}`);
 
     const errors = [...run.errors].sort((a, b) => b[1] - a[1]).map(([e, n]) => `${n}x ${e}`);
     c.add("no errors but designed 503s", run.total("errors") === 0, `${run.total("ok")} ok, ${run.total("busy")} queue-full 503s (OLLAMA_MAX_QUEUE=${o.maxQueue}), ${run.total("errors")} errors${errors.length ? `: ${shortLines(errors, 5)}` : ""}`);

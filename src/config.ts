@@ -5,6 +5,7 @@
 import { isIP } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { ApiKeySyntaxError, keyProblem, parseApiKeyList, type ApiKey } from "./api-keys.js";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -51,6 +52,14 @@ export interface Config {
   maxTransferStreams: number;
   vulkan: boolean | undefined;
   experiment: string[];
+  /** OLLAMA_API_KEYS (digests only). With these or a keys file, every request but `GET /` needs a key. */
+  apiKeys: readonly ApiKey[];
+  /** OLLAMA_API_KEYS_FILE, resolved; "" when unset. Read by the daemon at start (daemon/keys-file.ts). */
+  apiKeysFile: string;
+  /** OLLAMA_NO_MANAGEMENT: serve inference only; pull, push, create, copy, delete and blobs get 403. */
+  noManagement: boolean;
+  /** OLLAMA_API_KEY: the key the CLI sends as `Authorization: Bearer`; "" when unset. */
+  apiKey: string;
 }
 
 const DEFAULT_PORT = 11434;
@@ -331,6 +340,23 @@ function envList(s: string): string[] {
     .filter((x) => x !== "");
 }
 
+function envApiKeys(s: string): readonly ApiKey[] {
+  if (s === "") return [];
+  try {
+    return parseApiKeyList(s);
+  } catch (err) {
+    if (err instanceof ApiKeySyntaxError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+/** OLLAMA_API_KEY, the client's key: it must fit in a header unchanged. The key is not echoed. */
+function envClientApiKey(s: string): string {
+  const problem = s === "" ? undefined : keyProblem(s);
+  if (problem !== undefined) throw new ConfigError(`OLLAMA_API_KEY: ${problem}`);
+  return s;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /** Parse every OLLAMA_* variable once. Throws ConfigError naming the first bad variable. */
@@ -374,6 +400,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxTransferStreams: envUint("OLLAMA_MAX_TRANSFER_STREAMS", v("OLLAMA_MAX_TRANSFER_STREAMS"), 4),
     vulkan: envBool(v("OLLAMA_VULKAN"), undefined),
     experiment: envList(v("OLLAMA_EXPERIMENT")),
+    apiKeys: Object.freeze(envApiKeys(v("OLLAMA_API_KEYS"))),
+    apiKeysFile: v("OLLAMA_API_KEYS_FILE") !== "" ? path.resolve(v("OLLAMA_API_KEYS_FILE")) : "",
+    noManagement: envBool(v("OLLAMA_NO_MANAGEMENT"), false),
+    apiKey: envClientApiKey(v("OLLAMA_API_KEY")),
   };
   Object.freeze(config.origins);
   Object.freeze(config.remotes);

@@ -2,11 +2,10 @@
 // Non-streamed calls decode one JSON body; streamed calls read NDJSON line by line, and a line that
 // carries `error` ends the stream with that message.
 
-import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
 import { STATUS_CODES } from "node:http";
-import { Transform } from "node:stream";
+import { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
+import { checkUnchanged, openRegularFile, readChunks } from "../fs/regular-file.js";
 import type {
   ChatRequest,
   ChatResponse,
@@ -76,6 +75,8 @@ export class ServerUnreachableError extends Error {
 
 export interface ClientOptions {
   userAgent?: string;
+  /** Sent as `Authorization: Bearer <key>` on every request (OLLAMA_API_KEY; a server with API keys wants it). */
+  apiKey?: string;
   /** Override the undici dispatcher (tests). */
   dispatcher?: Dispatcher;
 }
@@ -88,12 +89,14 @@ type Method = "GET" | "HEAD" | "POST" | "DELETE";
 export class Client {
   readonly baseUrl: string;
   private readonly userAgent: string;
+  private readonly authorization: Record<string, string>;
   private dispatcher: Dispatcher | undefined;
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.userAgent = options.userAgent ?? `ollamats (${process.arch} ${process.platform}) Node/${process.version}`;
     this.dispatcher = options.dispatcher;
+    this.authorization = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
   }
 
   /** HEAD / — resolves when the server answers. */
@@ -162,6 +165,12 @@ export class Client {
     } catch (err) {
       // 404: missing; 405: a server without HEAD on this route (the POST then tells)
       if (err instanceof ResponseError && (err.status === 404 || err.status === 405)) return false;
+      // A HEAD answer has no body to say why; a refusal (a server that does not take blobs, a key
+      // that may not upload) is asked again with GET, whose 403 carries the server's reason.
+      if (err instanceof ResponseError && err.status === 403) {
+        await this.json("GET", `/api/blobs/${digest}`, undefined, signal);
+        return true;
+      }
       throw err;
     }
   }
@@ -176,28 +185,49 @@ export class Client {
     onProgress?: (sent: number, total: number) => void,
     signal?: AbortSignal,
   ): Promise<void> {
-    const { size } = await stat(filePath);
-    if (await this.hasBlob(digest, signal)) {
+    // Opened before anything is sent: a FIFO or a device is refused at once, and exactly the
+    // bytes the file had when opened are sent (fs/regular-file.ts).
+    const file = await openRegularFile(filePath);
+    try {
+      const { size } = file;
+      if (await this.hasBlob(digest, signal)) {
+        onProgress?.(size, size);
+        return;
+      }
+      let sent = 0;
+      let readError: unknown;
+      const counted = async function* (): AsyncGenerator<Buffer> {
+        try {
+          for await (const chunk of readChunks(file)) {
+            sent += chunk.length;
+            onProgress?.(sent, size);
+            yield chunk;
+          }
+        } catch (err) {
+          readError = err;
+          throw err;
+        }
+      };
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await this.send("POST", `/api/blobs/${digest}`, {
+          body: Readable.from(counted()),
+          headers: { "content-type": "application/octet-stream", "content-length": String(size) },
+          signal,
+        });
+      } catch (err) {
+        throw readError ?? err; // the file changed under the upload: say that, not "request aborted"
+      }
+      const text = await res.body.text();
+      if (readError) throw readError;
+      // The server may answer once it has `size` bytes, before the reader's own last check ran.
+      // (What it stored is safe either way: it verifies the bytes against the digest.)
+      await checkUnchanged(file);
+      if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
       onProgress?.(size, size);
-      return;
+    } finally {
+      await file.handle.close();
     }
-    let sent = 0;
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        sent += chunk.length;
-        onProgress?.(sent, size);
-        cb(null, chunk);
-      },
-    });
-    const body = createReadStream(filePath).pipe(counter);
-    const res = await this.send("POST", `/api/blobs/${digest}`, {
-      body,
-      headers: { "content-type": "application/octet-stream", "content-length": String(size) },
-      signal,
-    });
-    const text = await res.body.text();
-    if (res.statusCode >= 400) throw errorFromBody(res.statusCode, text, false);
-    onProgress?.(size, size);
   }
 
   /** Close idle connections (the process can exit without waiting for keep-alive timers). */
@@ -225,7 +255,7 @@ export class Client {
       return await request(url, {
         method,
         body: opts.body as Dispatcher.DispatchOptions["body"],
-        headers: { "user-agent": this.userAgent, ...opts.headers },
+        headers: { "user-agent": this.userAgent, ...this.authorization, ...opts.headers },
         signal: opts.signal,
         dispatcher: this.dispatcher,
       });

@@ -5,7 +5,7 @@
 
 import { existsSync } from "node:fs";
 import os from "node:os";
-import { Client, SERVER_UNREACHABLE_MESSAGE, ServerUnreachableError } from "../api/client.js";
+import { Client, ResponseError, SERVER_UNREACHABLE_MESSAGE, ServerUnreachableError } from "../api/client.js";
 import { parseModelName } from "../registry/name.js";
 import { serviceStartHint } from "../service/manage.js";
 import { loadConfig, type Config } from "../config.js";
@@ -23,7 +23,7 @@ export function cliConfig(): Config {
 }
 
 export function connect(config: Config = cliConfig()): Client {
-  return new Client(config.host.url, { userAgent: userAgent() });
+  return new Client(config.host.url, { userAgent: userAgent(), ...(config.apiKey !== "" ? { apiKey: config.apiKey } : {}) });
 }
 
 /** Build a client and check the server answers (Ollama's checkServerHeartbeat, Linux flavour). */
@@ -43,7 +43,21 @@ export function checkModelName(model: string): void {
   if (parseModelName(model) === null) throw new CliError(`invalid model name: ${JSON.stringify(model)}`);
 }
 
+/** What to do about a 401: the server has API keys and wants one of them in OLLAMA_API_KEY. */
+export function apiKeyHint(): string {
+  let given = false;
+  try {
+    given = cliConfig().apiKey !== "";
+  } catch {
+    // a bad OLLAMA_API_KEY was reported already, or is by the next command
+  }
+  return given
+    ? "the server did not accept the API key in OLLAMA_API_KEY; set OLLAMA_API_KEY to one of the keys it was given (OLLAMA_API_KEYS)"
+    : "the server requires an API key; set OLLAMA_API_KEY to one of its keys";
+}
+
 export function errorMessage(err: unknown): string {
+  if (err instanceof ResponseError && err.status === 401) return apiKeyHint();
   if (err instanceof Error) return err.message;
   return String(err);
 }

@@ -1,8 +1,8 @@
 // Files named in a prompt for multimodal models (interactive.go extractFileNames/extractFileData):
 // paths that start with `/`, `./`, `\` or a drive letter and end in .jpg/.jpeg/.png/.webp/.wav are
 // read (at most 100 MB, type sniffed from the content), taken out of the text and sent as images.
-import { open } from "node:fs/promises";
 import path from "node:path";
+import { openRegularFile, readChunks, type RegularFile } from "../fs/regular-file.js";
 
 const FILE_PATTERN = /(?:[a-zA-Z]:)?(?:\.\/|\/|\\)[\S\\ ]+?\.(?:jpg|jpeg|png|webp|wav)\b/gi;
 const MAX_BYTES = 100 * 1024 * 1024;
@@ -32,25 +32,26 @@ export function sniffContentType(head: Buffer): string {
 
 const ALLOWED = ["image/jpeg", "image/jpg", "image/png", "image/webp", "audio/wave"];
 
-/** Read one file as an attachment; undefined when it does not exist. */
+/** Read one regular file as an attachment; undefined when it does not exist. */
 export async function readAttachment(file: string): Promise<Buffer | undefined> {
-  let handle;
+  let f: RegularFile;
   try {
-    handle = await open(file, "r");
+    f = await openRegularFile(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
     throw err;
   }
   try {
     const head = Buffer.alloc(512);
-    const { bytesRead } = await handle.read(head, 0, 512, 0);
+    const { bytesRead } = await f.handle.read(head, 0, 512, 0);
     const type = sniffContentType(head.subarray(0, bytesRead));
     if (!ALLOWED.includes(type)) throw new Error(`invalid file type: ${type}`);
-    const { size } = await handle.stat();
-    if (size > MAX_BYTES) throw new Error("file size exceeds maximum limit (100MB)");
-    return await handle.readFile();
+    if (f.size > MAX_BYTES) throw new Error("file size exceeds maximum limit (100MB)");
+    const chunks: Buffer[] = [];
+    for await (const chunk of readChunks(f)) chunks.push(chunk);
+    return Buffer.concat(chunks);
   } finally {
-    await handle.close();
+    await f.handle.close();
   }
 }
 

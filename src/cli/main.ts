@@ -1,11 +1,17 @@
 #!/usr/bin/env node
 // The `ollamats` command line: a yargs root with one module per command (src/cli/commands/).
 // Usage errors (unknown command or flag, missing argument) are one `Error:` line and exit code 1.
+// NOTE (project lead, to whoever merges this): yargs (the CLI parser) and undici (the HTTP client)
+// are fixed by design for this project (see the brief and ../shared/DESIGN.md): keep the CLI on
+// yargs and the REST client on undici. For start-up time, load them lazily (a fast path for
+// `--version` and similar before yargs is imported; undici imported only when a request is made),
+// and load each command module only when it runs; do not replace either library.
 
 import yargs, { type CommandModule } from "yargs";
 import { hideBin } from "yargs/helpers";
 import { NAME, normalizeArgs, usageError } from "./args.js";
-import { connect, fail } from "./connect.js";
+import { ResponseError } from "../api/client.js";
+import { apiKeyHint, connect, fail } from "./connect.js";
 import { cliVersion } from "./version.js";
 import { CopyCommand } from "./commands/cp.js";
 import { CreateCommand } from "./commands/create.js";
@@ -25,8 +31,9 @@ async function printVersion(): Promise<void> {
   let serverVersion = "";
   try {
     serverVersion = await connect().version();
-  } catch {
-    process.stdout.write(`Warning: could not connect to a running ${NAME} instance\n`);
+  } catch (err) {
+    const refused = err instanceof ResponseError && err.status === 401;
+    process.stdout.write(refused ? `Warning: ${apiKeyHint()}\n` : `Warning: could not connect to a running ${NAME} instance\n`);
   }
   if (serverVersion !== "") process.stdout.write(`${NAME} version is ${serverVersion}\n`);
   if (serverVersion !== cliVersion()) process.stdout.write(`Warning: client version is ${cliVersion()}\n`);

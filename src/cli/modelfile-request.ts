@@ -3,11 +3,11 @@
 // FROM anything else becomes `from`; PARAMETERs are typed; LICENSEs collect into an array.
 
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
 import { readdir, realpath, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { CreateRequest, Message } from "../api/types.js";
+import { readChunks, withRegularFile } from "../fs/regular-file.js";
 import { splitCommandArgs } from "../registry/modelfile.js";
 
 export interface ModelfileCommand {
@@ -63,11 +63,13 @@ export function expandPath(p: string, relativeDir: string, home: string = os.hom
   return path.resolve(path.join(relativeDir, p));
 }
 
-/** sha256 of a file, streamed: "sha256:<hex>". */
+/** sha256 of a regular file, streamed: "sha256:<hex>" (fs/regular-file.ts refuses anything else). */
 export async function fileDigest(file: string): Promise<string> {
-  const hash = createHash("sha256");
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return `sha256:${hash.digest("hex")}`;
+  return withRegularFile(file, async (f) => {
+    const hash = createHash("sha256");
+    for await (const chunk of readChunks(f)) hash.update(chunk);
+    return `sha256:${hash.digest("hex")}`;
+  });
 }
 
 async function glob(dir: string, re: RegExp, nested = false): Promise<string[]> {

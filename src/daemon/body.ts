@@ -2,6 +2,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import { z } from "zod";
+import { parseJson } from "./bounded-json.js";
 import { badRequest } from "./errors.js";
 
 const tooLarge = (limit: number) => badRequest(`request body too large (limit ${limit} bytes)`);
@@ -96,7 +97,7 @@ export async function parseBody<T extends z.ZodType>(c: Context, schema: T, limi
   if (text.trim() === "") throw badRequest("missing request body");
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = parseJson(text); // nesting bounded before any recursive code sees the value
   } catch (err) {
     throw badRequest(`invalid JSON in request body: ${(err as Error).message}`);
   }

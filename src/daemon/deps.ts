@@ -1,4 +1,5 @@
 // What the daemon is built from; createApp receives it, tests build it with temp dirs.
+import type { ApiKey } from "../api-keys.js";
 import type { Config } from "../config.js";
 import type { ModelResolver } from "../registry/model-spec.js";
 import type { Store } from "../registry/store.js";
@@ -12,4 +13,6 @@ export interface Deps {
   scheduler: Scheduler;
   log: Logger;
   version: string;
+  /** Every API key the daemon accepts (OLLAMA_API_KEYS and OLLAMA_API_KEYS_FILE); empty: none needed. */
+  keys: readonly ApiKey[];
 }

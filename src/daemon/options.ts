@@ -1,6 +1,9 @@
 // Ollama's option precedence: DefaultOptions → model PARAMETERs → request `options`.
-// Unknown keys are ignored; a value of the wrong JSON type is rejected.
+// Unknown keys are ignored; a value of the wrong JSON type is rejected; every number is brought
+// into its range (backends/option-ranges.ts), and a value with no meaning is refused with a 400.
+import os from "node:os";
 import type { SamplingOptions } from "../backends/backend.js";
+import { boundOption, optionRefusal, type RangeLimits } from "../backends/option-ranges.js";
 import { OPTION_TYPES } from "../registry/modelfile.js";
 import { badRequest } from "./errors.js";
 
@@ -45,20 +48,36 @@ function coerce(key: string, value: unknown): unknown {
   }
 }
 
-function merge(layers: Array<Record<string, unknown> | undefined>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const layer of layers) {
+type Source = "model" | "request";
+
+/** The layers merged, each value typed and remembered with the layer it came from. */
+function merge(layers: Array<[Source, Record<string, unknown> | undefined]>): Map<string, { value: unknown; source: Source }> {
+  const out = new Map<string, { value: unknown; source: Source }>();
+  for (const [source, layer] of layers) {
     if (!layer) continue;
     for (const [k, v] of Object.entries(layer)) {
       const typed = coerce(k, v);
-      if (typed !== undefined) out[k] = typed;
+      if (typed !== undefined) out.set(k, { value: typed, source });
     }
   }
   return out;
 }
 
+/** A 400 for a value outside what its option can mean, naming the option, its range and where
+ *  the value came from (a model's PARAMETER is fixed by re-creating the model or overriding it). */
+function refuse(merged: Map<string, { value: unknown; source: Source }>): void {
+  for (const [k, { value, source }] of merged) {
+    const why = optionRefusal(k, value);
+    if (why === undefined) continue;
+    const from = source === "model" ? " (set by the model's PARAMETER: override it in the request's options, or re-create the model)" : "";
+    throw badRequest(`option "${k}" ${why}${from}`);
+  }
+}
+
 export interface OptionDefaults {
   numCtx: number;
+  /** Logical cores (num_thread's bound); this machine's when absent. */
+  cores?: number;
 }
 
 export function resolveOptions(
@@ -66,30 +85,41 @@ export function resolveOptions(
   modelParams: Record<string, unknown> | undefined,
   request: Record<string, unknown> | undefined,
 ): RequestRunOptions {
-  const o = merge([modelParams, request]);
-  const int = (k: string, d: number) => (typeof o[k] === "number" ? (o[k] as number) : d);
-  const float = int;
+  const merged = merge([
+    ["model", modelParams],
+    ["request", request],
+  ]);
+  refuse(merged);
+  const limits: RangeLimits = { cores: defaults.cores ?? os.availableParallelism() };
+  const num = (k: string, d: number) => {
+    const v = merged.get(k)?.value;
+    return boundOption(k, typeof v === "number" ? v : d, limits);
+  };
+  const numCtx = num("num_ctx", defaults.numCtx);
+  limits.numCtx = numCtx;
+  const mmap = merged.get("use_mmap")?.value;
+  const stop = merged.get("stop")?.value;
   return {
     runner: {
-      numCtx: Math.max(4, int("num_ctx", defaults.numCtx)),
-      numBatch: Math.max(1, int("num_batch", 512)),
-      numGpu: int("num_gpu", -1),
-      numThread: Math.max(0, int("num_thread", 0)),
-      useMmap: typeof o.use_mmap === "boolean" ? o.use_mmap : undefined,
+      numCtx,
+      numBatch: num("num_batch", 512),
+      numGpu: num("num_gpu", -1),
+      numThread: num("num_thread", 0),
+      useMmap: typeof mmap === "boolean" ? mmap : undefined,
     },
     sampling: {
-      temperature: Math.max(0, float("temperature", 0.8)),
-      topK: int("top_k", 40),
-      topP: float("top_p", 0.9),
-      minP: float("min_p", 0),
-      seed: int("seed", -1),
-      repeatLastN: int("repeat_last_n", 64),
-      repeatPenalty: float("repeat_penalty", 1.0),
-      presencePenalty: float("presence_penalty", 0),
-      frequencyPenalty: float("frequency_penalty", 0),
+      temperature: num("temperature", 0.8),
+      topK: num("top_k", 40),
+      topP: num("top_p", 0.9),
+      minP: num("min_p", 0),
+      seed: num("seed", -1),
+      repeatLastN: num("repeat_last_n", 64),
+      repeatPenalty: num("repeat_penalty", 1.0),
+      presencePenalty: num("presence_penalty", 0),
+      frequencyPenalty: num("frequency_penalty", 0),
     },
-    numPredict: int("num_predict", -1),
-    numKeep: int("num_keep", 4),
-    stop: Array.isArray(o.stop) ? (o.stop as string[]) : [],
+    numPredict: num("num_predict", -1),
+    numKeep: num("num_keep", 4),
+    stop: Array.isArray(stop) ? (stop as string[]) : [],
   };
 }

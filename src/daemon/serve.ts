@@ -2,6 +2,7 @@
 import { serve as listen, type ServerType } from "@hono/node-server";
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
+import type { ApiKey } from "../api-keys.js";
 import type { Config } from "../config.js";
 import { notifyReady } from "../service/notify.js";
 import { pruneAtStartup } from "../registry/prune.js";
@@ -14,6 +15,8 @@ import { createLogger } from "./log.js";
 import { createStateDir } from "./state-dir.js";
 import type { StateStore } from "../backends/llamacpp/protocol.js";
 import { Scheduler } from "./scheduler/scheduler.js";
+import { loadApiKeys } from "./keys-file.js";
+import { logAccessPolicy } from "./middleware/api-access.js";
 import { createApp } from "./server.js";
 
 export function packageVersion(): string {
@@ -21,7 +24,7 @@ export function packageVersion(): string {
   return pkg.version;
 }
 
-export function buildDeps(config: Config, states?: StateStore): Deps {
+export function buildDeps(config: Config, states?: StateStore, keys: readonly ApiKey[] = config.apiKeys): Deps {
   const log = createLogger(config.debug);
   const store = new Store(config.models);
   const backend = new LlamaCppBackend({
@@ -36,6 +39,7 @@ export function buildDeps(config: Config, states?: StateStore): Deps {
     scheduler: new Scheduler({ backend, config, log }),
     log,
     version: packageVersion(),
+    keys,
   };
 }
 
@@ -51,8 +55,10 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config): Promise<RunningServer> {
+  const keys = await loadApiKeys(config); // a bad keys file stops the start, before anything is made
   const stateDir = createStateDir();
-  const deps = buildDeps(config, stateDir.store);
+  const deps = buildDeps(config, stateDir.store, keys);
+  logAccessPolicy(deps.log, config, keys);
   await sweepAtStartup(deps.store.blobsDir, deps.log); // never throws; what killed writes left
   await pruneAtStartup(deps.store, config, deps.log); // never throws; skipped with OLLAMA_NOPRUNE
   const app = createApp(deps);

@@ -3,9 +3,11 @@ import { Hono } from "hono";
 import { allowedOrigins } from "../config.js";
 import type { Deps } from "./deps.js";
 import { ApiError, errorMessage } from "./errors.js";
+import { apiAccess } from "./middleware/api-access.js";
 import { cors } from "./middleware/cors.js";
 import { hostGuard } from "./middleware/host-guard.js";
 import { requestLog } from "./middleware/request-log.js";
+import { routeAccess } from "./routes/access.js";
 import { blobRoutes } from "./routes/blobs.js";
 import { chatRoutes } from "./routes/chat.js";
 import { createRoutes } from "./routes/create.js";
@@ -18,19 +20,18 @@ import { embedRoutes } from "./routes/embed.js";
 import { openaiRoutes } from "./routes/openai/index.js";
 import { transferRoutes } from "./routes/transfer.js";
 
-// Paths we serve, so a wrong method gets Ollama's 405 instead of 404.
-const KNOWN_PATHS = new Set(["/", "/api/version", "/api/tags", "/api/ps", "/api/show", "/api/generate", "/api/chat", "/api/create", "/api/delete", "/api/copy", "/api/pull", "/api/push", "/api/embed", "/api/embeddings", "/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models", "/api/tokenize", "/api/detokenize"]);
-
 export function createApp(deps: Deps): Hono {
   const app = new Hono();
   app.use("*", hostGuard(deps.config.host.host));
   app.use("*", cors(allowedOrigins(deps.config)));
   app.use("*", requestLog(deps.log));
+  app.use("*", apiAccess({ keys: deps.keys, noManagement: deps.config.noManagement }));
   for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes, transferRoutes, embedRoutes, openaiRoutes, tokenizeRoutes]) {
     app.route("/", routes(deps));
   }
   app.notFound((c) => {
-    if (KNOWN_PATHS.has(c.req.path) || c.req.path.startsWith("/api/blobs/")) {
+    // A path we serve (routes/access.ts lists them all) with a wrong method: Ollama's 405.
+    if (routeAccess(c.req.path) !== undefined) {
       return c.text("405 method not allowed", 405);
     }
     return c.text("404 page not found", 404);

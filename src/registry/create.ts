@@ -11,6 +11,7 @@ import lockfile from "proper-lockfile";
 import type { ProgressResponse } from "../api/types.js";
 import { GgufError, ggufFacts, readGgufInfo, type GgufInfo } from "./gguf.js";
 import type { ModelResolver } from "./model-spec.js";
+import { optionRefusal } from "../backends/option-ranges.js";
 import { OPTION_TYPES } from "./modelfile.js";
 import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
 import { LOCK_STALE_MS } from "./store-sweep.js";
@@ -85,7 +86,11 @@ function checkParameters(params: Record<string, unknown>): Record<string, unknow
           ? typeof v === "boolean"
           : typeof v === "number" && Number.isFinite(v);
     if (!ok) throw new CreateError(400, `invalid value for parameter '${k}': ${JSON.stringify(v)}`);
-    out[k] = type === "string[]" && typeof v === "string" ? [v] : type === "int" ? Math.trunc(v as number) : v;
+    const value = type === "string[]" && typeof v === "string" ? [v] : type === "int" ? Math.trunc(v as number) : v;
+    // A value every later request would refuse is not stored (values past a limit are clamped at use).
+    const why = optionRefusal(k, value);
+    if (why) throw new CreateError(400, `invalid value for parameter '${k}': ${why}`);
+    out[k] = value;
   }
   return out;
 }

@@ -44,6 +44,22 @@ export class ServiceError extends Error {
 }
 
 /**
+ * Variables that hold keys. Unit files, drop-ins and plists are readable by every local user (and
+ * `systemctl show` prints their environment), so these are refused in `--env`, and shown redacted
+ * if a hand-edited file has them.
+ */
+const SECRET_ENV: Readonly<Record<string, string>> = {
+  OLLAMA_API_KEYS:
+    "service files are readable by every local user, so keys do not go there; put them in a file only the service's account can read (chmod 600) and pass --env OLLAMA_API_KEYS_FILE=/path/to/keys",
+  OLLAMA_API_KEY: "the daemon does not use OLLAMA_API_KEY (the CLI sends it), and service files are readable by every local user",
+};
+
+/** An environment entry as printed: a secret's value is never shown. */
+export function displayEnv(key: string, value: string): string {
+  return `${key}=${Object.hasOwn(SECRET_ENV, key) ? "<redacted>" : value}`;
+}
+
+/**
  * One `--env` argument: `KEY=VALUE`, `KEY=` (remove KEY), or `KEY` (take the value from the
  * current environment). Returns [key, value], value undefined meaning "remove".
  */
@@ -51,6 +67,8 @@ export function parseEnvArg(arg: string, current: NodeJS.ProcessEnv): [string, s
   const eq = arg.indexOf("=");
   const key = eq < 0 ? arg : arg.slice(0, eq);
   if (!ENV_NAME.test(key)) throw new ServiceError(`invalid environment variable name ${JSON.stringify(key)} in --env ${arg}`);
+  // Removing one (KEY=) is allowed; giving one is not, and the message does not repeat the value.
+  if (Object.hasOwn(SECRET_ENV, key) && arg !== `${key}=`) throw new ServiceError(`--env ${key}: ${SECRET_ENV[key]}`);
   let value: string | undefined;
   if (eq < 0) {
     value = current[key];

@@ -7,6 +7,7 @@ import { readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { ConfigError, loadConfig } from "../config.js";
 import {
+  displayEnv,
   isOurs,
   LAUNCHD_LABEL,
   mergeEnv,
@@ -284,7 +285,7 @@ export async function installService(ctx: ServiceContext, opts: InstallOptions):
     });
   }
 
-  const lines = env.map(([k, v]) => `  ${k}=${v}`);
+  const lines = env.map(([k, v]) => `  ${displayEnv(k, v)}`);
   if (lines.length > 0) ctx.print(`Environment:\n${lines.join("\n")}`);
 
   if (!commandsOn(ctx)) {
@@ -397,7 +398,7 @@ export async function serviceStatus(ctx: ServiceContext, defaultUrl: string): Pr
   }
   const env = text !== undefined && isOurs(text) ? await installedEnv(ctx, layout) : [];
   if (layout.dropIn && text !== undefined) ctx.print(`${label("Environment")}${onDisk(ctx, layout.dropIn)}`);
-  for (const [k, v] of env) ctx.print(`${"".padEnd(13)}${k}=${v}`);
+  for (const [k, v] of env) ctx.print(`${"".padEnd(13)}${displayEnv(k, v)}`);
 
   if (commandsOn(ctx) && (text !== undefined || packaged.length > 0)) {
     if (ctx.platform === "darwin") {

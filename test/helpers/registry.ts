@@ -129,6 +129,8 @@ async function probe(url: string, ca?: string): Promise<boolean> {
 export interface Faults {
   /** Fail this many blob GETs with 500 (before any byte). */
   fail500?: number;
+  /** The status of those failures instead of 500 (429, 503, …). */
+  failWith?: number;
   /** Fail this many manifest GETs with 500. */
   manifest500?: number;
   /** Fail this many upload PATCHes with 500 (the body is read and dropped). */
@@ -147,6 +149,23 @@ export interface Faults {
   requireAuth?: boolean;
   /** Answer blob GETs with a 307 to this origin (a "CDN" on another host name). */
   redirectBlobsTo?: string;
+  // The faults below apply to the blob `only` names when it is set, else to every blob GET.
+  only?: string;
+  /** Answer ranged blob GETs with a plain 200 and no Content-Range, as a file server without
+   *  Range support does: "full" sends the whole blob, "short" only the bytes asked for. */
+  ignoreRange?: "full" | "short";
+  /** Answer blob GETs with this status (and a short text body). */
+  blobStatus?: number;
+  /** Answer blob GETs with a 302 to this Location (`$path` is replaced by the request path). */
+  blobRedirect?: string;
+  /** Send blob bodies chunked (no Content-Length) and end them cleanly this many bytes early. */
+  bodyShort?: number;
+  /** Send blob bodies chunked and append this many extra bytes. */
+  bodyExtra?: number;
+  /** Rewrite the Content-Range of 206 answers: "start" moves the first byte, "total" the size. */
+  badContentRange?: "start" | "total";
+  /** Content-Type of the manifests served from `manifests`. */
+  manifestType?: string;
 }
 
 export interface ProxyRequestLog {
@@ -249,7 +268,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     const mm = /^\/v2\/(.+)\/manifests\/([^/]+)$/.exec(u.pathname);
     if (req.method === "GET" && mm) {
       const fake = state.manifests.get(`${mm[1]}:${mm[2]}`);
-      if (fake !== undefined) return reply(200, fake, { "content-type": "application/vnd.docker.distribution.manifest.v2+json" });
+      if (fake !== undefined) return reply(200, fake, { "content-type": f.manifestType ?? "application/vnd.docker.distribution.manifest.v2+json" });
       if (f.manifest500 && f.manifest500 > 0) {
         f.manifest500--;
         return reply(500, "injected manifest failure");
@@ -267,10 +286,14 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     }
     if (blob && f.fail500 && f.fail500 > 0) {
       f.fail500--;
-      return reply(500, "injected failure");
+      return reply(f.failWith ?? 500, "injected failure");
     }
+    const hit = blob !== undefined && (!f.only || f.only === blob);
+    if (hit && f.blobStatus !== undefined) return reply(f.blobStatus, f.blobStatus === 204 ? "" : "injected status");
+    if (hit && f.blobRedirect !== undefined) return reply(302, "", { location: f.blobRedirect.replace("$path", u.pathname + u.search) });
 
     const headers = { ...req.headers, host: t.host };
+    if (hit && f.ignoreRange === "full") delete headers.range;
     const up = http.request({ host: t.hostname, port: t.port, method: req.method, path: req.url, headers }, (ur) => {
       log.status = ur.statusCode ?? 0;
       // Registry redirects/locations point at the registry; clients must come back through us.
@@ -279,7 +302,22 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
         const v = ur.headers[h];
         if (typeof v === "string") out[h] = v.replace(`http://${t.host}`, `http://${state.host}`);
       }
-      res.writeHead(ur.statusCode ?? 502, out);
+      let status = ur.statusCode ?? 502;
+      if (hit && status === 206 && f.ignoreRange === "short") {
+        status = 200;
+        delete out["content-range"];
+      }
+      const cr0 = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(String(out["content-range"] ?? ""));
+      if (hit && cr0 && f.badContentRange) {
+        const [a, b, n] = [Number(cr0[1]), Number(cr0[2]), Number(cr0[3])];
+        out["content-range"] = f.badContentRange === "start" ? `bytes ${a + 1}-${b + 1}/${n}` : `bytes ${a}-${b}/${n + 1}`;
+      }
+      // chunked, so that a body of another length than announced ends cleanly
+      const reshape = hit && (f.bodyShort !== undefined || f.bodyExtra !== undefined) && status < 300;
+      const announced = Number(ur.headers["content-length"] ?? 0);
+      if (reshape) delete out["content-length"];
+      res.writeHead(status, out);
+      res.on("close", () => ur.destroy());
       if (!blob || (ur.statusCode ?? 0) >= 300) {
         ur.pipe(res);
         return;
@@ -295,6 +333,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       ur.on("data", (chunk: Buffer) => {
         if (stopped) return;
         let c = chunk;
+        if (reshape && f.bodyShort !== undefined) c = c.subarray(0, Math.max(0, announced - f.bodyShort - sent));
         const limit = drop ? f.dropAfter : f.stallAfter;
         if (limit !== undefined && sent + c.length >= limit) {
           c = c.subarray(0, Math.max(0, limit - sent));
@@ -325,7 +364,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
         }
       });
       ur.on("end", () => {
-        if (!stopped) res.end();
+        if (stopped) return;
+        if (reshape && f.bodyExtra) res.write(Buffer.alloc(f.bodyExtra, 0x55));
+        res.end();
       });
       ur.on("error", () => res.destroy());
     });

@@ -2,90 +2,33 @@
 // connections, resume after `kill -9` of the daemon (only the missing bytes are transferred),
 // digest rejection of a corrupted byte, cooperation of concurrent pulls (one daemon and two
 // processes sharing a store), Bearer token auth with a signed request, HTTP_PROXY, and path safety.
-import { readFile, readdir, mkdtemp, rm, stat } from "node:fs/promises";
-import os from "node:os";
+import { readFile, readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeTestModel } from "../../scripts/make-test-model.js";
-import { createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
-import {
-  registrySuitesRun,
-  listTree,
-  ndjson,
-  postJson,
-  registryEnv,
-  startFaultProxy,
-  startRegistry,
-  verifyBlobs,
-  type FaultProxy,
-  type TestRegistry,
-} from "../helpers/registry.js";
+import { type TestDaemon } from "../helpers/daemon.js";
+import { partStates, RegistryFixture } from "../helpers/registry-fixture.js";
+import { registrySuitesRun, listTree, ndjson, postJson, startFaultProxy, verifyBlobs, type FaultProxy, type TestRegistry } from "../helpers/registry.js";
 
 const run = registrySuitesRun() ? describe : describe.skip;
 const PART = 1 << 20;
 
+const fx = new RegistryFixture(PART);
 let reg: TestRegistry;
 let proxy: FaultProxy;
-let src: TestDaemon;
-let home: string;
-const daemons: TestDaemon[] = [];
-const dirs: string[] = [];
 let small: string; // name through the proxy
 let weights: { digest: string; size: number };
-
-async function daemon(extra: Record<string, string> = {}): Promise<TestDaemon> {
-  const d = await startDaemon(registryEnv(home, { OLLAMATS_TRANSFER_PART_SIZE: String(PART), ...extra }));
-  daemons.push(d);
-  return d;
-}
-
-async function tempDir(prefix: string): Promise<string> {
-  const d = await mkdtemp(path.join(os.tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
-
-async function partStates(models: string): Promise<Array<{ N: number; Offset: number; Size: number; Completed: number }>> {
-  const dir = path.join(models, "blobs");
-  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => /-partial-\d+$/.test(n));
-  const out = [];
-  for (const n of names) {
-    try {
-      out.push(JSON.parse(await readFile(path.join(dir, n), "utf8")));
-    } catch {
-      // being replaced right now
-    }
-  }
-  return out;
-}
-
-const pull = (d: TestDaemon, model: string, extra: object = {}) => postJson(`${d.url}/api/pull`, { model, insecure: true, stream: false, ...extra });
+const daemon = (extra: Record<string, string> = {}) => fx.daemon(extra);
+const tempDir = (prefix: string) => fx.tempDir(prefix);
+const pull = (d: TestDaemon, model: string, extra: object = {}) => fx.pull(d, model, extra);
 
 run("pull under faults", () => {
   beforeAll(async () => {
-    reg = await startRegistry();
-    proxy = await startFaultProxy(reg.url);
-    home = await tempDir("ollamats-home-");
-    src = await daemon();
-    small = `${proxy.host}/test/small:latest`;
-    const file = await makeTestModel({ shape: "small", type: "F16", seed: 1 });
-    expect((await createModelFromFile(src.url, small, file)).status).toBe(200);
-    const pushed = await postJson(`${src.url}/api/push`, { model: small, insecure: true, stream: false });
-    expect(pushed.status).toBe(200);
-    const m = JSON.parse(await readFile(path.join(src.models, "manifests", proxy.host, "test", "small", "latest"), "utf8")) as {
-      layers: Array<{ digest: string; size: number; mediaType: string }>;
-    };
-    const w = m.layers.find((l) => l.mediaType === "application/vnd.ollama.image.model");
-    weights = { digest: w!.digest, size: w!.size };
+    await fx.start();
+    ({ reg, proxy, model: small, weights } = fx);
     expect(weights.size).toBeGreaterThan(10 * PART);
   }, 60_000);
 
-  afterAll(async () => {
-    for (const d of daemons) await d.stop().catch(() => undefined);
-    await proxy?.stop();
-    await reg?.stop();
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
-  });
+  afterAll(() => fx.stop());
 
   it("retries 500s (manifest and blob) and resumes dropped connections from where they stopped", async () => {
     const d = await daemon();
@@ -120,9 +63,7 @@ run("pull under faults", () => {
     first.proc.kill("SIGKILL");
     await new Promise((r) => first.proc.once("exit", r));
     await pending;
-    // (TestDaemon.stop() would wait for an exit that already happened: forget it here)
-    daemons.splice(daemons.indexOf(first), 1);
-    dirs.push(first.models);
+    fx.forget(first);
 
     const parts = await partStates(models);
     expect(parts.length).toBe(Math.ceil(weights.size / PART));

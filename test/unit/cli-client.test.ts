@@ -162,6 +162,39 @@ describe("Client", () => {
     routes.delete("POST /api/pull");
   });
 
+  it("sends its API key as a Bearer token on every kind of request, and none without one", async () => {
+    routes.set("HEAD /", (_q, _b, res) => json(res, 200));
+    routes.set("GET /api/tags", (_q, _b, res) => json(res, 200, { models: [] }));
+    routes.set("POST /api/pull", (_q, _b, res) => json(res, 200, { status: "success" }));
+    routes.set("HEAD /api/blobs/sha256:00", (_q, _b, res) => json(res, 200));
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ollamats-blob-"));
+    try {
+      writeFileSync(path.join(dir, "f"), "x");
+      const calls = async (c: Client) => {
+        const from = seen.length;
+        await c.heartbeat();
+        await c.list();
+        await c.pull({ model: "m" }, () => {});
+        await c.createBlob("sha256:00", path.join(dir, "f"));
+        return seen.slice(from).map((s) => s.headers.authorization);
+      };
+      expect(await calls(new Client(base, { apiKey: "k-0123456789abcdef" }))).toEqual(Array(4).fill("Bearer k-0123456789abcdef"));
+      expect(await calls(new Client(base))).toEqual(Array(4).fill(undefined));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a refused blob check reports the server's reason, which a HEAD answer cannot carry", async () => {
+    const digest = "sha256:01";
+    routes.set(`HEAD /api/blobs/${digest}`, (_q, _b, res) => json(res, 403));
+    routes.set(`GET /api/blobs/${digest}`, (_q, _b, res) => json(res, 403, { error: "blob uploads are turned off" }));
+    const err = await new Client(base).hasBlob(digest).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ResponseError);
+    expect((err as ResponseError).status).toBe(403);
+    expect((err as ResponseError).message).toBe("blob uploads are turned off");
+  });
+
   it("reports a refused connection with the serve hint", async () => {
     const probe = http.createServer();
     await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));

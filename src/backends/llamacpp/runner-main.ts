@@ -18,6 +18,7 @@ import {
 import type { EmbedResult, GenerateJob, GenerateStats, LoadOptions } from "../backend.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
 import type { ChildMessage, GpuProbe, HostMessage, StateStore } from "./protocol.js";
+import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
 import { StepGate } from "./step-gate.js";
@@ -91,7 +92,9 @@ async function probe(): Promise<GpuProbe> {
   return { library, names: await l.getGpuDeviceNames(), totalBytes: vram.total, freeBytes: vram.free };
 }
 
-async function load(modelPath: string, opts: LoadOptions, gpuLayers: number, states: StateStore | undefined): Promise<void> {
+async function load(modelPath: string, requested: LoadOptions, gpuLayers: number, states: StateStore | undefined): Promise<void> {
+  // The daemon has already done this; a runner never trusts its caller with thread counts.
+  const opts = boundLoadOptions(requested);
   const threads = opts.numThread > 0 ? opts.numThread : os.availableParallelism();
   loadedThreads = threads;
   // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.
@@ -276,7 +279,7 @@ async function handle(msg: HostMessage): Promise<void> {
       }
       return;
     case "generate":
-      startGeneration(msg);
+      startGeneration({ ...msg, job: boundJob(msg.job) });
       return;
     case "abort":
       running.get(msg.id)?.ac.abort();
@@ -293,7 +296,7 @@ async function handle(msg: HostMessage): Promise<void> {
     case "threads":
       // node-llama-cpp hands each batch at most this many threads (contexts were made with
       // threads as a number: ideal = that number, minimum 1, so a smaller budget never blocks).
-      if (llama) llama.maxThreads = Math.max(1, Math.min(msg.threads, loadedThreads));
+      if (llama && Number.isFinite(msg.threads)) llama.maxThreads = Math.max(1, Math.min(Math.trunc(msg.threads), loadedThreads));
       return;
     case "close":
       await dispose(msg.keepPromptCache === true);

@@ -1,11 +1,11 @@
 // `ollamats create MODEL [-f Modelfile] [-q QUANT]`: parse the Modelfile here, upload the local
 // files it names as blobs, then ask the daemon to build the model, showing its progress.
-import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import type { CommandModule } from "yargs";
 import { parseModelfile, parseParameterValue } from "../../registry/modelfile.js";
 import { parseModelName } from "../../registry/name.js";
 import type { Client } from "../../api/client.js";
+import { readRegularFile } from "../../fs/regular-file.js";
 import { action, CliError, connectChecked } from "../connect.js";
 import { buildCreatePlan, type LocalBlob } from "../modelfile-request.js";
 import { Progress, Spinner } from "../progress.js";
@@ -21,7 +21,8 @@ interface CreateArgs {
 async function readModelfile(file: string | undefined): Promise<{ text: string; dir: string }> {
   const name = path.resolve(file || "Modelfile");
   try {
-    if ((await stat(name)).isFile()) return { text: await readFile(name, "utf8"), dir: path.dirname(name) };
+    // A FIFO or a device named as the Modelfile is refused, never read until it ends.
+    return { text: (await readRegularFile(name)).toString("utf8"), dir: path.dirname(name) };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
   }

@@ -25,7 +25,10 @@ export const ServeCommand: CommandModule<object, object> = {
         "      OLLAMA_FLASH_ATTENTION        Enabled flash attention\n" +
         "      OLLAMA_KV_CACHE_TYPE          Quantization type for the K/V cache (default: f16)\n" +
         "      OLLAMA_GPU_OVERHEAD           Reserve a portion of VRAM per GPU (bytes)\n" +
-        "      OLLAMA_LOAD_TIMEOUT           How long to allow model loads to stall before giving up (default \"5m\")",
+        "      OLLAMA_LOAD_TIMEOUT           How long to allow model loads to stall before giving up (default \"5m\")\n" +
+        "      OLLAMA_API_KEYS               Comma separated API keys; requests then need Authorization: Bearer <key>\n" +
+        "      OLLAMA_API_KEYS_FILE          File of API keys, one per line, optional scope all or inference (mode 600)\n" +
+        "      OLLAMA_NO_MANAGEMENT          Serve inference only: refuse pull, push, create, copy, delete and blobs",
     ),
   handler: action(async () => {
     const config = cliConfig();

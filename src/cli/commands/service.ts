@@ -7,6 +7,7 @@ import path from "node:path";
 import type { Argv, CommandModule } from "yargs";
 import { mergeEnv, parseEnvArg, type Platform, type Scope } from "../../service/common.js";
 import { installService, serviceFiles, serviceStatus, uninstallService, type CommandResult, type ServiceContext } from "../../service/manage.js";
+import { ResponseError } from "../../api/client.js";
 import { action, CliError, cliConfig, connect } from "../connect.js";
 
 interface ServiceArgs {
@@ -62,7 +63,9 @@ function context(argv: ServiceArgs): ServiceContext {
     probe: async (url) => {
       try {
         return await connect({ ...cliConfig(), host: { ...cliConfig().host, url } }).version(AbortSignal.timeout(3000));
-      } catch {
+      } catch (err) {
+        // It answers, but wants an API key for anything past the health check.
+        if (err instanceof ResponseError && err.status === 401) return "unknown: set OLLAMA_API_KEY to see it";
         return undefined;
       }
     },

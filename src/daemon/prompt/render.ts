@@ -3,6 +3,7 @@
 // else Ollama's default `{{ .Prompt }}` pass-through.
 import { Template as JinjaTemplate } from "@huggingface/jinja";
 import { OllamaTemplate, type ApiMessage, type ApiTool } from "./gotemplate/ollama.js";
+import { JsonDepthError, parseJson } from "../bounded-json.js";
 import { badRequest } from "../errors.js";
 
 export interface RenderMessage {
@@ -66,8 +67,10 @@ function apiMessage(m: RenderMessage): ApiMessage {
       let args = c.function.arguments;
       if (typeof args === "string") {
         try {
-          args = JSON.parse(args);
-        } catch {
+          args = parseJson(args);
+        } catch (err) {
+          // Too deep for the template engines to walk: refused, like a body that deep.
+          if (err instanceof JsonDepthError) throw badRequest(`invalid tool call arguments: ${err.message}`);
           args = {};
         }
       }

@@ -2,6 +2,8 @@
 // JSON objects scanned out of free text, and Llama 3.x's python-style `[f(a=1)]` list. Used by
 // the streaming ToolCallParser in tools.ts.
 
+import { parseJson } from "../bounded-json.js";
+
 // ---------- JSON scanning ----------
 
 /** Index of the `}` closing the object that starts at `start` (string/escape aware), or -1. */
@@ -36,7 +38,7 @@ function argumentsOf(v: Json | undefined): Record<string, unknown> | null {
   if (typeof v === "string") {
     if (v.trim() === "") return {};
     try {
-      const parsed: unknown = JSON.parse(v);
+      const parsed: unknown = parseJson(v);
       return isObject(parsed) ? parsed : null;
     } catch {
       return null;

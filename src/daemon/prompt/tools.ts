@@ -4,6 +4,7 @@
 // understood as well. Calls come back with object arguments, `function.index` and an id.
 import { randomInt } from "node:crypto";
 import type { ToolCall } from "../../api/types.js";
+import { parseJson } from "../bounded-json.js";
 import type { BranchNode, ListNode, Node } from "./gotemplate/parser.js";
 import type { PromptTemplate } from "./render.js";
 import { callsInJson, matchingBrace, parsePythonCalls, type Json } from "./tool-call-syntax.js";
@@ -290,7 +291,7 @@ export class ToolCallParser {
       const text = this.buf.slice(start, end + 1);
       let calls: Array<{ name: string; arguments: Record<string, unknown> }> = [];
       try {
-        calls = callsInJson(JSON.parse(text) as Json, this.names);
+        calls = callsInJson(parseJson(text) as Json, this.names);
       } catch {
         calls = [];
       }

@@ -4,7 +4,7 @@ import { InvalidModelNameError, type ModelSpec } from "../../registry/model-spec
 import type { Deps } from "../deps.js";
 import { badRequest, modelNotFound } from "../errors.js";
 import { selectTemplate, type PromptTemplate } from "../prompt/render.js";
-import { ggufTokenText } from "../../registry/gguf-slim.js";
+import { ggufArrayLength, ggufTokenText } from "../../registry/gguf-slim.js";
 
 export async function resolveSpec(deps: Deps, model: string): Promise<ModelSpec> {
   if (model === "") throw modelNotFound(model);
@@ -113,4 +113,12 @@ export function requestSignal(raw: Request): AbortController {
   if (raw.signal.aborted) ac.abort();
   else raw.signal.addEventListener("abort", () => ac.abort(), { once: true });
   return ac;
+}
+
+/** Token ids from a client (detokenize `tokens`, generate `context`) must name vocabulary entries:
+ *  an unknown id makes the runner's evaluation fail (a 500) or read outside its tables. */
+export function checkTokenIds(spec: ModelSpec, tokens: readonly number[], field?: string): void {
+  const size = ggufArrayLength(spec.gguf, "tokenizer.ggml.tokens") ?? Infinity;
+  const bad = tokens.find((t) => t < 0 || t >= size);
+  if (bad !== undefined) throw badRequest(`invalid token id ${bad}${field ? ` in "${field}"` : ""}: the vocabulary has ${size} tokens`);
 }

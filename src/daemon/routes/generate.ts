@@ -11,6 +11,7 @@ import { parseFormat } from "../prompt/format.js";
 import { renderPrompt, renderSuffix, type RenderMessage } from "../prompt/render.js";
 import { generateSchema, type GenerateBody } from "../schemas.js";
 import {
+  checkTokenIds,
   checkTopLogprobs,
   createdAt,
   fullModelName,
@@ -80,6 +81,7 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
     throw badRequest("raw mode does not support template, system, or context");
   }
   if (!spec.capabilities.includes("completion")) throw badRequest(`"${body.model}" does not support generate`);
+  if (body.context) checkTokenIds(spec, body.context, "context");
   if (body.suffix && !spec.capabilities.includes("insert")) throw badRequest(`${fullModelName(spec)} does not support insert`);
   const think = resolveThink(spec, body.model, body.think);
   rejectLogprobs(body.logprobs, body.top_logprobs);

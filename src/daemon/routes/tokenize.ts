@@ -5,14 +5,12 @@
 import { Hono } from "hono";
 import { parseBody } from "../body.js";
 import type { Deps } from "../deps.js";
-import { badRequest } from "../errors.js";
 import { resolveOptions } from "../options.js";
 import { detokenizeSchema, tokenizeSchema } from "../schemas.js";
 import { jsonResponse } from "../stream.js";
-import { keepAliveOf, requestSignal, resolveSpec } from "./common.js";
+import { checkTokenIds, keepAliveOf, requestSignal, resolveSpec } from "./common.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import type { Runner } from "../../backends/backend.js";
-import { ggufArrayLength } from "../../registry/gguf-slim.js";
 
 async function withRunner<T>(
   deps: Deps,
@@ -44,9 +42,7 @@ export function tokenizeRoutes(deps: Deps): Hono {
   app.post("/api/detokenize", async (c) => {
     const body = await parseBody(c, detokenizeSchema);
     const spec = await resolveSpec(deps, body.model);
-    const size = ggufArrayLength(spec.gguf, "tokenizer.ggml.tokens") ?? Infinity;
-    const bad = body.tokens.find((t) => t >= size);
-    if (bad !== undefined) throw badRequest(`invalid token id ${bad}: the vocabulary has ${size} tokens`);
+    checkTokenIds(spec, body.tokens);
     const content = body.tokens.length === 0 ? "" : await withRunner(deps, spec, body, c.req.raw, (r) => r.detokenize(body.tokens));
     return jsonResponse({ content });
   });

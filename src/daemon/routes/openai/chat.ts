@@ -6,6 +6,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { Message, ToolCall } from "../../../api/types.js";
 import { parseBody } from "../../body.js";
+import { JsonDepthError, parseJson } from "../../bounded-json.js";
 import { nowNs } from "../../completion.js";
 import type { Deps } from "../../deps.js";
 import { badRequest } from "../../errors.js";
@@ -136,9 +137,9 @@ function toolCallsOf(m: Obj, path: string): Array<{ id?: string; function: { nam
     let args: unknown = {};
     if (typeof rawArgs === "string") {
       try {
-        args = rawArgs.trim() === "" ? {} : JSON.parse(rawArgs);
-      } catch {
-        throw badRequest("invalid tool call arguments");
+        args = rawArgs.trim() === "" ? {} : parseJson(rawArgs);
+      } catch (err) {
+        throw badRequest(err instanceof JsonDepthError ? `invalid tool call arguments: ${err.message}` : "invalid tool call arguments");
       }
     } else if (rawArgs !== undefined && rawArgs !== null) {
       args = rawArgs; // lenient: an object where OpenAI puts a JSON string

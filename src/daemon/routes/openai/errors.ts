@@ -5,17 +5,18 @@ import { ApiError, errorMessage } from "../../errors.js";
 import type { Logger } from "../../log.js";
 
 export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: null; code: null };
+  error: { message: string; type: string; param: null; code: string | null };
 }
 
 export function errorType(status: number): string {
-  if (status === 400) return "invalid_request_error";
+  // 401: a missing or wrong API key, which OpenAI reports as an invalid request.
+  if (status === 400 || status === 401) return "invalid_request_error";
   if (status === 404) return "not_found_error";
   return "api_error";
 }
 
-export function openaiError(status: number, message: string): OpenAIErrorBody {
-  return { error: { message, type: errorType(status), param: null, code: null } };
+export function openaiError(status: number, message: string, code: string | null = null): OpenAIErrorBody {
+  return { error: { message, type: errorType(status), param: null, code } };
 }
 
 export function openaiErrorHandler(log: Logger) {

@@ -28,3 +28,19 @@ export function errorMessage(err: unknown): string {
   if (full) return `${full}: free disk space where the models are stored (OLLAMA_MODELS), then try again`;
   return err instanceof Error ? err.message : String(err);
 }
+
+/** How a failed request is answered and logged, by the native and the /v1 error handlers alike. */
+export interface Failure {
+  status: number;
+  message: string;
+  /** Logged at ERROR when set: a fault of the server, not of the request. */
+  logLine?: string;
+}
+
+export function failure(err: unknown, clientGone: boolean): Failure {
+  // The client went away (a timeout, a closed tab) and the request failed because it was cut
+  // short: not a server fault. Nobody reads the answer; the request line logs the 499.
+  if (clientGone) return { status: 499, message: "request canceled" };
+  if (err instanceof ApiError) return { status: err.status, message: err.message, ...(err.status >= 500 ? { logLine: err.message } : {}) };
+  return { status: 500, message: errorMessage(err), logLine: `internal error: ${errorMessage(err)}` };
+}

@@ -1,7 +1,7 @@
 // OpenAI's error shape for every /v1 error: {"error":{"message","type","param":null,"code":null}},
 // with Ollama's type per status. Thrown errors reach `openaiErrorHandler` (the /v1 onError).
 import type { Context } from "hono";
-import { ApiError, errorMessage } from "../../errors.js";
+import { failure } from "../../errors.js";
 import type { Logger } from "../../log.js";
 
 export interface OpenAIErrorBody {
@@ -21,8 +21,8 @@ export function openaiError(status: number, message: string, code: string | null
 
 export function openaiErrorHandler(log: Logger) {
   return (err: Error, c: Context): Response => {
-    const status = err instanceof ApiError ? err.status : 500;
-    if (status >= 500) log.error(err instanceof ApiError ? err.message : `internal error: ${errorMessage(err)}`);
-    return c.json(openaiError(status, errorMessage(err)), status as 400);
+    const f = failure(err, c.req.raw.signal.aborted);
+    if (f.logLine) log.error(f.logLine);
+    return c.json(openaiError(f.status, f.message), f.status as 400);
   };
 }

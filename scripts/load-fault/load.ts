@@ -147,7 +147,7 @@ function monitorChecks(c: Checks, m: MonitorSummary, o: LoadOptions, inferenceMo
   c.add(
     "GET / latency p99 (probe every 50 ms)",
     m.p99 <= o.p99TargetMs,
-    `p50 ${ms(m.p50)}, p99 ${ms(m.p99)}, max ${ms(m.max)} over ${m.probes} probes (target p99 <= ${o.p99TargetMs} ms); idle control server in the same conditions: p50 ${ms(m.controlP50)}, p99 ${ms(m.controlP99)}, max ${ms(m.controlMax)}; load average ${m.loadAvg.toFixed(1)} on ${os.cpus().length} cores`,
+    `p50 ${ms(m.p50)}, p99 ${ms(m.p99)}, max ${ms(m.max)} (sent ${m.samples.slowest[0]?.at ?? "-"}) over ${m.probes} probes (target p99 <= ${o.p99TargetMs} ms); idle control server in the same conditions: p50 ${ms(m.controlP50)}, p99 ${ms(m.controlP99)}, max ${ms(m.controlMax)}; load average ${m.loadAvg.toFixed(1)} on ${os.cpus().length} cores, the daemon itself using ${m.daemonCores.toFixed(2)} of a core`,
   );
   c.add("GET / always answered", m.samples.probeErrors.length === 0, m.samples.probeErrors.length ? shortLines(m.samples.probeErrors) : "every probe answered 200");
   c.add(

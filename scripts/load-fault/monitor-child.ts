@@ -8,22 +8,29 @@ import { spawn } from "node:child_process";
 import http from "node:http";
 import os from "node:os";
 import { childPids } from "../../test/helpers/daemon.js";
-import { readRssMiB } from "../bench-plan.js";
+import { cpuMs, readRssMiB } from "../bench-plan.js";
 
 export interface MonitorSamples {
   /** GET / latencies of the daemon and of the control server, ms; failures as Infinity. */
   daemonMs: number[];
   controlMs: number[];
   probeErrors: string[];
+  /** The slowest daemon probes, with the wall-clock time they were sent (to match the daemon's log). */
+  slowest: Array<{ at: string; ms: number }>;
   rssMiB: number[];
   runners: number[];
   runnerRssMiB: number[];
   load1: number[];
+  /** The daemon's CPU time (all threads), ms, at each sample. */
+  cpuMs: number[];
 }
 
 const [daemonUrl, pidText] = process.argv.slice(2);
 const daemonPid = Number(pidText);
-const agent = new http.Agent({ keepAlive: true });
+// A new connection per probe, as `curl` makes: a kept-alive socket that sat idle in the pool can
+// be closed by the server (its 5 s keep-alive timeout) just as the probe reuses it, a reset that
+// is the client's race, not the daemon's fault.
+const agent = false;
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
 
 function get(url: string): Promise<number> {
@@ -48,14 +55,23 @@ function startControl(): Promise<{ url: string; stop: () => void }> {
   });
 }
 
-const s: MonitorSamples = { daemonMs: [], controlMs: [], probeErrors: [], rssMiB: [], runners: [], runnerRssMiB: [], load1: [] };
+const s: MonitorSamples = { daemonMs: [], controlMs: [], probeErrors: [], slowest: [], rssMiB: [], runners: [], runnerRssMiB: [], load1: [], cpuMs: [] };
 const control = await startControl();
 let inFlight = 0;
+function noteSlow(at: Date, ms: number): void {
+  s.slowest.push({ at: at.toISOString(), ms: Math.round(ms) });
+  s.slowest.sort((a, b) => b.ms - a.ms);
+  s.slowest.length = Math.min(s.slowest.length, 5);
+}
 const probe = (url: string, into: number[]) => {
   inFlight++;
+  const at = new Date();
   void get(url)
     .then(
-      (t) => into.push(t),
+      (t) => {
+        into.push(t);
+        if (into === s.daemonMs) noteSlow(at, t);
+      },
       (e: Error) => {
         into.push(Infinity);
         if (s.probeErrors.length < 20) s.probeErrors.push(e.message);
@@ -77,6 +93,7 @@ const slow = setInterval(() => {
     for (const k of kids) sum += (await readRssMiB(k)) ?? 0;
     s.runnerRssMiB.push(sum);
     s.load1.push(os.loadavg()[0]!);
+    s.cpuMs.push(await cpuMs(daemonPid, "all"));
   })();
 }, 1000);
 

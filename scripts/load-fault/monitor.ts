@@ -19,6 +19,8 @@ export interface MonitorSummary {
   runnersMax: number;
   runnerRssMax: number;
   loadAvg: number;
+  /** Cores' worth of CPU the daemon itself (not its runners) used while watched. */
+  daemonCores: number;
 }
 
 export interface Monitor {
@@ -63,5 +65,6 @@ function summarise(s: MonitorSamples): MonitorSummary {
     runnersMax: Math.max(0, ...s.runners),
     runnerRssMax: Math.max(0, ...s.runnerRssMiB),
     loadAvg: mean(s.load1),
+    daemonCores: s.cpuMs.length > 1 ? (s.cpuMs.at(-1)! - s.cpuMs[0]!) / ((s.cpuMs.length - 1) * 1000) : NaN,
   };
 }

@@ -84,6 +84,33 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError("internal", errorMessage(err));
 }
 
+/** Out-of-space errors from any write (blob upload, pull, quantize, manifest): Node's text
+ *  ("ENOSPC: no space left on device, write") says neither where nor what to do. */
+const OUT_OF_SPACE: Record<string, string> = {
+  ENOSPC: "no space left on device",
+  EDQUOT: "disk quota exceeded",
+};
+
+/** The message a client sees for an error that is not an ApiError. */
 export function errorMessage(err: unknown): string {
+  const full = OUT_OF_SPACE[(err as NodeJS.ErrnoException | null)?.code ?? ""];
+  if (full) return `${full}: free disk space where the models are stored (OLLAMA_MODELS), then try again`;
   return err instanceof Error ? err.message : String(err);
+}
+
+/** How a failed request is answered and logged, by the native and the /v1 error handlers alike. */
+export interface Failure {
+  error: ApiError;
+  /** Logged at ERROR when set: a fault of the server, not of the request. */
+  logLine?: string;
+}
+
+export function failure(err: unknown, clientGone: boolean): Failure {
+  // The client went away (a timeout, a closed tab) and the request failed because it was cut
+  // short: not a server fault. Nobody reads the answer; the request line logs the 499.
+  if (clientGone) return { error: new ApiError("canceled", "request canceled") };
+  const error = toApiError(err);
+  if (error.status < 500) return { error };
+  const known = err instanceof ApiError || err instanceof EngineError;
+  return { error, logLine: known ? error.message : `internal error: ${errorMessage(err)}` };
 }

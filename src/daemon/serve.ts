@@ -7,6 +7,7 @@ import type { Config } from "../config.js";
 import { notifyReady } from "../service/notify.js";
 import { pruneAtStartup } from "../registry/prune.js";
 import { createBackends } from "../backends/index.js";
+import { sweepAtStartup } from "../registry/store-sweep.js";
 import { ModelResolver } from "../registry/model-spec.js";
 import { Store } from "../registry/store.js";
 import type { Deps } from "./deps.js";
@@ -54,6 +55,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const stateDir = createStateDir();
   const deps = buildDeps(config, stateDir.store, keys);
   logAccessPolicy(deps.log, config, keys);
+  await sweepAtStartup(deps.store.blobsDir, deps.log); // never throws; what killed writes left
   await pruneAtStartup(deps.store, config, deps.log); // never throws; skipped with OLLAMA_NOPRUNE
   const app = createApp(deps);
   const hostname = config.host.host === "" ? "0.0.0.0" : config.host.host;

@@ -17,6 +17,7 @@ import { OllamaTemplate } from "../template/ollama.js";
 import { describeRemote, RemoteModelUnknownError, type RemoteDescription } from "./remote-describe.js";
 import { OPTION_TYPES } from "./modelfile.js";
 import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
+import { LOCK_STALE_MS } from "./store-sweep.js";
 import { parseQuantizeType, QuantizeError, quantizeGguf, sourceFileType, type QuantizeTarget } from "./quantize.js";
 import {
   MEDIA_TYPE_ADAPTER,
@@ -409,6 +410,9 @@ async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target:
   const status = `quantizing ${sourceFileType(info)} model to ${target}`;
   await makeDirs(store.blobsDir);
   const tmp = path.join(store.blobsDir, `.quantize-${randomBytes(6).toString("hex")}.tmp`);
+  // Written under a lock of its own, so the startup sweep (store-sweep.ts) can tell a live
+  // quantizer in another process from one that was killed.
+  const release = await lockfile.lock(tmp, { realpath: false, stale: LOCK_STALE_MS, onCompromised: () => undefined });
   let last = 0;
   try {
     progress({ status, digest: "0000000000000000000", total: layer.size, completed: 0 });
@@ -433,6 +437,7 @@ async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target:
     return { layer: { mediaType: MEDIA_TYPE_MODEL, digest: res.digest, size: res.size }, created: !existed };
   } finally {
     await fs.rm(tmp, { force: true });
+    await release().catch(() => undefined);
   }
 }
 

@@ -1,8 +1,7 @@
 // OpenAI's error shape for every /v1 error: {"error":{"message","type","param":null,"code":null}},
 // with the type the error table (daemon/errors.ts) gives its code. Thrown errors reach `openaiErrorHandler` (the /v1 onError).
 import type { Context } from "hono";
-import { EngineError } from "../../../backends/errors.js";
-import { ApiError, errorMessage, toApiError } from "../../errors.js";
+import { failure, toApiError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 
 export interface OpenAIErrorBody {
@@ -17,8 +16,8 @@ export function openaiError(err: unknown, code: string | null = null): OpenAIErr
 
 export function openaiErrorHandler(log: Logger) {
   return (err: Error, c: Context): Response => {
-    const e = toApiError(err);
-    if (e.status >= 500) log.error(err instanceof ApiError || err instanceof EngineError ? e.message : `internal error: ${errorMessage(err)}`);
-    return c.json(openaiError(e), e.status as 400);
+    const f = failure(err, c.req.raw.signal.aborted);
+    if (f.logLine) log.error(f.logLine);
+    return c.json(openaiError(f.error), f.error.status as 400);
   };
 }

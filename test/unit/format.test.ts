@@ -1,15 +1,28 @@
-// `format`: the daemon's check of its shape (Ollama's error message), and the runner's grammar
-// cache that compiles schemas with json-schema-grammar.ts (tested on its own in
-// json-schema-grammar.test.ts).
+// `format`: the daemon's check of its shape (Ollama's error message), the llama.cpp backend's
+// compile (our JSON Schema → GBNF compiler, tested on its own in json-schema-grammar.test.ts)
+// with its 400s, and the runner's grammar cache.
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { INVALID_SCHEMA_PREFIX } from "../../src/backends/backend.js";
+import { INVALID_SCHEMA_PREFIX } from "../../src/backends/errors.js";
 import { GrammarCache } from "../../src/backends/llamacpp/grammar.js";
+import { compileLlamaFormat } from "../../src/backends/llamacpp/json-schema.js";
+import { toApiError } from "../../src/daemon/errors.js";
 import { parseFormat } from "../../src/daemon/prompt/format.js";
+
+/** What a request's `format` goes through: the daemon's shape check, then the backend's compile. */
+function compiled(f: unknown) {
+  const shape = parseFormat(f);
+  if (!shape) return undefined;
+  try {
+    return compileLlamaFormat(shape);
+  } catch (err) {
+    throw toApiError(err);
+  }
+}
 
 const msg = (f: unknown) => {
   try {
-    parseFormat(f);
+    compiled(f);
   } catch (e) {
     return { status: (e as { status?: number }).status, message: (e as Error).message };
   }
@@ -36,7 +49,23 @@ describe("parseFormat", () => {
   });
 });
 
-describe("GrammarCache", () => {
+describe("the llama.cpp backend's compile", () => {
+  it("ordinary keywords compile (the issue: minimum/maximum, pattern, lengths); unenforceable ones are ignored", () => {
+    const g = compiled({ type: "object", properties: { legs: { type: "integer", minimum: 0, maximum: 10 }, s: { type: "string", pattern: "^a+$", maxLength: 4 } }, not: {}, required: ["legs"] });
+    expect(g).toMatchObject({ kind: "gbnf" });
+    expect((g as { grammar: string }).grammar).toMatch(/^root ::= /);
+    expect(compiled("json")).toEqual({ kind: "json" });
+  });
+  it("a schema no value satisfies, or that is not a schema, is a 400 before anything loads", () => {
+    expect(msg({ type: "foo" })).toEqual({ status: 400, message: `${INVALID_SCHEMA_PREFIX}invalid type "foo"` });
+    expect(msg({ type: "integer", minimum: 3, maximum: 1 })).toEqual({ status: 400, message: `${INVALID_SCHEMA_PREFIX}no integer lies between 3 and 1` });
+    expect(msg({ type: "object", properties: "x" })?.message).toBe(`${INVALID_SCHEMA_PREFIX}properties must be an object`);
+    expect(msg({ $ref: "#/$defs/Missing" })?.message).toBe(`${INVALID_SCHEMA_PREFIX}$ref "#/$defs/Missing" does not point into the schema`);
+    expect(msg({ type: "string", pattern: "(" })?.status).toBe(400);
+  });
+});
+
+describe("GrammarCache (runner)", () => {
   let llama: Llama;
   beforeAll(async () => {
     llama = await getLlama({ build: "never", gpu: false, maxThreads: 1, logLevel: LlamaLogLevel.error });
@@ -45,25 +74,19 @@ describe("GrammarCache", () => {
     await llama?.dispose();
   });
 
-  it("compiles a schema with our compiler (no stop text: the grammar ends with the value) and caches it", async () => {
+  it("parses the backend's GBNF (no stop text: the grammar ends with the value) and caches it", async () => {
     const cache = new GrammarCache(llama);
-    const spec = { kind: "schema" as const, schema: { type: "object", properties: { legs: { type: "integer", minimum: 0, maximum: 10 } }, required: ["legs"] } };
+    const spec = compiled({ type: "object", properties: { legs: { type: "integer", minimum: 0, maximum: 10 } }, required: ["legs"] })!;
     const g = await cache.get(spec);
-    expect(g.grammar.grammar).toMatch(/^root ::= /);
     expect(g.grammar.grammar).toContain('"\\"legs\\""');
     expect(g.stops).toEqual([]);
-    expect(await cache.get({ kind: "schema", schema: JSON.parse(JSON.stringify(spec.schema)) })).toBe(g);
+    expect(await cache.get(compiled({ type: "object", properties: { legs: { type: "integer", minimum: 0, maximum: 10 } }, required: ["legs"] })!)).toBe(g);
     expect((await cache.get({ kind: "json" })).grammar.grammar).toContain("root");
   });
 
-  it("a schema no value satisfies is an error with the prefix the daemon turns into a 400", async () => {
+  it("a grammar llama.cpp refuses (left recursion through $refs) is an invalid_schema error", async () => {
     const cache = new GrammarCache(llama);
-    await expect(cache.get({ kind: "schema", schema: { type: "integer", minimum: 3, maximum: 1 } })).rejects.toThrow(
-      `${INVALID_SCHEMA_PREFIX}no integer lies between 3 and 1`,
-    );
-    // llama.cpp refuses left recursion: a $ref reaching itself before any text.
-    await expect(cache.get({ kind: "schema", schema: { $defs: { a: { anyOf: [{ $ref: "#/$defs/a" }, { type: "null" }] } }, $ref: "#/$defs/a" } })).rejects.toThrow(
-      INVALID_SCHEMA_PREFIX,
-    );
+    const spec = compiled({ $defs: { a: { anyOf: [{ $ref: "#/$defs/a" }, { type: "null" }] } }, $ref: "#/$defs/a" })!;
+    await expect(cache.get(spec)).rejects.toMatchObject({ code: "invalid_schema", message: expect.stringContaining(INVALID_SCHEMA_PREFIX) });
   });
 });

@@ -1,12 +1,13 @@
 // Property test of structured output: every schema of the corpus (test/fixtures/schema-corpus.ts)
-// is compiled by the runner's grammar cache and sampled by the real generation code on the tiny
+// is compiled by the llama.cpp backend and sampled by the runner's real generation code on the tiny
 // random-weight model with several seeds; every output that ends by itself must parse and
 // validate against the schema with ajv (+ formats). Random weights make the outputs as
 // adversarial as grammar-constrained text gets: long digit runs, escapes, odd whitespace.
 import { getLlama, LlamaLogLevel, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
-import type { GenerateJob } from "../../src/backends/backend.js";
+import { compileLlamaFormat } from "../../src/backends/llamacpp/json-schema.js";
+import type { RunnerJob } from "../../src/backends/llamacpp/protocol.js";
 import { promptTokens, runGeneration } from "../../src/backends/llamacpp/generate.js";
 import { makeValidator } from "../helpers/ajv.js";
 import { SCHEMA_CORPUS } from "../fixtures/schema-corpus.js";
@@ -31,13 +32,14 @@ afterAll(async () => {
 });
 
 async function sample(schema: Record<string, unknown>, seed: number): Promise<{ text: string; done: "stop" | "length" }> {
-  const job: GenerateJob = {
+  const job: RunnerJob = {
     prompt: "<|im_start|>user\nAnswer in JSON.<|im_end|>\n<|im_start|>assistant\n",
     sampling: { temperature: 1, topK: 40, topP: 0.95, minP: 0, seed, repeatLastN: 64, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0 },
     numPredict: 600,
     stop: [],
     wantContext: false,
-    grammar: { kind: "schema", schema },
+    // As a request goes: the backend compiles the schema, the runner parses the grammar.
+    grammar: compileLlamaFormat({ kind: "schema", schema }),
   };
   const seq = context.getSequence();
   try {

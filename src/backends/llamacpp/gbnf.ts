@@ -14,8 +14,11 @@ export class GrammarTooLargeError extends InvalidSchemaError {}
 const BLOCK = 500;
 /** An upper bound above this is no bound: no generation is that long (num_predict caps it). */
 export const UNBOUNDED_ABOVE = 1_000_000;
-const MAX_RULES = 50_000;
-const MAX_TEXT = 8 * 1024 * 1024;
+// The daemon compiles schemas (before any load) and sends the text to the runner with each job.
+const MAX_RULES = 20_000;
+const MAX_TEXT = 2 * 1024 * 1024;
+/** Compile work units (a rule, 64 characters of rule text, 64 automaton steps): see spend(). */
+const MAX_WORK = 60_000;
 
 const hex = (n: number, width: number) => n.toString(16).toUpperCase().padStart(width, "0");
 
@@ -74,12 +77,16 @@ function isAtom(expr: string): boolean {
 export class RuleSet {
   private readonly bodies = new Map<string, string>();
   private readonly byBody = new Map<string, string>();
+  /** The next suffix to try per name base (so naming stays linear in the number of rules). */
+  private readonly suffixes = new Map<string, number>();
   private size = 0;
+  private work = 0;
 
   constructor(private readonly reserved: ReadonlySet<string> = new Set()) {}
 
   /** A rule with this body (the existing one if the body is already a rule). */
   add(hint: string, body: string): string {
+    this.spend(1);
     const existing = this.byBody.get(body);
     if (existing !== undefined) return existing;
     const name = this.reserve(hint);
@@ -91,7 +98,9 @@ export class RuleSet {
   reserve(hint: string): string {
     const base = hint.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "").slice(0, 48) || "r";
     let name = base;
-    for (let i = 1; this.bodies.has(name) || this.reserved.has(name); i++) name = `${base}-${i}`;
+    let i = this.suffixes.get(base) ?? 1;
+    while (this.bodies.has(name) || this.reserved.has(name)) name = `${base}-${i++}`;
+    this.suffixes.set(base, i);
     this.bodies.set(name, "");
     return name;
   }
@@ -100,9 +109,26 @@ export class RuleSet {
     this.bodies.set(name, body);
     if (!this.byBody.has(body)) this.byBody.set(body, name);
     this.size += name.length + body.length + 6;
+    this.spend(1 + Math.floor(body.length / 64));
     if (this.bodies.size > MAX_RULES || this.size > MAX_TEXT) {
       throw new GrammarTooLargeError("the schema needs a grammar too large to parse; simplify it (fewer alternatives, smaller counts)");
     }
+  }
+
+  /**
+   * Counts compile work (rules, text, automaton steps) against one budget, so a schema costs the
+   * daemon at most ~100 ms whatever its shape; past it the schema is refused with a 400.
+   */
+  spend(units: number): void {
+    this.work += units;
+    if (this.work > MAX_WORK) throw new GrammarTooLargeError("the schema needs too much work to compile; simplify it (fewer properties, alternatives or patterns)");
+  }
+
+  /** Optional work (an intersection): false, and nothing spent, when it would exceed half the budget. */
+  trySpend(units: number): boolean {
+    if (this.work + units > MAX_WORK / 2) return false;
+    this.work += units;
+    return true;
   }
 
   /** A primitive rule under its own (reserved) name. */

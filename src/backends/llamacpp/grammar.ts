@@ -1,10 +1,9 @@
-// Grammars for `format` inside the runner: node-llama-cpp's generic JSON grammar, or a JSON
-// schema compiled to GBNF by json-schema-grammar.ts, cached per schema (creating one parses the
+// Grammars for `format` inside the runner: node-llama-cpp's generic JSON grammar, or the GBNF the
+// backend compiled from a JSON schema (json-schema.ts), cached per text (creating one parses the
 // GBNF in llama.cpp).
 import type { Llama, LlamaGrammar } from "node-llama-cpp";
-import { INVALID_SCHEMA_PREFIX, type GrammarSpec } from "../backend.js";
-import { InvalidSchemaError } from "./gbnf.js";
-import { jsonSchemaGrammar } from "./json-schema-grammar.js";
+import { EngineError, INVALID_SCHEMA_PREFIX } from "../errors.js";
+import type { GrammarSpec } from "./protocol.js";
 
 const MAX_CACHED = 32;
 
@@ -34,7 +33,7 @@ export class GrammarCache {
   constructor(private readonly llama: Llama) {}
 
   get(spec: GrammarSpec): Promise<CompiledGrammar> {
-    const key = spec.kind === "json" ? "json" : JSON.stringify(spec.schema);
+    const key = spec.kind === "json" ? "json" : spec.grammar;
     let p = this.cache.get(key);
     if (p) {
       // Most recently used last.
@@ -58,21 +57,13 @@ export class GrammarCache {
       const stops = stopStrings(grammar);
       return { grammar, stops: stops.length > 0 ? stops : ["\n\n\n\n"] };
     }
-    let text: string;
-    try {
-      text = jsonSchemaGrammar(spec.schema);
-    } catch (err) {
-      if (err instanceof InvalidSchemaError) throw new Error(INVALID_SCHEMA_PREFIX + err.message);
-      // A stack overflow on a pathological schema is the schema's fault, not the runner's.
-      if (err instanceof RangeError) throw new Error(`${INVALID_SCHEMA_PREFIX}the schema is too complex to compile (${err.message})`);
-      throw err;
-    }
     try {
       // The grammar ends with the value: the model can only end its turn after it.
-      return { grammar: await this.llama.createGrammar({ grammar: text }), stops: [] };
+      return { grammar: await this.llama.createGrammar({ grammar: spec.grammar }), stops: [] };
     } catch (err) {
       // llama.cpp refuses left recursion: a $ref that reaches itself before any text.
-      throw new Error(`${INVALID_SCHEMA_PREFIX}its grammar does not parse (${err instanceof Error ? err.message : String(err)}); a $ref may refer to itself without a value in between`);
+      const why = err instanceof Error ? err.message : String(err);
+      throw new EngineError("invalid_schema", `${INVALID_SCHEMA_PREFIX}its grammar does not parse (${why}); a $ref may refer to itself without a value in between`);
     }
   }
 }

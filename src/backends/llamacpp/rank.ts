@@ -3,7 +3,8 @@
 // query-document pair (BOS query EOS SEP document EOS, or the model's rerank template) as a
 // probability of relevance.
 import type { LlamaModel, LlamaRankingContext } from "node-llama-cpp";
-import { RANK_INPUT_TOO_LONG, type RankResult } from "../backend.js";
+import type { RankResult } from "../backend.js";
+import { EngineError, INPUT_TOO_LONG } from "../errors.js";
 
 /** llama.cpp's LLAMA_POOLING_TYPE_RANK. */
 const POOLING_RANK = 4;
@@ -19,13 +20,13 @@ export function isRankingModel(model: LlamaModel): boolean {
 export async function rankDocuments(ranker: LlamaRankingContext, query: string, documents: string[], truncate: boolean): Promise<RankResult> {
   let promptEvalCount = 0;
   for (const d of documents) promptEvalCount += Math.min(ranker.calculateInputLength(query, d), ranker.contextSize);
-  if (!truncate && documents.some((d) => ranker.calculateInputLength(query, d) >= ranker.contextSize)) throw new Error(RANK_INPUT_TOO_LONG);
+  if (!truncate && documents.some((d) => ranker.calculateInputLength(query, d) >= ranker.contextSize)) throw new EngineError("input_too_long", INPUT_TOO_LONG);
   try {
     const scores = await ranker.rankAll(query, documents, { onOverflow: truncate ? "maxChunk" : "throw" });
     return { scores, promptEvalCount };
   } catch (err) {
     // The query alone leaves no room for any part of a document.
-    if (err instanceof Error && /too long|exceed/i.test(err.message)) throw new Error(RANK_INPUT_TOO_LONG);
+    if (err instanceof Error && /too long|exceed/i.test(err.message)) throw new EngineError("input_too_long", INPUT_TOO_LONG);
     throw err;
   }
 }

@@ -9,6 +9,8 @@ import { UnsupportedPatternError, type Rx } from "./regex-tree.js";
 /** Positions beyond which an intersection is not attempted (the caller keeps one pattern). */
 const MAX_POSITIONS = 4_000;
 const MAX_PRODUCT_STATES = 6_000;
+/** Pairs of transitions looked at in the product: bounds the work whatever the automata. */
+const MAX_PAIRS = 2_000_000;
 
 interface Automaton {
   sets: CharSet[]; // per position (index 0 unused: the start state)
@@ -115,11 +117,14 @@ export function renderIntersection(x: Rx, y: Rx, rules: RuleSet, hint: string): 
   const states = new Map<string, { p: number; q: number; edges: Array<{ set: CharSet; to: string }> }>();
   const queue: Array<[number, number]> = [[0, 0]];
   states.set(key(0, 0), { p: 0, q: 0, edges: [] });
+  let pairs = 0;
   while (queue.length > 0) {
     const [p, q] = queue.shift()!;
     const s = states.get(key(p, q))!;
     for (const np of next(a, p)) {
       for (const nq of next(b, q)) {
+        // Every 64 steps are a unit of the compile's budget; past its share, one pattern is kept.
+        if (++pairs > MAX_PAIRS || (pairs % 64 === 0 && !rules.trySpend(1))) return undefined;
         const set = a.sets[np]!.intersect(b.sets[nq]!);
         if (set.isEmpty) continue;
         const k = key(np, nq);

@@ -16,10 +16,11 @@ import {
   type LlamaModel,
   type LlamaRankingContext,
 } from "node-llama-cpp";
-import type { EmbedResult, GenerateJob, GenerateStats, LoadOptions, RankResult } from "../backend.js";
+import type { EmbedResult, GenerateStats, RankResult } from "../backend.js";
+import { EngineError } from "../errors.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
 import { isRankingModel, rankDocuments } from "./rank.js";
-import type { ChildMessage, GpuProbe, HostMessage, StateStore } from "./protocol.js";
+import type { ChildMessage, GpuProbe, HostMessage, LoadOptions, RunnerJob, StateStore } from "./protocol.js";
 import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
@@ -193,7 +194,7 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
   });
 }
 
-async function generate(id: number, job: GenerateJob, ac: AbortController): Promise<void> {
+async function generate(id: number, job: RunnerJob, ac: AbortController): Promise<void> {
   if (!model || !slots || !prefixes) throw new Error("model is not loaded for generation");
   const reuse = prefixes;
   const m = model;
@@ -273,7 +274,7 @@ async function dispose(keepPromptCache: boolean): Promise<void> {
 function startGeneration(msg: Extract<HostMessage, { type: "generate" }>): void {
   const ac = new AbortController();
   const done = generate(msg.id, msg.job, ac)
-    .catch((err: unknown) => send({ type: "error", id: msg.id, message: message(err) }))
+    .catch((err: unknown) => send({ type: "error", id: msg.id, message: message(err), ...(err instanceof EngineError ? { code: err.code } : {}) }))
     .finally(() => running.delete(msg.id));
   running.set(msg.id, { ac, done });
 }
@@ -322,7 +323,7 @@ async function handle(msg: HostMessage): Promise<void> {
 process.on("message", (raw) => {
   const msg = raw as HostMessage;
   handle(msg).catch((err: unknown) => {
-    if ("id" in msg) send({ type: "error", id: msg.id, message: message(err) });
+    if ("id" in msg) send({ type: "error", id: msg.id, message: message(err), ...(err instanceof EngineError ? { code: err.code } : {}) });
     else process.stderr.write(`runner: ${message(err)}\n`);
   });
 });

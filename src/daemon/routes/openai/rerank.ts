@@ -5,11 +5,11 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { parseBody } from "../../body.js";
-import { nowNs } from "../../completion.js";
+import { nowNs } from "../../services/completion.js";
 import type { Deps } from "../../deps.js";
 import { jsonResponse } from "../../stream.js";
-import { requestSignal } from "../common.js";
-import { parseRerankFields, runRerank } from "../rerank.js";
+import { parseRerankFields, runRerank } from "../../services/rerank.js";
+import { requestSignal } from "../../services/request.js";
 import { field, modelOf, requestObject } from "./validate.js";
 
 export function rerankV1Routes(deps: Deps): Hono {

@@ -55,8 +55,9 @@ export interface Backend<P extends Placement = Placement> {
   admit?(spec: ModelSpec): void;
   /** What a runner of this model can do; each missing feature names why (a 400). */
   features(spec: ModelSpec): RunnerFeatures;
-  /** `format` compiled for this engine; throws EngineError("invalid_schema") before any load. */
-  compileFormat(format: StructuredOutput): CompiledFormat;
+  /** `format` compiled for this engine (off the event loop where that is work); throws or
+   *  rejects with EngineError("invalid_schema") before any load. */
+  compileFormat(format: StructuredOutput): CompiledFormat | Promise<CompiledFormat>;
   /** Where the model would run for these runner options. */
   plan(spec: ModelSpec, runner: RunnerOptions): Promise<P>;
   /** A loaded runner placed as `loaded` cannot serve a request that wants `wanted`. */
@@ -75,6 +76,8 @@ export interface RunnerFeatures {
   logprobs: true | Missing;
   images: true | Missing;
   embed: true | Missing;
+  /** Scores documents for a query (a reranking model). */
+  rank: true | Missing;
 }
 
 /** Sampling options of one request, already defaulted (Ollama's DefaultOptions). */
@@ -120,6 +123,22 @@ interface JobCommon {
   truncate?: boolean;
   /** Tokens kept at the start on a context shift (Ollama num_keep, default 4). */
   numKeep?: number;
+  /** Log probabilities of the generated tokens, with this many alternatives each (0..20);
+   *  absent: none. */
+  logprobs?: number;
+}
+
+/** A token's log probability, Ollama's api.TokenLogprob (the wire shape). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  /** The token's bytes (a token may hold part of a UTF-8 character). */
+  bytes: number[];
+}
+
+/** A generated token's log probability and its most likely alternatives (api.Logprob). */
+export interface Logprob extends TokenLogprob {
+  top_logprobs?: TokenLogprob[];
 }
 
 /** A rendered prompt: special tokens in it are parsed as tokens. */
@@ -163,15 +182,22 @@ export interface GenerateStats {
  * What a runner yields. A prompt runner yields raw `text` (the daemon splits thinking and tool
  * calls out of it); a messages runner yields `content`, `thinking` and `tool_calls` itself.
  */
+/** `logprobs` (when the job asked for them): the entries of the tokens this text completes. */
 export type RunnerEvent =
-  | { type: "text"; text: string }
-  | { type: "content"; text: string }
-  | { type: "thinking"; text: string }
+  | { type: "text"; text: string; logprobs?: Logprob[] }
+  | { type: "content"; text: string; logprobs?: Logprob[] }
+  | { type: "thinking"; text: string; logprobs?: Logprob[] }
   | { type: "tool_calls"; calls: ToolCall[] }
   | ({ type: "done" } & GenerateStats);
 
 export interface EmbedResult {
   embeddings: number[][];
+  promptEvalCount: number;
+}
+
+/** Relevance of each document to a query, 0..1, in the documents' order. */
+export interface RankResult {
+  scores: number[];
   promptEvalCount: number;
 }
 
@@ -220,6 +246,9 @@ export interface Runner {
   readonly features: RunnerFeatures;
   generate(job: GenerateJob, signal: AbortSignal): AsyncIterable<RunnerEvent>;
   embed(inputs: string[], opts?: EmbedOptions): Promise<EmbedResult>;
+  /** Reranking models (features.rank): scores of the documents for the query. `truncate`: a
+   *  document longer than the context is scored by its best-scoring part instead of refused. */
+  rank?(query: string, documents: string[], truncate: boolean, signal?: AbortSignal): Promise<RankResult>;
   tokenize(text: string, signal?: AbortSignal): Promise<number[]>;
   detokenize(tokens: number[], signal?: AbortSignal): Promise<string>;
   /** The most CPU threads it may use from its next batch on (see daemon/scheduler/threads.ts). */

@@ -1,7 +1,7 @@
 // `npm run fuzz`: the seeded request and GGUF fuzzer (docs/fuzzing.md).
 //
 //   tsx scripts/fuzz.ts [--cases 10000] [--seed 1] [--from 0] [--only gguf|request] [--url http://127.0.0.1:11434]
-//                       [--deadline-ms 30000] [--json report.json]
+//                       [--skip K,K,...] [--deadline-ms 30000] [--json report.json]
 //   tsx scripts/fuzz.ts --case K [--seed 1]    rerun case K alone and print exactly what was sent
 //
 // Case K of seed S is the same case on every run, whatever ran before it. Without --url the
@@ -26,6 +26,7 @@ const { values: v } = parseArgs({
     from: { type: "string" },
     case: { type: "string" },
     only: { type: "string" },
+    skip: { type: "string" },
     url: { type: "string" },
     "deadline-ms": { type: "string" },
     json: { type: "string" },
@@ -43,6 +44,7 @@ try {
     deadlineMs: int("deadline-ms", v["deadline-ms"], 30_000),
     ...(v.url ? { url: v.url } : {}),
     ...(v.only ? { only: v.only as "gguf" | "request" } : {}),
+    ...(v.skip ? { skip: new Set(v.skip.split(",").map((x) => int("skip", x.trim(), 0))) } : {}),
     ...(one !== undefined ? { verbose: true, dumpDir: path.join(REPO_ROOT, ".cache", "fuzz", `seed-${seed}`) } : {}),
   };
   const report = await runFuzz(opts);

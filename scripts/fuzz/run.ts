@@ -30,6 +30,8 @@ export interface FuzzOptions {
   healthWaitMs?: number;
   /** Run only the cases of this kind (the others are skipped, numbers unchanged). */
   only?: CaseKind;
+  /** Case numbers not to run (a known crasher, or a case that would swamp a shared machine). */
+  skip?: ReadonlySet<number>;
   /** Print every request and answer (what --case does). */
   verbose?: boolean;
   /** Write every request body sent here (case-K/step-N.body). */
@@ -188,6 +190,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const report: FuzzReport = { seed: o.seed, from: o.from, ran: 0, findings: [], designed: [], restarts: 0, statuses: {}, ms: 0 };
   try {
     for (let k = o.from; k < o.from + o.cases; k++) {
+      if (o.skip?.has(k)) continue;
       const plan = planCase(o.seed, k, ctx.t.fixtures, base);
       if (o.only && plan.kind !== o.only) continue;
       if (o.verbose) log(`case ${k} (seed ${o.seed}): ${plan.title}\n  ${plan.edits.join("\n  ")}`);

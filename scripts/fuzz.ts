@@ -11,7 +11,8 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { REPO_ROOT } from "./make-test-model.js";
-import { findingClasses, runFuzz, type FuzzOptions } from "./fuzz/run.js";
+import { findingClasses, formatClasses, formatDesigned } from "./fuzz/report.js";
+import { runFuzz, type FuzzOptions } from "./fuzz/run.js";
 
 function int(name: string, v: string | undefined, d: number): number {
   if (v === undefined) return d;
@@ -50,19 +51,8 @@ try {
   const report = await runFuzz(opts);
   const classes = findingClasses(report.findings);
   console.log(`\n${report.ran} cases (seed ${report.seed}, from ${report.from}) in ${Math.round(report.ms / 1000)} s: ${report.findings.length} findings in ${classes.length} classes, ${report.restarts} daemon restarts`);
-  for (const c of classes) {
-    const shown = c.cases.slice(0, 12).join(", ") + (c.cases.length > 12 ? `, … (${c.cases.length})` : "");
-    console.log(`\n[${c.cases.length}] ${c.key}\n    cases: ${shown}\n    e.g. case ${c.example.k}: ${c.example.detail.split("\n")[0]}\n          edits: ${c.example.edits.join(" | ").slice(0, 300)}`);
-  }
-  if (report.designed.length) {
-    const seen = new Map<string, number[]>();
-    for (const d of report.designed) {
-      const key = `${d.status} ${d.step}: ${d.message.replace(/\d+/g, "N").slice(0, 100)}`;
-      seen.set(key, [...(seen.get(key) ?? []), d.k]);
-    }
-    console.log("\ndesigned 5xx answers (not findings):");
-    for (const [key, ks] of seen) console.log(`  [${ks.length}] ${key} (cases ${ks.slice(0, 8).join(", ")}${ks.length > 8 ? ", …" : ""})`);
-  }
+  if (classes.length) console.log(`\n${formatClasses(classes, seed)}`);
+  if (report.designed.length) console.log(`\ndesigned 5xx answers (not findings):\n${formatDesigned(report.designed)}`);
   const counts = Object.entries(report.statuses).filter(([k]) => k.startsWith("gguf")).sort();
   if (counts.length) console.log(`\ngguf answers: ${counts.map(([k, n]) => `${k.slice(5)}: ${n}`).join(", ")}`);
   if (v.json) await writeFile(v.json, JSON.stringify({ ...report, classes: classes.map((c) => ({ key: c.key, cases: c.cases })) }, null, 1));

@@ -6,8 +6,8 @@ import type { ApiKey } from "../api-keys.js";
 import type { Config } from "../config.js";
 import { notifyReady } from "../service/notify.js";
 import { pruneAtStartup } from "../registry/prune.js";
+import { createBackends } from "../backends/index.js";
 import { sweepAtStartup } from "../registry/store-sweep.js";
-import { LlamaCppBackend } from "../backends/llamacpp/backend.js";
 import { ModelResolver } from "../registry/model-spec.js";
 import { Store } from "../registry/store.js";
 import type { Deps } from "./deps.js";
@@ -27,16 +27,12 @@ export function packageVersion(): string {
 export function buildDeps(config: Config, states?: StateStore, keys: readonly ApiKey[] = config.apiKeys): Deps {
   const log = createLogger(config.debug);
   const store = new Store(config.models);
-  const backend = new LlamaCppBackend({
-    debug: config.debug >= 1,
-    cpuOnly: config.llmLibrary.toLowerCase() === "cpu",
-    ...(states ? { states } : {}),
-  });
+  const backends = createBackends({ config, ...(states ? { states } : {}), warn: (m) => log.warn(m) });
   return {
     config,
     store,
     models: new ModelResolver(store),
-    scheduler: new Scheduler({ backend, config, log }),
+    scheduler: new Scheduler({ backends, config, log }),
     log,
     version: packageVersion(),
     keys,

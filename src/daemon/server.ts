@@ -39,7 +39,7 @@ export function createApp(deps: Deps): Hono {
   app.onError((err, c) => {
     const f = failure(err, c.req.raw.signal.aborted);
     if (f.logLine) deps.log.error(f.logLine, { stack: deps.log.level < 0 && !(err instanceof ApiError) ? (err as Error).stack : undefined });
-    return c.json({ error: f.message }, f.status as 400);
+    return c.json({ error: f.error.message }, f.error.status as 400);
   });
   return app;
 }

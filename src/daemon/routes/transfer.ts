@@ -11,7 +11,7 @@ import { parseBody } from "../body.js";
 import type { Deps } from "../deps.js";
 import { ApiError, badRequest, errorMessage } from "../errors.js";
 import { jsonResponse, ndjsonResponse } from "../stream.js";
-import { requestSignal } from "./common.js";
+import { requestSignal } from "../services/request.js";
 
 const transferSchema = z.object({
   model: z.string().optional(),

@@ -20,6 +20,7 @@ import {
 import type { Metrics, ToolCall } from "../api/types.js";
 import type { ModelSpec } from "../registry/model-spec.js";
 import { ApiError, badRequest } from "./errors.js";
+import { formatDurationMs, type Logger } from "./log.js";
 import type { RequestRunOptions } from "./options.js";
 import { renderPrompt, type PromptTemplate, type RenderInput } from "./prompt/render.js";
 import { ThinkingParser, thinkingTags } from "./prompt/thinking.js";
@@ -167,6 +168,42 @@ interface Started {
   deferFormat: boolean;
 }
 
+// ---- OLLAMA_DEBUG ------------------------------------------------------------------------------
+// At debug level, as Ollama does: the prompt the model gets (after the template), the options it
+// runs with, and the timings. Never at info: prompts stay out of ordinary logs.
+
+const DEBUG_LEVEL = -4;
+
+function logRequest(log: Logger, req: CompletionRequest, prompt: string): void {
+  if (log.level > DEBUG_LEVEL) return;
+  const o = req.options;
+  log.debug("completion request", {
+    model: req.spec.shortName,
+    options: { ...o.runner, ...o.sampling, num_predict: o.numPredict, num_keep: o.numKeep, stop: o.stop },
+    format: req.format ? "grammar" : undefined,
+    prompt,
+  });
+}
+
+function logTimings(log: Logger, req: CompletionRequest, d: CompletionDone): void {
+  if (log.level > DEBUG_LEVEL) return;
+  const ms = (ns: number) => formatDurationMs(ns / 1e6);
+  const rate = (n: number, ns: number) => (ns > 0 ? `${((n * 1e9) / ns).toFixed(2)} tokens/s` : undefined);
+  log.debug("completion timings", {
+    model: req.spec.shortName,
+    done_reason: d.doneReason,
+    load_duration: ms(d.loadDurationNs),
+    prompt_eval_count: d.promptEvalCount,
+    cached_tokens: d.cachedTokens,
+    prompt_eval_duration: ms(d.promptEvalDurationNs),
+    prompt_eval_rate: rate(d.promptEvalCount, d.promptEvalDurationNs),
+    eval_count: d.evalCount,
+    eval_duration: ms(d.evalDurationNs),
+    eval_rate: rate(d.evalCount, d.evalDurationNs),
+    total_duration: ms(d.totalDurationNs),
+  });
+}
+
 export async function startCompletion(scheduler: Scheduler, req: CompletionRequest): Promise<Completion> {
   const o = req.options;
   const template = "template" in req.prompt ? req.prompt.template : req.template;
@@ -213,6 +250,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
         "text" in req.prompt
           ? req.prompt.text
           : await fitConversation(l, req.prompt.template, req.prompt.input, l.runner.info.contextLength, req.truncate ?? true);
+      logRequest(scheduler.log, req, prompt);
       gen = new Generation(l, job(prompt, deferFormat ? undefined : req.format, req.prefixTokens), req.signal);
       const first = await gen.next();
       return { lease: l, prompt, template, first, deferFormat };
@@ -304,12 +342,14 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
         if (rest?.thinking) yield { type: "thinking", text: rest.thinking };
         yield* content(rest?.content ?? "", true);
         const { type: _t, ...stats } = ev;
-        yield {
+        const done: CompletionDone = {
           ...stats,
           type: "done",
           loadDurationNs: completion.loadDurationNs,
           totalDurationNs: Number(nowNs() - req.startedAt),
         };
+        logTimings(scheduler.log, req, done);
+        yield done;
         return;
       }
       ev = await (gen as Generation).next();

@@ -12,7 +12,7 @@ import type { Backend, DeviceInfo, LoadOptions, Runner } from "../../backends/ba
 import type { Config } from "../../config.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError } from "../errors.js";
-import type { Logger } from "../log.js";
+import { formatDurationMs, type Logger } from "../log.js";
 import type { RunnerOptions } from "../options.js";
 import { checkKvSettings } from "./kv-cache.js";
 import { humanBytes2, ramShortMessage, type MemoryPlan } from "./memory.js";
@@ -69,6 +69,11 @@ export class Scheduler {
   private readonly facts: FactsCache;
   private waiters: Array<() => void> = [];
   private readonly closing = new AbortController();
+
+  /** The daemon's log, for what a request does with its runner (completion.ts's debug lines). */
+  get log(): Logger {
+    return this.deps.log;
+  }
 
   constructor(private readonly deps: { backend: Backend; config: Config; log: Logger }) {
     checkKvSettings(deps.config); // contradicting cache settings stop the daemon at start
@@ -169,6 +174,9 @@ export class Scheduler {
       kv: `${opts.kvCacheTypeK}/${opts.kvCacheTypeV}`,
       flash_attention: opts.flashAttention,
     });
+    // OLLAMA_DEBUG: the whole plan and the options the runner gets, as Ollama logs its layout
+    log.debug(`load plan for ${spec.shortName}`, { model: spec.modelPath, plan, options: opts });
+    const loadStarted = performance.now();
     const signal = AbortSignal.any([req.signal, this.closing.signal]);
     let runner: Runner;
     try {
@@ -197,6 +205,7 @@ export class Scheduler {
       kv: info.kvCacheTypeK ? `${info.kvCacheTypeK}/${info.kvCacheTypeV}` : undefined,
       flash_attention: info.flashAttention,
     });
+    log.debug(`runner started for ${spec.shortName}`, { duration: formatDurationMs(performance.now() - loadStarted) });
     const entry: Entry = {
       key: spec.modelPath,
       spec,

@@ -101,6 +101,9 @@ export interface ListModel {
   size: number;
   digest: string;
   details: ModelDetails;
+  /** A remote model: its name upstream and its upstream(s). */
+  remote_model?: string;
+  remote_host?: string;
 }
 export interface ListResponse {
   models: ListModel[];
@@ -115,6 +118,10 @@ export interface ProcessModel {
   expires_at: string;
   size_vram: number;
   context_length: number;
+  /** A remote model: its upstream engines and their state (ollamats). */
+  remote_model?: string;
+  remote_host?: string;
+  upstreams?: Array<{ url: string; api: "ollama" | "openai"; state: "healthy" | "unhealthy" | "open"; outstanding: number }>;
 }
 export interface ProcessResponse {
   models: ProcessModel[];

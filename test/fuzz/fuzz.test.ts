@@ -16,6 +16,5 @@ describe(`fuzzer: cases 0..${CASES - 1} of seed ${SEED}`, () => {
     );
     expect(found.join("\n")).toBe("");
     expect(report.ran).toBe(CASES);
-    expect(report.restarts).toBe(0);
   }, 20 * 60_000);
 });

@@ -37,8 +37,9 @@ describe("OLLAMA_DEBUG", () => {
     const log = debug.logs();
     const line = (msg: RegExp) => log.split("\n").find((l) => /level=DEBUG/.test(l) && msg.test(l)) ?? "";
     const plan = line(/msg="load plan for dbg:latest"/);
-    expect(plan, log).toMatch(/plan="\{.*\\"gpuLayers\\":\d+.*\\"fitsRam\\":true/);
-    expect(plan).toMatch(/options="\{.*\\"numCtx\\":\d+.*\\"slots\\":\d+/);
+    expect(plan, log).toMatch(/placement="\{.*\\"gpuLayers\\":\d+.*\\"fitsRam\\":true/);
+    expect(plan).toMatch(/\\"numCtx\\":\d+.*\\"slots\\":\d+/);
+    expect(plan).not.toContain("tokenizer."); // the GGUF header is not repeated
     expect(line(/msg="runner started for dbg:latest" duration=\S+/)).not.toBe("");
     const request = line(/msg="completion request"/);
     expect(request).toContain('prompt="<|user|>a secret question<|assistant|>"');

@@ -3,7 +3,20 @@
 import { getLlama, type Llama } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GrammarCache } from "../../src/backends/llamacpp/grammar.js";
-import { normalizeSchema, parseFormat } from "../../src/daemon/prompt/format.js";
+import { compileLlamaFormat, normalizeSchema } from "../../src/backends/llamacpp/json-schema.js";
+import { toApiError } from "../../src/daemon/errors.js";
+import { parseFormat as parseShape } from "../../src/daemon/prompt/format.js";
+
+/** What a request's `format` goes through: the daemon's shape check, then the backend's compile. */
+function parseFormat(f: unknown) {
+  const shape = parseShape(f);
+  if (!shape) return undefined;
+  try {
+    return compileLlamaFormat(shape);
+  } catch (err) {
+    throw toApiError(err);
+  }
+}
 
 const msg = (f: unknown) => {
   try {

@@ -4,8 +4,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { PROMPT_TOO_LONG, RunnerError, type GenerateJob, type Runner, type RunnerEvent } from "../../src/backends/backend.js";
-import { startCompletion, type CompletionEvent, type CompletionRequest } from "../../src/daemon/completion.js";
+import type { GenerateJob, PromptJob, Runner, RunnerEvent } from "../../src/backends/backend.js";
+import { EngineError, PROMPT_TOO_LONG } from "../../src/backends/errors.js";
+import { startCompletion, type CompletionEvent, type CompletionRequest } from "../../src/daemon/services/completion.js";
 import { resolveOptions } from "../../src/daemon/options.js";
 import { selectTemplate, type RenderInput } from "../../src/daemon/prompt/render.js";
 import type { Scheduler } from "../../src/daemon/scheduler/scheduler.js";
@@ -116,21 +117,22 @@ describe("completion event stream", () => {
   });
 
   it("format on a thinking model: generation restarts with the grammar once thinking ends, from prompt + thinking", async () => {
-    const f = fakeRunner((job) => (job.grammar ? ['{"a": true}'] : ["<think>plan</think>", "Sure! Here"]));
-    const format = { kind: "schema" as const, schema: { type: "object", properties: { a: { type: "boolean" } } } };
+    const f = fakeRunner((job) => ("format" in job && job.format ? ['{"a": true}'] : ["<think>plan</think>", "Sure! Here"]));
+    const format = { backend: "fake", value: { kind: "schema" as const, schema: { type: "object", properties: { a: { type: "boolean" } } } } };
     const evs = await all((await startCompletion(f.scheduler, request(qwen3, { think: true, format, formatAfterThinking: true }))).events);
     expect(textOf(evs, "thinking")).toBe("plan");
     expect(textOf(evs, "content")).toBe('{"a": true}');
     expect(f.jobs).toHaveLength(2);
-    expect(f.jobs[0]?.grammar).toBeUndefined();
-    expect(f.jobs[1]?.grammar).toEqual(format);
-    expect(f.jobs[1]?.prompt).toBe(f.jobs[0]!.prompt + "<think>plan</think>");
+    const prompts = f.jobs as PromptJob[];
+    expect(prompts[0]?.format).toBeUndefined();
+    expect(prompts[1]?.format).toEqual(format);
+    expect(prompts[1]?.prompt).toBe(prompts[0]!.prompt + "<think>plan</think>");
   });
 
   it("format without thinking applies at once", async () => {
     const f = fakeRunner(() => ["{}"]);
-    await all((await startCompletion(f.scheduler, request(qwen3, { think: false, format: { kind: "json" }, formatAfterThinking: true }))).events);
-    expect(f.jobs.map((j) => j.grammar)).toEqual([{ kind: "json" }]);
+    await all((await startCompletion(f.scheduler, request(qwen3, { think: false, format: { backend: "fake", value: { kind: "json" } }, formatAfterThinking: true }))).events);
+    expect(f.jobs.map((j) => j.format)).toEqual([{ backend: "fake", value: { kind: "json" } }]);
   });
 
   it("truncate/shift/num_keep reach the runner job", async () => {
@@ -140,7 +142,7 @@ describe("completion event stream", () => {
   });
 
   it("a prompt that does not fit (runner error before the first token) is a 400 thrown at start", async () => {
-    const f = fakeRunner(() => new RunnerError(PROMPT_TOO_LONG));
+    const f = fakeRunner(() => new EngineError("prompt_too_long", PROMPT_TOO_LONG));
     await expect(startCompletion(f.scheduler, request(qwen3, { shift: false }))).rejects.toMatchObject({ status: 400, message: PROMPT_TOO_LONG });
     expect(f.released()).toBe(1);
   });
@@ -158,7 +160,7 @@ describe("completion event stream", () => {
 
   it("an error after committing to the stream comes out of the events", async () => {
     process.env.OLLAMATS_HEARTBEAT_MS = "0";
-    const f = fakeRunner(() => new RunnerError(PROMPT_TOO_LONG), { delayMs: 20 });
+    const f = fakeRunner(() => new EngineError("prompt_too_long", PROMPT_TOO_LONG), { delayMs: 20 });
     const c = await startCompletion(f.scheduler, request(qwen25, { heartbeat: true }));
     await expect(all(c.events)).rejects.toMatchObject({ status: 400 });
   });

@@ -3,14 +3,16 @@
 // request's sampling options and grammar, decode text incrementally, apply Ollama's stop and
 // num_predict rules, shift the context (keeping num_keep tokens) or stop when it is full.
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
-import { PROMPT_TOO_LONG, type GenerateJob, type GenerateStats } from "../backend.js";
+import type { GenerateStats } from "../backend.js";
+import { EngineError, PROMPT_TOO_LONG } from "../errors.js";
+import type { RunnerJob } from "./protocol.js";
 import { StopMatcher } from "../stop-matcher.js";
 import { grammarCacheFor } from "./grammar.js";
 import type { StepGate } from "./step-gate.js";
 
 const DEFAULT_NUM_KEEP = 4; // Ollama's default num_keep
 
-export function promptTokens(model: LlamaModel, job: GenerateJob): Token[] {
+export function promptTokens(model: LlamaModel, job: RunnerJob): Token[] {
   const body = model.tokenize(job.prompt, true) as Token[];
   const bos = model.tokens.bos;
   if (job.prefixTokens && job.prefixTokens.length > 0) return [...(job.prefixTokens as Token[]), ...body];
@@ -37,7 +39,7 @@ export function fitPrompt(
 ): Token[] {
   const fullLimit = contextSize - 1;
   if (tokens.length <= fullLimit) return tokens;
-  if (opts.truncate === false || opts.shift === false) throw new Error(PROMPT_TOO_LONG);
+  if (opts.truncate === false || opts.shift === false) throw new EngineError("prompt_too_long", PROMPT_TOO_LONG);
   const keep = keepCount(tokens, opts.numKeep ?? DEFAULT_NUM_KEEP, opts.bos, contextSize);
   const limit = contextSize - Math.max(Math.floor((contextSize - keep) / 2), 1);
   const tail = Math.max(0, limit - keep);
@@ -62,7 +64,7 @@ class TrailingWhitespace {
 export async function runGeneration(
   model: LlamaModel,
   seq: LlamaContextSequence,
-  job: GenerateJob,
+  job: RunnerJob,
   /** The job's prompt as tokens (promptTokens), already computed to choose the slot. */
   prompt: Token[],
   signal: AbortSignal,

@@ -1,7 +1,8 @@
 // Grammars for `format` inside the runner: node-llama-cpp's generic JSON grammar or a JSON
 // schema compiled to GBNF, cached per schema (compiling parses the GBNF in llama.cpp).
 import type { Llama, LlamaGrammar } from "node-llama-cpp";
-import { INVALID_SCHEMA_PREFIX, type GrammarSpec } from "../backend.js";
+import { EngineError, INVALID_SCHEMA_PREFIX } from "../errors.js";
+import type { GrammarSpec } from "./protocol.js";
 
 const MAX_CACHED = 32;
 
@@ -72,7 +73,7 @@ export class GrammarCache {
             ? base
             : await this.llama.createGrammar({ grammar: text, stopGenerationTriggers: base.stopGenerationTriggers, trimWhitespaceSuffix: true });
       } catch (err) {
-        throw new Error(INVALID_SCHEMA_PREFIX + (err instanceof Error ? err.message : String(err)));
+        throw new EngineError("invalid_schema", INVALID_SCHEMA_PREFIX + (err instanceof Error ? err.message : String(err)));
       }
     }
     const stops = stopStrings(grammar);

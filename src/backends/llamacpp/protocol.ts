@@ -1,5 +1,47 @@
 // Messages between the daemon (host) and a runner child process over Node's IPC channel.
-import type { GenerateJob, GenerateStats, LoadedInfo, LoadOptions } from "../backend.js";
+import type { GenerateStats, LoadedInfo, SamplingOptions } from "../backend.js";
+import type { EngineErrorCode } from "../errors.js";
+
+/** Options fixed when a runner is loaded; a request that differs forces a reload. */
+export interface LoadOptions {
+  numCtx: number; // per slot
+  numBatch: number;
+  numGpu: number; // -1 = automatic
+  numThread: number; // 0 = all cores
+  useMmap: boolean | undefined;
+  slots: number;
+  flashAttention: boolean | undefined; // undefined = auto
+  kvCacheTypeK: string; // "" | f16 | q8_0 | q4_0
+  kvCacheTypeV: string;
+  embedding: boolean;
+  /** LoRA adapter GGUF paths (Modelfile ADAPTER), applied to every sequence. */
+  adapters: string[];
+}
+
+export interface LoadPlan {
+  gpuLayers: number;
+  /** GPU ids (DeviceInfo.id) the runner may use; absent = all. */
+  gpus?: string[];
+  /** Stall timeout of the load (OLLAMA_LOAD_TIMEOUT): reset by load progress; absent = none. */
+  loadTimeoutMs?: number;
+}
+
+/** A JSON schema already rewritten into the grammar compiler's dialect (json-schema.ts). */
+export type GrammarSpec = { kind: "json" } | { kind: "schema"; schema: Record<string, unknown> };
+
+/** A generation as the runner child takes it: a rendered prompt. */
+export interface RunnerJob {
+  prompt: string;
+  prefixTokens?: number[];
+  sampling: SamplingOptions;
+  numPredict: number;
+  stop: string[];
+  wantContext: boolean;
+  grammar?: GrammarSpec;
+  shift?: boolean;
+  truncate?: boolean;
+  numKeep?: number;
+}
 
 /** What a probe child found: node-llama-cpp reports the sum over its GPUs, and their names. */
 export interface GpuProbe {
@@ -19,7 +61,7 @@ export interface StateStore {
 export type HostMessage =
   | { type: "probe" }
   | { type: "load"; modelPath: string; opts: LoadOptions; gpuLayers: number; states?: StateStore }
-  | { type: "generate"; id: number; job: GenerateJob }
+  | { type: "generate"; id: number; job: RunnerJob }
   | { type: "abort"; id: number }
   | { type: "embed"; id: number; inputs: string[] }
   | { type: "tokenize"; id: number; text: string }
@@ -37,4 +79,4 @@ export type ChildMessage =
   | { type: "text"; id: number; text: string }
   | ({ type: "done"; id: number } & GenerateStats)
   | { type: "result"; id: number; value: unknown }
-  | { type: "error"; id: number; message: string };
+  | { type: "error"; id: number; message: string; code?: EngineErrorCode };

@@ -15,9 +15,10 @@ import {
   type LlamaEmbeddingContext,
   type LlamaModel,
 } from "node-llama-cpp";
-import type { EmbedResult, GenerateJob, GenerateStats, LoadOptions } from "../backend.js";
+import type { EmbedResult, GenerateStats } from "../backend.js";
+import { EngineError } from "../errors.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
-import type { ChildMessage, GpuProbe, HostMessage, StateStore } from "./protocol.js";
+import type { ChildMessage, GpuProbe, HostMessage, LoadOptions, RunnerJob, StateStore } from "./protocol.js";
 import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
@@ -188,7 +189,7 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
   });
 }
 
-async function generate(id: number, job: GenerateJob, ac: AbortController): Promise<void> {
+async function generate(id: number, job: RunnerJob, ac: AbortController): Promise<void> {
   if (!model || !slots || !prefixes) throw new Error("model is not loaded for generation");
   const reuse = prefixes;
   const m = model;
@@ -261,7 +262,7 @@ async function dispose(keepPromptCache: boolean): Promise<void> {
 function startGeneration(msg: Extract<HostMessage, { type: "generate" }>): void {
   const ac = new AbortController();
   const done = generate(msg.id, msg.job, ac)
-    .catch((err: unknown) => send({ type: "error", id: msg.id, message: message(err) }))
+    .catch((err: unknown) => send({ type: "error", id: msg.id, message: message(err), ...(err instanceof EngineError ? { code: err.code } : {}) }))
     .finally(() => running.delete(msg.id));
   running.set(msg.id, { ac, done });
 }
@@ -307,7 +308,7 @@ async function handle(msg: HostMessage): Promise<void> {
 process.on("message", (raw) => {
   const msg = raw as HostMessage;
   handle(msg).catch((err: unknown) => {
-    if ("id" in msg) send({ type: "error", id: msg.id, message: message(err) });
+    if ("id" in msg) send({ type: "error", id: msg.id, message: message(err), ...(err instanceof EngineError ? { code: err.code } : {}) });
     else process.stderr.write(`runner: ${message(err)}\n`);
   });
 });

@@ -7,13 +7,14 @@ import { z } from "zod";
 import type { Message, ToolCall } from "../../../api/types.js";
 import { parseBody } from "../../body.js";
 import { JsonDepthError, parseJson } from "../../bounded-json.js";
-import { nowNs } from "../../completion.js";
+import { nowNs } from "../../services/completion.js";
 import type { Deps } from "../../deps.js";
 import { badRequest } from "../../errors.js";
 import { jsonResponse } from "../../stream.js";
-import { requestSignal } from "../common.js";
+import { requestSignal } from "../../services/request.js";
 import type { CompletionEvent } from "./events.js";
 import { nativeChatBody, startChat } from "./native.js";
+import { finishReason, newId, usageOf } from "./encode.js";
 import { sseResponse } from "./sse.js";
 import {
   aboveMaximum,
@@ -39,10 +40,6 @@ export interface ChatTranslation {
   includeUsage: boolean;
   /** The /api/chat body Ollama's middleware would build. */
   native: Record<string, unknown>;
-}
-
-export function newId(prefix: string): string {
-  return `${prefix}-${randomBytes(12).toString("base64url")}`;
 }
 
 /** reasoning_effort / reasoning.effort → think (Ollama's mapping; unknown efforts are refused). */
@@ -296,20 +293,6 @@ export function openaiToolCalls(calls: ToolCall[], firstIndex: number): OpenAITo
     type: "function",
     function: { name: tc.function.name, arguments: JSON.stringify(tc.function.arguments ?? {}) },
   }));
-}
-
-export interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-}
-
-export function usageOf(done: { promptEvalCount: number; evalCount: number }): Usage {
-  return { prompt_tokens: done.promptEvalCount, completion_tokens: done.evalCount, total_tokens: done.promptEvalCount + done.evalCount };
-}
-
-export function finishReason(doneReason: string, sawToolCalls: boolean): string {
-  return doneReason === "stop" && sawToolCalls ? "tool_calls" : doneReason;
 }
 
 interface Meta {

@@ -3,12 +3,12 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { parseBody } from "../../body.js";
-import { nowNs } from "../../completion.js";
+import { nowNs } from "../../services/completion.js";
 import type { Deps } from "../../deps.js";
 import { badRequest } from "../../errors.js";
 import { jsonResponse } from "../../stream.js";
-import { requestSignal } from "../common.js";
-import { finishReason, newId, usageOf } from "./chat.js";
+import { requestSignal } from "../../services/request.js";
+import { finishReason, newId, usageOf } from "./encode.js";
 import type { CompletionEvent } from "./events.js";
 import { nativeGenerateBody, startGenerate } from "./native.js";
 import { sseResponse } from "./sse.js";

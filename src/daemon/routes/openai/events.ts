@@ -2,7 +2,7 @@
 // stream (content / thinking / tool_calls / done), the same one the /api encoders consume.
 import type { ToolCall } from "../../../api/types.js";
 import type { GenerateStats } from "../../../backends/backend.js";
-import type { Completion } from "../../completion.js";
+import type { Completion } from "../../services/completion.js";
 
 /** What the /v1 encoders read of completion.ts's CompletionEvent (structurally a supertype). */
 export type CompletionEvent =

@@ -104,9 +104,10 @@ export class Client {
     await this.json("HEAD", "/", undefined, signal);
   }
 
+  /** The server's own version: ollamats answers it beside the Ollama API version it serves. */
   async version(signal?: AbortSignal): Promise<string> {
     const res = await this.json<VersionResponse>("GET", "/api/version", undefined, signal);
-    return res?.version ?? "";
+    return res?.ollamats_version ?? res?.version ?? "";
   }
 
   async list(signal?: AbortSignal): Promise<ListResponse> {

@@ -45,7 +45,7 @@ export interface Placement {
   warnings?: string[];
 }
 
-export interface Backend<P extends Placement = Placement> {
+export interface Backend<P extends Placement = Placement, W = unknown> {
   readonly name: string;
   /** This backend serves the model (a local GGUF, a remote engine, …). */
   handles(spec: ModelSpec): boolean;
@@ -55,12 +55,15 @@ export interface Backend<P extends Placement = Placement> {
   admit?(spec: ModelSpec): void;
   /** What a runner of this model can do; each missing feature names why (a 400). */
   features(spec: ModelSpec): RunnerFeatures;
-  /** `format` compiled for this engine; throws EngineError("invalid_schema") before any load. */
-  compileFormat(format: StructuredOutput): CompiledFormat;
-  /** Where the model would run for these runner options. */
-  plan(spec: ModelSpec, runner: RunnerOptions): Promise<P>;
+  /** `format` compiled for this engine (off the event loop where that is work); throws or
+   *  rejects with EngineError("invalid_schema") before any load. */
+  compileFormat(format: StructuredOutput): CompiledFormat | Promise<CompiledFormat>;
+  /** What a request wants of a runner (cheap: it is asked on every request). */
+  want(spec: ModelSpec, runner: RunnerOptions): W;
   /** A loaded runner placed as `loaded` cannot serve a request that wants `wanted`. */
-  needsReload(loaded: P, wanted: P): boolean;
+  needsReload(loaded: P, wanted: W): boolean;
+  /** Where the model would run (memory, devices, upstreams); asked only when it must load. */
+  plan(spec: ModelSpec, wanted: W): Promise<P>;
   load(spec: ModelSpec, placement: P, signal: AbortSignal): Promise<Runner>;
   /** Looks at devices or upstreams ahead of the first load. */
   warmUp?(log: (msg: string) => void): void;
@@ -75,6 +78,8 @@ export interface RunnerFeatures {
   logprobs: true | Missing;
   images: true | Missing;
   embed: true | Missing;
+  /** Scores documents for a query (a reranking model). */
+  rank: true | Missing;
 }
 
 /** Sampling options of one request, already defaulted (Ollama's DefaultOptions). */
@@ -120,6 +125,22 @@ interface JobCommon {
   truncate?: boolean;
   /** Tokens kept at the start on a context shift (Ollama num_keep, default 4). */
   numKeep?: number;
+  /** Log probabilities of the generated tokens, with this many alternatives each (0..20);
+   *  absent: none. */
+  logprobs?: number;
+}
+
+/** A token's log probability, Ollama's api.TokenLogprob (the wire shape). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  /** The token's bytes (a token may hold part of a UTF-8 character). */
+  bytes: number[];
+}
+
+/** A generated token's log probability and its most likely alternatives (api.Logprob). */
+export interface Logprob extends TokenLogprob {
+  top_logprobs?: TokenLogprob[];
 }
 
 /** A rendered prompt: special tokens in it are parsed as tokens. */
@@ -163,15 +184,22 @@ export interface GenerateStats {
  * What a runner yields. A prompt runner yields raw `text` (the daemon splits thinking and tool
  * calls out of it); a messages runner yields `content`, `thinking` and `tool_calls` itself.
  */
+/** `logprobs` (when the job asked for them): the entries of the tokens this text completes. */
 export type RunnerEvent =
-  | { type: "text"; text: string }
-  | { type: "content"; text: string }
-  | { type: "thinking"; text: string }
+  | { type: "text"; text: string; logprobs?: Logprob[] }
+  | { type: "content"; text: string; logprobs?: Logprob[] }
+  | { type: "thinking"; text: string; logprobs?: Logprob[] }
   | { type: "tool_calls"; calls: ToolCall[] }
   | ({ type: "done" } & GenerateStats);
 
 export interface EmbedResult {
   embeddings: number[][];
+  promptEvalCount: number;
+}
+
+/** Relevance of each document to a query, 0..1, in the documents' order. */
+export interface RankResult {
+  scores: number[];
   promptEvalCount: number;
 }
 
@@ -220,6 +248,9 @@ export interface Runner {
   readonly features: RunnerFeatures;
   generate(job: GenerateJob, signal: AbortSignal): AsyncIterable<RunnerEvent>;
   embed(inputs: string[], opts?: EmbedOptions): Promise<EmbedResult>;
+  /** Reranking models (features.rank): scores of the documents for the query. `truncate`: a
+   *  document longer than the context is scored by its best-scoring part instead of refused. */
+  rank?(query: string, documents: string[], truncate: boolean, signal?: AbortSignal): Promise<RankResult>;
   tokenize(text: string, signal?: AbortSignal): Promise<number[]>;
   detokenize(tokens: number[], signal?: AbortSignal): Promise<string>;
   /** The most CPU threads it may use from its next batch on (see daemon/scheduler/threads.ts). */

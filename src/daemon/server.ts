@@ -17,6 +17,7 @@ import { modelRoutes } from "./routes/models.js";
 import { psRoutes } from "./routes/ps.js";
 import { tokenizeRoutes } from "./routes/tokenize.js";
 import { embedRoutes } from "./routes/embed.js";
+import { rerankRoutes } from "./routes/rerank.js";
 import { openaiRoutes } from "./routes/openai/index.js";
 import { transferRoutes } from "./routes/transfer.js";
 
@@ -26,7 +27,7 @@ export function createApp(deps: Deps): Hono {
   app.use("*", cors(allowedOrigins(deps.config)));
   app.use("*", requestLog(deps.log));
   app.use("*", apiAccess({ keys: deps.keys, noManagement: deps.config.noManagement }));
-  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes, transferRoutes, embedRoutes, openaiRoutes, tokenizeRoutes]) {
+  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes, transferRoutes, embedRoutes, rerankRoutes, openaiRoutes, tokenizeRoutes]) {
     app.route("/", routes(deps));
   }
   app.notFound((c) => {

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { GenerateJob, PromptJob, Runner, RunnerEvent } from "../../src/backends/backend.js";
+import type { GenerateJob, Logprob, PromptJob, Runner, RunnerEvent } from "../../src/backends/backend.js";
 import { EngineError, PROMPT_TOO_LONG } from "../../src/backends/errors.js";
 import { startCompletion, type CompletionEvent, type CompletionRequest } from "../../src/daemon/services/completion.js";
 import { resolveOptions } from "../../src/daemon/options.js";
@@ -20,7 +20,7 @@ const qwen25 = selectTemplate(readFileSync(path.join(FIXTURES, "qwen2.5.gotmpl")
 const DONE: RunnerEvent = { type: "done", doneReason: "stop", promptEvalCount: 5, promptEvalDurationNs: 10, evalCount: 3, evalDurationNs: 20 };
 
 /** A runner whose output is chosen per job; records every job it ran. */
-function fakeRunner(script: (job: GenerateJob) => string[] | Error, opts: { delayMs?: number } = {}) {
+function fakeRunner(script: (job: GenerateJob) => Array<string | { text: string; logprobs: Logprob[] }> | Error, opts: { delayMs?: number } = {}) {
   const jobs: GenerateJob[] = [];
   const runner = {
     slots: 1,
@@ -29,7 +29,7 @@ function fakeRunner(script: (job: GenerateJob) => string[] | Error, opts: { dela
       jobs.push(job);
       const out = script(job);
       if (out instanceof Error) throw out;
-      for (const text of out) yield { type: "text", text };
+      for (const t of out) yield typeof t === "string" ? { type: "text", text: t } : { type: "text", ...t };
       yield DONE;
     },
     tokenize: async (t: string) => [...t].map((_, i) => i),
@@ -133,6 +133,24 @@ describe("completion event stream", () => {
     const f = fakeRunner(() => ["{}"]);
     await all((await startCompletion(f.scheduler, request(qwen3, { think: false, format: { backend: "fake", value: { kind: "json" } }, formatAfterThinking: true }))).events);
     expect(f.jobs.map((j) => j.format)).toEqual([{ backend: "fake", value: { kind: "json" } }]);
+  });
+
+  it("logprobs go with the events their text became; a parser holding text back sends them on an empty content event", async () => {
+    const lp = (token: string): Logprob[] => [{ token, logprob: -1, bytes: [...Buffer.from(token)] }];
+    const tools = [{ type: "function", function: { name: "get_weather" } }];
+    const parts = ["<think>hm</think>", '<tool_call>\n{"name": "get_weather", ', '"arguments": {}}\n</tool_call>'];
+    const f = fakeRunner(() => parts.map((text) => ({ text, logprobs: lp(text) })));
+    const req = request(qwen3, { think: true, tools, prompt: { template: qwen3, input: input({ tools }) }, logprobs: 2 });
+    const evs = await all((await startCompletion(f.scheduler, req)).events);
+    expect(f.jobs[0]?.logprobs).toBe(2);
+    expect(evs.map((e) => [e.type, "logprobs" in e ? (e.logprobs as Logprob[])[0]!.token : undefined])).toEqual([
+      ["thinking", parts[0]],
+      ["content", parts[1]],
+      ["content", parts[2]],
+      ["tool_calls", undefined],
+      ["done", undefined],
+    ]);
+    expect(evs.filter((e) => e.type === "content").map((e) => (e as { text: string }).text)).toEqual(["", ""]);
   });
 
   it("truncate/shift/num_keep reach the runner job", async () => {

@@ -7,12 +7,16 @@ import { loadConfig, type Config } from "../../config.js";
 import { ggufSource, type GgufSource, type ModelSpec } from "../../registry/model-spec.js";
 import type { Backend, CompiledFormat, DeviceInfo, Placement, Runner, RunnerFeatures, RunnerOptions, StructuredOutput } from "../backend.js";
 import { specialTokenAllowance } from "./embed-inputs.js";
+import { FormatCompiler } from "./format-compiler.js";
 import { compileLlamaFormat } from "./json-schema.js";
 import { checkKvSettings } from "./kv-cache.js";
 import { humanBytes2, ramShortMessage, type MemoryPlan } from "./memory.js";
 import { FactsCache, loadOptionsFor, needsReload, planFor } from "./placement.js";
 import type { GpuProbe, LoadOptions, LoadPlan, StateStore } from "./protocol.js";
 import { LLAMACPP_FEATURES, RunnerProcess } from "./runner-process.js";
+
+/** llama.cpp's LLAMA_POOLING_TYPE_RANK: a reranker (Ollama's rule still calls it "embedding"). */
+const POOLING_RANK = 4;
 
 /** Which environment variable restricts a runner to some GPUs, per ggml backend. */
 const VISIBLE_ENV: Record<string, string> = { cuda: "CUDA_VISIBLE_DEVICES", vulkan: "GGML_VK_VISIBLE_DEVICES" };
@@ -29,12 +33,19 @@ export interface LlamaPlacement extends Placement {
   source: GgufSource;
 }
 
-export class LlamaCppBackend implements Backend<LlamaPlacement> {
+/** What a request wants of a local runner: its load options. */
+interface LlamaWant {
+  opts: LoadOptions;
+  source: GgufSource;
+}
+
+export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
   readonly name = "llamacpp";
   private probed: Promise<GpuProbe> | null = null;
   private readonly live = new Set<Live>();
   private readonly config: Config;
   private readonly facts: FactsCache;
+  private readonly formats = new FormatCompiler();
 
   constructor(
     private readonly opts: {
@@ -60,12 +71,16 @@ export class LlamaCppBackend implements Backend<LlamaPlacement> {
     return `gguf:${this.source(spec).path}`;
   }
 
-  features(): RunnerFeatures {
-    return LLAMACPP_FEATURES;
+  /** A reranker (pooling_type rank) ranks documents and does not embed. */
+  features(spec: ModelSpec): RunnerFeatures {
+    if (ggufSource(spec)?.facts.poolingType !== POOLING_RANK) return LLAMACPP_FEATURES;
+    return { ...LLAMACPP_FEATURES, rank: true, embed: { missing: "this model is a reranker (pooling_type rank); rank documents with /api/rerank" } };
   }
 
-  compileFormat(format: StructuredOutput): CompiledFormat {
-    return { backend: this.name, value: compileLlamaFormat(format) };
+  compileFormat(format: StructuredOutput): CompiledFormat | Promise<CompiledFormat> {
+    if (format.kind === "json") return { backend: this.name, value: compileLlamaFormat(format) };
+    const compiled = this.formats.compile(format.schema);
+    return compiled instanceof Promise ? compiled.then((value) => ({ backend: this.name, value })) : { backend: this.name, value: compiled };
   }
 
   private source(spec: ModelSpec): GgufSource {
@@ -74,10 +89,17 @@ export class LlamaCppBackend implements Backend<LlamaPlacement> {
     return src;
   }
 
-  async plan(spec: ModelSpec, runner: RunnerOptions): Promise<LlamaPlacement> {
+  want(spec: ModelSpec, runner: RunnerOptions): LlamaWant {
     const source = this.source(spec);
+    return { source, opts: loadOptionsFor(this.config, source, runner, this.facts.get(source).kv) };
+  }
+
+  needsReload(loaded: LlamaPlacement, wanted: LlamaWant): boolean {
+    return needsReload(loaded.opts, wanted.opts);
+  }
+
+  async plan(_spec: ModelSpec, { source, opts }: LlamaWant): Promise<LlamaPlacement> {
     const facts = this.facts.get(source);
-    const opts = loadOptionsFor(this.config, source, runner, facts.kv);
     const devices = await this.devices();
     const memory = planFor(this.config, devices, facts.shape, opts);
     const gpuNames = new Map(devices.map((d) => [d.id, d.name]));
@@ -102,10 +124,6 @@ export class LlamaCppBackend implements Backend<LlamaPlacement> {
       memory,
       source,
     };
-  }
-
-  needsReload(loaded: LlamaPlacement, wanted: LlamaPlacement): boolean {
-    return needsReload(loaded.opts, wanted.opts);
   }
 
   async load(spec: ModelSpec, p: LlamaPlacement, signal: AbortSignal): Promise<Runner> {

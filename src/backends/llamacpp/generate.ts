@@ -1,13 +1,15 @@
 // One generation on one context sequence, inside the runner process: tokenize, fit the prompt
 // into the context (Ollama's truncate/shift rules), reuse the cached prefix, evaluate with the
 // request's sampling options and grammar, decode text incrementally, apply Ollama's stop and
-// num_predict rules, shift the context (keeping num_keep tokens) or stop when it is full.
+// num_predict rules, shift the context (keeping num_keep tokens) or stop when it is full; with
+// `logprobs`, each token's log probability (logprobs.ts) goes out with its text.
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
-import type { GenerateStats } from "../backend.js";
+import type { GenerateStats, Logprob } from "../backend.js";
 import { EngineError, PROMPT_TOO_LONG } from "../errors.js";
 import type { RunnerJob } from "./protocol.js";
 import { StopMatcher } from "../stop-matcher.js";
 import { grammarCacheFor } from "./grammar.js";
+import { tokenLogprob } from "./logprobs.js";
 import type { StepGate } from "./step-gate.js";
 
 const DEFAULT_NUM_KEEP = 4; // Ollama's default num_keep
@@ -68,7 +70,8 @@ export async function runGeneration(
   /** The job's prompt as tokens (promptTokens), already computed to choose the slot. */
   prompt: Token[],
   signal: AbortSignal,
-  onText: (text: string) => void,
+  /** Text as it is decided; with `job.logprobs`, the entries of the tokens that made it. */
+  onText: (text: string, logprobs?: Logprob[]) => void,
   /** The runner's lockstep (step-gate.ts), this sequence's id in it, and what to do once the
    *  prompt is evaluated (let go of a hold on the other sequences). */
   lockstep?: { gate: StepGate; id: number; onFirstToken?: () => void },
@@ -99,9 +102,18 @@ export async function runGeneration(
   let doneReason: "stop" | "length" = "stop";
   let tFirst: bigint | null = null;
 
+  // Log probabilities wait for the text their tokens make and go out with it (tokens whose text
+  // a stop sequence or the trailing whitespace swallows have none).
+  const top = job.logprobs;
+  let logprobs: Logprob[] = [];
   const send = (text: string): void => {
     const t = trailing ? trailing.push(text) : text;
-    if (t) onText(t);
+    if (!t) return;
+    if (top === undefined) onText(t);
+    else {
+      onText(t, logprobs);
+      logprobs = [];
+    }
   };
   const emit = (text: string): boolean => {
     const step = stops.push(text);
@@ -110,7 +122,8 @@ export async function runGeneration(
   };
 
   if (limit > 0) {
-    const gen = seq.evaluate(tokens.slice(keep), {
+    const metadata = { confidence: top !== undefined, probabilities: top !== undefined && top > 0 };
+    const gen = seq.evaluateWithMetadata(tokens.slice(keep), metadata, {
       temperature: s.temperature,
       topK: s.topK,
       topP: s.topP,
@@ -133,13 +146,17 @@ export async function runGeneration(
     });
     let stopped = false;
     try {
-      for await (const token of gen) {
+      for await (const out of gen) {
+        // The metadata flags are not literal types, so the output's fields are typed by hand.
+        const item = out as { token: Token; confidence?: number; probabilities?: Map<Token, number> };
+        const token = item.token;
         if (tFirst === null) {
           tFirst = hrNow();
           lockstep?.onFirstToken?.();
           lockstep?.gate.join(lockstep.id);
         }
         if (signal.aborted) break;
+        if (top !== undefined) logprobs.push(tokenLogprob(model, token, item.confidence, item.probabilities, top, history.slice(-8)));
         output.push(token);
         history.push(token);
         pending.push(token);

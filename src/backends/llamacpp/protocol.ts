@@ -1,5 +1,5 @@
 // Messages between the daemon (host) and a runner child process over Node's IPC channel.
-import type { GenerateStats, LoadedInfo, SamplingOptions } from "../backend.js";
+import type { GenerateStats, LoadedInfo, Logprob, SamplingOptions } from "../backend.js";
 import type { EngineErrorCode } from "../errors.js";
 
 /** Options fixed when a runner is loaded; a request that differs forces a reload. */
@@ -26,8 +26,9 @@ export interface LoadPlan {
   loadTimeoutMs?: number;
 }
 
-/** A JSON schema already rewritten into the grammar compiler's dialect (json-schema.ts). */
-export type GrammarSpec = { kind: "json" } | { kind: "schema"; schema: Record<string, unknown> };
+/** `format` for the runner: node-llama-cpp's generic JSON grammar, or a schema already compiled
+ *  to GBNF by the backend (json-schema.ts, before any load). */
+export type GrammarSpec = { kind: "json" } | { kind: "gbnf"; grammar: string };
 
 /** A generation as the runner child takes it: a rendered prompt. */
 export interface RunnerJob {
@@ -41,6 +42,8 @@ export interface RunnerJob {
   shift?: boolean;
   truncate?: boolean;
   numKeep?: number;
+  /** Log probabilities with this many alternatives per token (0..20); absent: none. */
+  logprobs?: number;
 }
 
 /** What a probe child found: node-llama-cpp reports the sum over its GPUs, and their names. */
@@ -64,6 +67,7 @@ export type HostMessage =
   | { type: "generate"; id: number; job: RunnerJob }
   | { type: "abort"; id: number }
   | { type: "embed"; id: number; inputs: string[] }
+  | { type: "rank"; id: number; query: string; documents: string[]; truncate: boolean }
   | { type: "tokenize"; id: number; text: string }
   | { type: "detokenize"; id: number; tokens: number[] }
   | { type: "threads"; threads: number }
@@ -76,7 +80,7 @@ export type ChildMessage =
   | { type: "loaded"; info: LoadedInfo }
   | { type: "load-error"; message: string }
   /** Text produced since the last message; several tokens may be joined into one message. */
-  | { type: "text"; id: number; text: string }
+  | { type: "text"; id: number; text: string; logprobs?: Logprob[] }
   | ({ type: "done"; id: number } & GenerateStats)
   | { type: "result"; id: number; value: unknown }
   | { type: "error"; id: number; message: string; code?: EngineErrorCode };

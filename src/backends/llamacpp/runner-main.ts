@@ -14,10 +14,12 @@ import {
   type LlamaContextSequence,
   type LlamaEmbeddingContext,
   type LlamaModel,
+  type LlamaRankingContext,
 } from "node-llama-cpp";
-import type { EmbedResult, GenerateStats } from "../backend.js";
+import type { EmbedResult, GenerateStats, RankResult } from "../backend.js";
 import { EngineError } from "../errors.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
+import { isRankingModel, rankDocuments } from "./rank.js";
 import type { ChildMessage, GpuProbe, HostMessage, LoadOptions, RunnerJob, StateStore } from "./protocol.js";
 import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration } from "./generate.js";
@@ -35,6 +37,7 @@ let llama: Llama | undefined;
 let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
+let ranker: LlamaRankingContext | undefined;
 let slots: SlotPool<LlamaContextSequence> | undefined;
 let prefixes: PrefixReuse | undefined;
 const stepPause = new StepPause();
@@ -124,7 +127,9 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
   });
   const contextSize = Math.max(4, Math.min(opts.numCtx, model.trainContextSize));
   const warnings: string[] = [];
-  if (opts.embedding) {
+  if (opts.embedding && isRankingModel(model)) {
+    ranker = await model.createRankingContext(embeddingContextOptions(contextSize, threads));
+  } else if (opts.embedding) {
     embedder = await model.createEmbeddingContext(embeddingContextOptions(contextSize, threads));
   } else {
     const base: LlamaContextOptions = {
@@ -213,7 +218,7 @@ async function generate(id: number, job: RunnerJob, ac: AbortController): Promis
     const held = seq.nextTokenIndex;
     try {
       cachedTokens = reusable(seq, tokens);
-      stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }), {
+      stats = await runGeneration(m, seq, job, tokens, ac.signal, (text, logprobs) => send({ type: "text", id, text, ...(logprobs ? { logprobs } : {}) }), {
         gate: lockstep,
         id: allSeqs.indexOf(seq),
         onFirstToken: resume,
@@ -234,8 +239,14 @@ async function generate(id: number, job: RunnerJob, ac: AbortController): Promis
 }
 
 async function embed(inputs: string[]): Promise<EmbedResult> {
+  if (ranker) throw new Error("this model is a reranker: it scores documents for a query (/api/rerank) and does not embed");
   if (!model || !embedder) throw new Error("this model does not support embeddings");
   return embedInputs(model, embedder, inputs);
+}
+
+async function rank(query: string, documents: string[], truncate: boolean): Promise<RankResult> {
+  if (!ranker) throw new Error("this model does not support reranking");
+  return rankDocuments(ranker, query, documents, truncate);
 }
 
 /** Stops every generation, waits for them to leave their sequences, then frees everything.
@@ -255,6 +266,7 @@ async function dispose(keepPromptCache: boolean): Promise<void> {
   }
   await context?.dispose();
   await embedder?.dispose();
+  await ranker?.dispose();
   await model?.dispose();
   await llama?.dispose();
 }
@@ -287,6 +299,9 @@ async function handle(msg: HostMessage): Promise<void> {
       return;
     case "embed":
       send({ type: "result", id: msg.id, value: await embed(msg.inputs) });
+      return;
+    case "rank":
+      send({ type: "result", id: msg.id, value: await rank(msg.query, msg.documents, msg.truncate) });
       return;
     case "tokenize":
       send({ type: "result", id: msg.id, value: model ? [...model.tokenize(msg.text, true)] : [] });

@@ -2,7 +2,18 @@
 import os from "node:os";
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { isPromptJob, type EmbedOptions, type EmbedResult, type GenerateJob, type LoadedInfo, type Runner, type RunnerEvent, type RunnerExit, type RunnerFeatures } from "../backend.js";
+import {
+  isPromptJob,
+  type EmbedOptions,
+  type EmbedResult,
+  type GenerateJob,
+  type LoadedInfo,
+  type RankResult,
+  type Runner,
+  type RunnerEvent,
+  type RunnerExit,
+  type RunnerFeatures,
+} from "../backend.js";
 import { EngineError, RunnerError } from "../errors.js";
 import { AsyncQueue } from "../async-queue.js";
 import { fitEmbedInputs, inputTokenLimit, isInputLimitError } from "./embed-inputs.js";
@@ -12,9 +23,10 @@ import type { ChildMessage, GpuProbe, GrammarSpec, HostMessage, LoadOptions, Loa
 export const LLAMACPP_FEATURES: RunnerFeatures = {
   messages: false,
   tokenize: true,
-  logprobs: { missing: "node-llama-cpp 3.21.1 does not expose token probabilities during generation" },
+  logprobs: true,
   images: { missing: "this engine version (node-llama-cpp 3.21.1) has no multimodal (vision) support" },
   embed: true,
+  rank: { missing: "it needs a reranking model (a GGUF with pooling_type rank)" },
 };
 
 const STDERR_LINES = 20;
@@ -184,7 +196,7 @@ export class RunnerProcess implements Runner {
         this.onProgress?.(m.progress);
         return;
       case "text":
-        this.streams.get(m.id)?.push({ type: "text", text: m.text });
+        this.streams.get(m.id)?.push({ type: "text", text: m.text, ...(m.logprobs ? { logprobs: m.logprobs } : {}) });
         return;
       case "done": {
         const q = this.streams.get(m.id);
@@ -240,6 +252,10 @@ export class RunnerProcess implements Runner {
         reject(err as Error);
       }
     });
+  }
+
+  rank(query: string, documents: string[], truncate: boolean): Promise<RankResult> {
+    return this.call((id) => ({ type: "rank", id, query, documents, truncate }));
   }
 
   /** Embeds the inputs as they are; with opts, each is first fitted to the context. */

@@ -16,6 +16,7 @@ export const REMOTE_FEATURES: RunnerFeatures = {
   logprobs: { missing: "remote models do not pass token probabilities on" },
   images: { missing: "remote models do not pass images on yet" },
   embed: true,
+  rank: { missing: "remote models do not rerank" },
 };
 
 export class RemoteRunner implements Runner {

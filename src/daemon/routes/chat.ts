@@ -1,11 +1,12 @@
 // POST /api/chat (reference §1.6): parse, prepareChat (services/chat.ts), encode NDJSON or one reply.
 import { Hono } from "hono";
 import type { ChatResponse, ToolCall } from "../../api/types.js";
+import type { Logprob } from "../../backends/backend.js";
 import { completionHandler } from "./completion-route.js";
 import type { Deps } from "../deps.js";
 import { prepareChat } from "../services/chat.js";
 import { doneMetrics, type Completion } from "../services/completion.js";
-import { createdAt } from "../services/request.js";
+import { createdAt, logprobsField } from "../services/request.js";
 import { chatSchema } from "../schemas.js";
 
 async function* chunks(model: string, c: Completion): AsyncIterable<ChatResponse> {
@@ -13,10 +14,10 @@ async function* chunks(model: string, c: Completion): AsyncIterable<ChatResponse
     const base = { model, created_at: createdAt() };
     switch (ev.type) {
       case "content":
-        yield { ...base, message: { role: "assistant", content: ev.text }, done: false };
+        yield { ...base, message: { role: "assistant", content: ev.text }, done: false, ...logprobsField(ev.logprobs) };
         break;
       case "thinking":
-        yield { ...base, message: { role: "assistant", content: "", thinking: ev.text }, done: false };
+        yield { ...base, message: { role: "assistant", content: "", thinking: ev.text }, done: false, ...logprobsField(ev.logprobs) };
         break;
       case "tool_calls":
         yield { ...base, message: { role: "assistant", content: "", tool_calls: ev.calls }, done: false };
@@ -32,17 +33,20 @@ async function collect(gen: AsyncIterable<ChatResponse>): Promise<ChatResponse> 
   let text = "";
   let thinking = "";
   const calls: ToolCall[] = [];
+  const logprobs: Logprob[] = [];
   let final: ChatResponse | undefined;
   for await (const ch of gen) {
     text += ch.message.content;
     thinking += ch.message.thinking ?? "";
     calls.push(...(ch.message.tool_calls ?? []));
+    logprobs.push(...(ch.logprobs ?? []));
     if (ch.done) final = ch;
   }
   if (!final) throw new Error("generation ended without a final response");
   return {
     ...final,
     message: { role: "assistant", content: text, ...(thinking ? { thinking } : {}), ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+    ...logprobsField(logprobs),
   };
 }
 

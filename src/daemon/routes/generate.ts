@@ -1,21 +1,22 @@
 // POST /api/generate (reference §1.5): parse, prepareGenerate (services/generate.ts), encode.
 import { Hono } from "hono";
 import type { GenerateResponse } from "../../api/types.js";
+import type { Logprob } from "../../backends/backend.js";
 import { completionHandler } from "./completion-route.js";
 import type { Deps } from "../deps.js";
 import { doneMetrics, type Completion } from "../services/completion.js";
 import { prepareGenerate } from "../services/generate.js";
-import { createdAt } from "../services/request.js";
+import { createdAt, logprobsField } from "../services/request.js";
 import { generateSchema } from "../schemas.js";
 
 async function* chunks(model: string, c: Completion, withContext: boolean): AsyncIterable<GenerateResponse> {
   for await (const ev of c.events) {
     switch (ev.type) {
       case "content":
-        yield { model, created_at: createdAt(), response: ev.text, done: false };
+        yield { model, created_at: createdAt(), response: ev.text, done: false, ...logprobsField(ev.logprobs) };
         break;
       case "thinking":
-        yield { model, created_at: createdAt(), response: "", thinking: ev.text, done: false };
+        yield { model, created_at: createdAt(), response: "", thinking: ev.text, done: false, ...logprobsField(ev.logprobs) };
         break;
       case "tool_calls":
         break; // /api/generate has no tools
@@ -37,15 +38,17 @@ async function* chunks(model: string, c: Completion, withContext: boolean): Asyn
 async function collect(gen: AsyncIterable<GenerateResponse>): Promise<GenerateResponse> {
   let text = "";
   let thinking = "";
+  const logprobs: Logprob[] = [];
   let final: GenerateResponse | undefined;
   for await (const ch of gen) {
     text += ch.response;
     thinking += ch.thinking ?? "";
+    logprobs.push(...(ch.logprobs ?? []));
     if (ch.done) final = ch;
   }
   if (!final) throw new Error("generation ended without a final response");
   const { thinking: _t, ...rest } = final;
-  return { ...rest, response: text, ...(thinking ? { thinking } : {}) };
+  return { ...rest, response: text, ...(thinking ? { thinking } : {}), ...logprobsField(logprobs) };
 }
 
 export function generateRoutes(deps: Deps): Hono {

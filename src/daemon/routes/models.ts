@@ -50,12 +50,14 @@ export function modelRoutes(deps: Deps): Hono {
     const spec = await deps.models.resolve(raw);
     if (!spec) throw notFound(`model '${displayName(name)}' not found`);
     const system = body.system ?? spec.system;
-    const params = { ...spec.params, ...(body.options ?? {}) };
+    // `parameters` are the model's own; the request's options only go into the Modelfile (a model
+    // to re-create with them), as Ollama does: the REPL lists its /set values apart.
+    const params = spec.params;
     const src = ggufSource(spec);
     const template = spec.template ?? src?.facts.chatTemplate;
     return jsonResponse({
       ...(spec.licenses.length ? { license: spec.licenses.join("\n") } : {}),
-      modelfile: showModelfile(spec, deps.store, system, params),
+      modelfile: showModelfile(spec, deps.store, system, { ...params, ...(body.options ?? {}) }),
       ...(Object.keys(params).length ? { parameters: showParameters(params) } : {}),
       ...(template ? { template } : {}),
       ...(system ? { system } : {}),

@@ -92,25 +92,23 @@ export class Scheduler {
     if (this.closing.signal.aborted) throw shuttingDown();
     if (req.signal.aborted) throw canceled();
     const backend = this.backendFor(req.spec);
-    const wanted = await backend.plan(req.spec, req.runner);
+    const wanted = backend.want(req.spec, req.runner);
     const key = backend.modelKey(req.spec);
     const e = this.entries.get(key);
     if (e && !backend.needsReload(e.placement, wanted)) return this.attach(e, req);
-    return this.queue.run(req.signal, () => this.process(req, backend, key));
+    return this.queue.run(req.signal, () => this.process(req, backend, key, wanted));
   }
 
   /** The head of the load queue: reload, make room, load; returns the request's lease. */
-  private async process(req: AcquireRequest, backend: Backend, key: string): Promise<Lease> {
+  private async process(req: AcquireRequest, backend: Backend, key: string, wanted: unknown): Promise<Lease> {
     const { log } = this.deps;
     let reloading: Entry | null = null;
     for (;;) {
       if (this.closing.signal.aborted) throw shuttingDown();
       if (req.signal.aborted) throw canceled();
-      // Planned again each time round: memory changes while this request waits.
-      const placement = await backend.plan(req.spec, req.runner);
       const e = this.entries.get(key);
       if (e) {
-        if (!backend.needsReload(e.placement, placement)) return this.attach(e, req);
+        if (!backend.needsReload(e.placement, wanted)) return this.attach(e, req);
         // Runner options differ: unload it once idle, then load again.
         if (reloading !== e) log.info(`reloading ${e.spec.shortName}: runner options changed`);
         reloading = e;
@@ -119,6 +117,8 @@ export class Scheduler {
         else await this.changed(req.signal);
         continue;
       }
+      // Planned again each time round: memory changes while this request waits.
+      const placement = await backend.plan(req.spec, wanted);
       const room = this.room(placement);
       if (room === "wait") {
         log.debug(`waiting for a busy runner to finish before loading ${req.spec.shortName}`);

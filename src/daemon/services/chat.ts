@@ -17,6 +17,7 @@ import {
   featuresOf,
   fullModelName,
   keepAliveOf,
+  logprobsOf,
   rejectImages,
   rejectLogprobs,
   resolveSpec,
@@ -73,9 +74,9 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
   if (tools.length > 0 && !spec.capabilities.includes("tools")) throw badRequest(`${fullModelName(spec)} does not support tools`);
   const think = resolveThink(spec, body.model, body.think);
   const features = featuresOf(deps, spec);
-  rejectLogprobs(features, body.logprobs, body.top_logprobs);
+  rejectLogprobs(features, body.logprobs);
   rejectImages(features, body.messages.map((m) => m.images));
-  const format = compileFormat(deps, spec, parseFormat(body.format));
+  const format = await compileFormat(deps, spec, parseFormat(body.format));
   const options = resolveOptions({ numCtx: deps.config.contextLength || 4096 }, spec.params, body.options);
 
   if (body.messages.length === 0) {
@@ -122,6 +123,7 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
     truncate: body.truncate ?? true,
     shift: body.shift ?? true,
     heartbeat: body.stream !== false,
+    logprobs: logprobsOf(body),
     formatAfterThinking: true,
   });
   return { kind: "completion", completion };

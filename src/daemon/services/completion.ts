@@ -12,7 +12,7 @@
 // real status. Only when that start takes longer than the heartbeat threshold (30 s; a slow load)
 // does a streamed response commit early: it then yields empty content events (heartbeats) every
 // 10 s until the first token, so clients with 5-minute timeouts never give up on a slow load.
-import type { CompiledFormat, GenerateJob, GenerateStats, JobMessage, MessagesJob, RunnerEvent } from "../../backends/backend.js";
+import type { CompiledFormat, GenerateJob, GenerateStats, JobMessage, Logprob, MessagesJob, RunnerEvent } from "../../backends/backend.js";
 import { EngineError } from "../../backends/errors.js";
 import type { Metrics, ToolCall } from "../../api/types.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
@@ -26,8 +26,8 @@ import { logCompletionRequest, logCompletionTimings } from "./debug-log.js";
 
 /** What a completion yields, in order; `done` is always last. */
 export type CompletionEvent =
-  | { type: "content"; text: string }
-  | { type: "thinking"; text: string }
+  | { type: "content"; text: string; logprobs?: Logprob[] }
+  | { type: "thinking"; text: string; logprobs?: Logprob[] }
   | { type: "tool_calls"; calls: ToolCall[] }
   | CompletionDone;
 
@@ -75,6 +75,8 @@ export interface CompletionRequest {
   heartbeat?: boolean;
   /** Chat on a thinking model: `format` applies only once thinking ends (Ollama's restart). */
   formatAfterThinking?: boolean;
+  /** Log probabilities of the output, with this many alternatives per token (0..20). */
+  logprobs?: number;
 }
 
 /** What preparing a request leads to: a ready reply (load, unload, debug render) or a completion. */
@@ -161,6 +163,18 @@ function mapRunnerError(err: unknown): unknown {
   return err instanceof EngineError ? toApiError(err) : err;
 }
 
+/**
+ * The events one runner text event became, its log probabilities on the first content or
+ * thinking event, or on an empty content event of their own when a parser holds the text back
+ * (as Ollama sends them while a tool call is still being parsed).
+ */
+function* withLogprobs(events: CompletionEvent[], logprobs: Logprob[] | undefined): Generator<CompletionEvent> {
+  if (!logprobs || logprobs.length === 0) return yield* events;
+  const i = events.findIndex((e) => e.type === "content" || e.type === "thinking");
+  if (i === -1) return yield* [{ type: "content", text: "", logprobs }, ...events];
+  yield* events.map((e, k) => (k === i ? { ...e, logprobs } : e));
+}
+
 /** One runner generation, read through an iterator so its first event can be awaited early. */
 class Generation {
   private readonly it: AsyncIterator<RunnerEvent>;
@@ -209,6 +223,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     shift: req.shift ?? true,
     truncate: req.truncate ?? true,
     numKeep: o.numKeep,
+    ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
   });
   const job = (prompt: string, format: CompiledFormat | undefined, prefixTokens?: number[]): GenerateJob => ({
     prompt,
@@ -318,18 +333,20 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     for (;;) {
       if (!ev) throw new Error("generation ended without a final response");
       if (ev.type === "content" || ev.type === "thinking") {
-        if (ev.text) yield { type: ev.type, text: ev.text };
+        if (ev.text || ev.logprobs) yield { type: ev.type, text: ev.text, ...(ev.logprobs ? { logprobs: ev.logprobs } : {}) };
       } else if (ev.type === "tool_calls") {
         yield { type: "tool_calls", calls: ev.calls };
       } else if (ev.type === "text") {
         raw += ev.text;
         let text = ev.text;
+        const out: CompletionEvent[] = [];
         if (thinking) {
           const step = thinking.add(text);
-          if (step.thinking) yield { type: "thinking", text: step.thinking };
+          if (step.thinking) out.push({ type: "thinking", text: step.thinking });
           text = step.content;
         }
         if (deferring && text !== "") {
+          yield* withLogprobs(out, ev.logprobs);
           // Thinking is over: generate again from the prompt plus the thinking, constrained.
           deferring = false;
           const cut = raw.indexOf(tags.close);
@@ -340,7 +357,8 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
           ev = await next.next();
           continue;
         }
-        yield* content(text, false);
+        out.push(...content(text, false));
+        yield* withLogprobs(out, ev.logprobs);
       } else {
         const rest = thinking?.flush();
         if (rest?.thinking) yield { type: "thinking", text: rest.thinking };

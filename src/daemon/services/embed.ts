@@ -99,7 +99,8 @@ export async function runEmbed(deps: Deps, call: EmbedCall): Promise<EmbedOutcom
   }
 }
 
-async function resolveEmbedSpec(deps: Deps, model: string): Promise<ModelSpec> {
+/** The model, with the scheduler's 404 wording for a name that is not installed. */
+export async function resolveEmbedSpec(deps: Deps, model: string): Promise<ModelSpec> {
   try {
     return await resolveSpec(deps, model);
   } catch (err) {

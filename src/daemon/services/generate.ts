@@ -15,6 +15,7 @@ import {
   featuresOf,
   fullModelName,
   keepAliveOf,
+  logprobsOf,
   rejectImages,
   rejectLogprobs,
   resolveSpec,
@@ -44,9 +45,9 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
   if (body.suffix && !spec.capabilities.includes("insert")) throw badRequest(`${fullModelName(spec)} does not support insert`);
   const think = resolveThink(spec, body.model, body.think);
   const features = featuresOf(deps, spec);
-  rejectLogprobs(features, body.logprobs, body.top_logprobs);
+  rejectLogprobs(features, body.logprobs);
   rejectImages(features, [body.images]);
-  const format = compileFormat(deps, spec, parseFormat(body.format));
+  const format = await compileFormat(deps, spec, parseFormat(body.format));
   const options = resolveOptions({ numCtx: deps.config.contextLength || 4096 }, spec.params, body.options);
 
   if (body.prompt === "" && !body.suffix) {
@@ -98,6 +99,7 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
     truncate: body.truncate ?? true,
     shift: body.shift ?? true,
     heartbeat: body.stream !== false,
+    logprobs: logprobsOf(body),
   });
   return { kind: "completion", completion };
 }

@@ -1,6 +1,6 @@
 // Steps shared by the inference services: model lookup (and the backend's admission), keep_alive
 // and think validation, the runner features a request needs, the prompt template.
-import type { CompiledFormat, RunnerFeatures, StructuredOutput } from "../../backends/backend.js";
+import type { CompiledFormat, Logprob, RunnerFeatures, StructuredOutput } from "../../backends/backend.js";
 import { parseKeepAliveRequest } from "../../config.js";
 import { ggufArrayLength, ggufTokenText } from "../../registry/gguf-slim.js";
 import { ggufSource, InvalidModelNameError, type ModelSpec } from "../../registry/model-spec.js";
@@ -31,10 +31,10 @@ function admit(deps: Deps, spec: ModelSpec): void {
 }
 
 /** `format` compiled by the model's backend: a schema its engine cannot honour is a 400 now. */
-export function compileFormat(deps: Deps, spec: ModelSpec, format: StructuredOutput | undefined): CompiledFormat | undefined {
+export async function compileFormat(deps: Deps, spec: ModelSpec, format: StructuredOutput | undefined): Promise<CompiledFormat | undefined> {
   if (!format) return undefined;
   try {
-    return deps.scheduler.backendFor(spec).compileFormat(format);
+    return await deps.scheduler.backendFor(spec).compileFormat(format);
   } catch (err) {
     throw toApiError(err);
   }
@@ -96,12 +96,23 @@ export function checkTopLogprobs(topLogprobs: number | null | undefined): void {
   if (topLogprobs != null && (topLogprobs < 0 || topLogprobs > 20)) throw badRequest("top_logprobs must be between 0 and 20");
 }
 
+/** A response's `logprobs` field: absent when there are none (Ollama's omitempty). */
+export function logprobsField(logprobs: Logprob[] | undefined): { logprobs?: Logprob[] } {
+  return logprobs && logprobs.length > 0 ? { logprobs } : {};
+}
+
+/** Alternatives per token when `logprobs` is on (top_logprobs alone asks for nothing, as in Ollama). */
+export function logprobsOf(body: { logprobs?: boolean | null; top_logprobs?: number | null }): number | undefined {
+  return body.logprobs === true ? (body.top_logprobs ?? 0) : undefined;
+}
+
 /** What a request asks of a runner that it may lack; each has the start of its refusal. */
 const FEATURE_REFUSAL = {
   logprobs: "logprobs are not supported by this backend",
   images: "images are not supported",
   tokenize: "tokenization is not supported by this backend",
   embed: "embeddings are not supported by this backend",
+  rank: "reranking is not supported by this model",
 } as const;
 
 /** A 400 naming why, when the request needs a feature the model's runner lacks. */
@@ -110,8 +121,8 @@ export function requireFeature(features: RunnerFeatures, feature: keyof typeof F
   if (f !== true) throw new ApiError("unsupported", `${FEATURE_REFUSAL[feature]}: ${f.missing}`);
 }
 
-export function rejectLogprobs(features: RunnerFeatures, logprobs: boolean | null | undefined, topLogprobs: number | null | undefined): void {
-  if (logprobs === true || (topLogprobs != null && topLogprobs > 0)) requireFeature(features, "logprobs");
+export function rejectLogprobs(features: RunnerFeatures, logprobs: boolean | null | undefined): void {
+  if (logprobs === true) requireFeature(features, "logprobs");
 }
 
 export function rejectImages(features: RunnerFeatures, images: Array<unknown[] | null | undefined>): void {

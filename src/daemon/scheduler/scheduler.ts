@@ -15,7 +15,7 @@ import type { Backends } from "../../backends/registry.js";
 import type { Config } from "../../config.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError, errorMessage } from "../errors.js";
-import type { Logger } from "../log.js";
+import { debugEnabled, formatDurationMs, type Logger } from "../log.js";
 import { humanBytes2 } from "../../backends/human-bytes.js";
 import { canceled, LoadQueue } from "./queue.js";
 import { threadBudgets } from "./threads.js";
@@ -68,6 +68,11 @@ export class Scheduler {
   private readonly queue: LoadQueue;
   private waiters: Array<() => void> = [];
   private readonly closing = new AbortController();
+
+  /** The daemon's log, for what a request does with its runner (services/debug-log.ts). */
+  get log(): Logger {
+    return this.deps.log;
+  }
 
   constructor(private readonly deps: { backends: Backends; config: Config; log: Logger }) {
     this.queue = new LoadQueue(deps.config.maxQueue);
@@ -152,6 +157,10 @@ export class Scheduler {
     const { spec } = req;
     for (const w of placement.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
     log.info(`loading ${spec.shortName}`, { backend: backend.name, ...placement.describe });
+    // OLLAMA_DEBUG: the whole placement (for llama.cpp the memory plan and the runner's options),
+    // less the model's source (its GGUF header, already described by `show`)
+    if (debugEnabled(log)) log.debug(`load plan for ${spec.shortName}`, { placement: { ...placement, source: undefined } });
+    const loadStarted = performance.now();
     const signal = AbortSignal.any([req.signal, this.closing.signal]);
     let runner: Runner;
     try {
@@ -171,6 +180,7 @@ export class Scheduler {
       kv: info.kvCacheTypeK ? `${info.kvCacheTypeK}/${info.kvCacheTypeV}` : undefined,
       flash_attention: info.flashAttention,
     });
+    log.debug(`runner started for ${spec.shortName}`, { duration: formatDurationMs(performance.now() - loadStarted) });
     const entry: Entry = {
       key,
       spec,

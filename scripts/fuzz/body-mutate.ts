@@ -108,7 +108,9 @@ function optionValue(rng: Rng, key: string): JsonTree {
   }
 }
 
-const OPTION_KEYS = Object.keys(OPTION_TYPES);
+/** Every option, weighted towards those that size the runner's work and memory. */
+const SIZING = new Set(["num_ctx", "num_batch", "num_thread", "num_predict", "num_keep", "num_gpu"]);
+const OPTION_KEYS: ReadonlyArray<readonly [number, string]> = Object.keys(OPTION_TYPES).map((k) => [SIZING.has(k) ? 4 : 1, k] as const);
 
 /** One edit of the tree; returns the new tree and what was done. */
 function treeEdit(rng: Rng, tree: JsonTree, optionsKey: string): [JsonTree, string] {
@@ -154,7 +156,7 @@ function treeEdit(rng: Rng, tree: JsonTree, optionsKey: string): [JsonTree, stri
       const current = root[optionsKey];
       const opts = isObject(current) ? current : {};
       setKey(root, optionsKey, opts);
-      const key = rng.pick(OPTION_KEYS);
+      const key = rng.weighted(OPTION_KEYS);
       const v = optionValue(rng, key);
       setKey(opts, key, v);
       return [tree, `${optionsKey}.${key} = ${brief(v)}`];

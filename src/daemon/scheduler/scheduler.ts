@@ -151,7 +151,7 @@ export class Scheduler {
     const { config, log } = this.deps;
     const { spec } = req;
     for (const w of placement.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
-    log.info(`loading ${spec.shortName}`, { backend: backend.name, ...placement.describe });
+    log.info(`loading ${spec.shortName}`, { ...placement.describe, backend: backend.name });
     const signal = AbortSignal.any([req.signal, this.closing.signal]);
     let runner: Runner;
     try {

@@ -156,7 +156,7 @@ export class Scheduler {
     const { config, log } = this.deps;
     const { spec } = req;
     for (const w of placement.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
-    log.info(`loading ${spec.shortName}`, { backend: backend.name, ...placement.describe });
+    log.info(`loading ${spec.shortName}`, { ...placement.describe, backend: backend.name });
     // OLLAMA_DEBUG: the whole placement (for llama.cpp the memory plan and the runner's options),
     // less the model's source (its GGUF header, already described by `show`)
     if (debugEnabled(log)) log.debug(`load plan for ${spec.shortName}`, { placement: { ...placement, source: undefined } });

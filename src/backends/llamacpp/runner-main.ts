@@ -27,6 +27,7 @@ import { batchPlanStrategy } from "./batch-plan.js";
 import { restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-states.js";
 import { PromptCache } from "./prompt-cache.js";
 import { PrefixReuse, reusable } from "./prefix-reuse.js";
+import { ProcCpuMeter, ThreadBudget } from "./thread-budget.js";
 import { makeDirs } from "../../fs/make-dirs.js";
 import { removeDeadOwnerDirs } from "../../fs/dead-owner-dirs.js";
 
@@ -49,6 +50,18 @@ const SCRATCH_PREFIX = "ollamats-runner-";
 const DEFAULT_STATE_BUDGET = 512 * 1024 ** 2;
 /** Threads the model was loaded with: the most a thread budget can give back. */
 let loadedThreads = os.availableParallelism();
+/** The daemon's share of the cores for this runner (scheduler/threads.ts), and the cores free
+ *  on the machine (thread-budget.ts; absent when num_thread was set explicitly). */
+let daemonThreads = Infinity;
+let freeThreads: ThreadBudget | undefined;
+
+/** Gives the next batch the smaller of the daemon's share and the cores free right now. */
+function applyThreads(): void {
+  if (!llama) return;
+  const free = freeThreads?.current() ?? loadedThreads;
+  const n = Math.max(1, Math.min(loadedThreads, daemonThreads, free));
+  if (llama.maxThreads !== n) llama.maxThreads = n;
+}
 
 /** This runner's private directory for sequence copies and prompt snapshots, inside the
  *  daemon's state directory when there is one; removed when the process ends, and a killed
@@ -95,7 +108,9 @@ async function probe(): Promise<GpuProbe> {
 async function load(modelPath: string, requested: LoadOptions, gpuLayers: number, states: StateStore | undefined): Promise<void> {
   // The daemon has already done this; a runner never trusts its caller with thread counts.
   const opts = boundLoadOptions(requested);
-  const threads = opts.numThread > 0 ? opts.numThread : os.availableParallelism();
+  // Automatic threads follow the cores free for each batch; an explicit num_thread is kept as is.
+  freeThreads = opts.numThread > 0 ? undefined : new ThreadBudget(new ProcCpuMeter());
+  const threads = freeThreads?.capacity ?? opts.numThread;
   loadedThreads = threads;
   // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.
   // Without GPU layers the GPU backend is not even initialised (no VRAM spent on a context).
@@ -132,7 +147,7 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
       batchSize: Math.min(opts.numBatch, contextSize),
       threads,
       flashAttention,
-      batching: { itemPrioritizationStrategy: batchPlanStrategy(() => context) },
+      batching: { itemPrioritizationStrategy: batchPlanStrategy(() => context, applyThreads) },
       ...(opts.adapters.length > 0 ? { lora: { adapters: opts.adapters.map((filePath) => ({ filePath })) } } : {}),
     };
     const k = KV_TYPES[opts.kvCacheTypeK] ?? "F16";
@@ -164,6 +179,10 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
     // The prefixes this model's previous runner had evaluated, if it saved them on unload.
     if (states) await restoreSlotStates(seqs, states.dir, fingerprint);
   }
+  // Between batches the budget is checked before each one; while idle, once a second, so the
+  // first batch of the next request starts from a recent measurement (embeddings use it too).
+  if (freeThreads) setInterval(applyThreads, 1000).unref();
+  applyThreads();
   const usage = await llama.getLlamaMemoryUsage();
   // A fully offloaded model is all GPU, as Ollama reports it (the token embeddings llama.cpp
   // keeps in host memory are not counted as a CPU share).
@@ -296,7 +315,10 @@ async function handle(msg: HostMessage): Promise<void> {
     case "threads":
       // node-llama-cpp hands each batch at most this many threads (contexts were made with
       // threads as a number: ideal = that number, minimum 1, so a smaller budget never blocks).
-      if (llama && Number.isFinite(msg.threads)) llama.maxThreads = Math.max(1, Math.min(Math.trunc(msg.threads), loadedThreads));
+      if (Number.isFinite(msg.threads)) {
+        daemonThreads = Math.max(1, Math.trunc(msg.threads));
+        applyThreads();
+      }
       return;
     case "close":
       await dispose(msg.keepPromptCache === true);

@@ -139,6 +139,8 @@ export interface Backend {
   readonly name: string;
   devices(): Promise<DeviceInfo[]>;
   load(modelPath: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal): Promise<Runner>;
+  /** Ends what the backend keeps besides runners (a warm spare process); called at shutdown. */
+  close?(): Promise<void>;
 }
 
 /** Raised for failures a client should see as the message of an error line / 500. */

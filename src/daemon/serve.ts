@@ -29,6 +29,7 @@ export function buildDeps(config: Config, states?: StateStore, keys: readonly Ap
   const backend = new LlamaCppBackend({
     debug: config.debug >= 1,
     cpuOnly: config.llmLibrary.toLowerCase() === "cpu",
+    spareRunner: config.spareRunner,
     ...(states ? { states } : {}),
   });
   return {

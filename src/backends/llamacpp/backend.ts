@@ -4,6 +4,7 @@ import os from "node:os";
 import type { Backend, DeviceInfo, LoadOptions, LoadPlan, Runner } from "../backend.js";
 import type { GpuProbe, StateStore } from "./protocol.js";
 import { RunnerProcess } from "./runner-process.js";
+import { SpareRunner } from "./spare-runner.js";
 
 /** Which environment variable restricts a runner to some GPUs, per ggml backend. */
 const VISIBLE_ENV: Record<string, string> = { cuda: "CUDA_VISIBLE_DEVICES", vulkan: "GGML_VK_VISIBLE_DEVICES" };
@@ -17,6 +18,7 @@ export class LlamaCppBackend implements Backend {
   readonly name = "llamacpp";
   private probed: Promise<GpuProbe> | null = null;
   private readonly live = new Set<Live>();
+  private readonly spares: SpareRunner;
 
   constructor(
     private readonly opts: {
@@ -25,19 +27,28 @@ export class LlamaCppBackend implements Backend {
       cpuOnly?: boolean;
       /** where runners keep their slots' prompt caches across unloads (none: not kept) */
       states?: StateStore;
+      /** keep a warm spare runner process (spare-runner.ts); default true */
+      spareRunner?: boolean;
     },
-  ) {}
+  ) {
+    this.spares = new SpareRunner({
+      debug: opts.debug,
+      enabled: opts.spareRunner !== false,
+      busy: () => [...this.live].some((l) => !l.runner.idle),
+    });
+  }
 
   /**
-   * GPUs come from a short-lived runner child, once (the daemon never loads the native addon
+   * GPUs come from a runner child, once, which then stays as the warm spare (the daemon never loads the native addon
    * itself: it would cost ~100 MB of RSS and put a native crash inside the daemon). node-llama-cpp
    * reports only the sum over the GPUs, so each of N GPUs is taken as 1/N of it (exact for
    * identical GPUs). A GPU's free memory is then what was free at the probe minus what our live
    * runners report they hold on it; system memory is read live from the OS.
    */
   probe(): Promise<GpuProbe> {
-    if (this.opts.cpuOnly) return Promise.resolve({ library: false, names: [], totalBytes: 0, freeBytes: 0 });
-    this.probed ??= RunnerProcess.probe(this.opts.debug).catch(() => ({ library: false as const, names: [], totalBytes: 0, freeBytes: 0 }));
+    const none: GpuProbe = { library: false, names: [], totalBytes: 0, freeBytes: 0 };
+    if (!this.probed && this.opts.cpuOnly) this.spares.startCpuOnly();
+    this.probed ??= this.opts.cpuOnly ? Promise.resolve(none) : this.spares.probe().catch(() => none);
     return this.probed;
   }
 
@@ -80,12 +91,22 @@ export class LlamaCppBackend implements Backend {
     const env: Record<string, string> = {};
     const envName = gpu && gpu.library !== false ? VISIBLE_ENV[gpu.library] : undefined;
     if (envName && plan.gpus && plan.gpus.length < all.length) env[envName] = visibleList(process.env[envName], plan.gpus);
-    const runner = new RunnerProcess(opts.slots, this.opts.debug, env);
+    // The spare runs with the daemon's environment: a runner pinned to some GPUs starts afresh.
+    const runner = (Object.keys(env).length === 0 ? this.spares.take() : null) ?? new RunnerProcess(opts.slots, this.opts.debug, env);
     const entry: Live = { runner, gpus: plan.gpuLayers !== 0 ? gpus : [] };
     this.live.add(entry);
     void runner.exited.then(() => this.live.delete(entry));
-    await runner.load(modelPath, opts, plan, signal, this.opts.states);
+    try {
+      await runner.load(modelPath, opts, plan, signal, this.opts.states);
+    } finally {
+      this.spares.replaceWhenIdle();
+    }
     return runner;
+  }
+
+  /** Ends the spare runner (loaded runners are the scheduler's to close). */
+  close(): Promise<void> {
+    return this.spares.close();
   }
 }
 

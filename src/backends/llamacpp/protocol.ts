@@ -18,6 +18,8 @@ export interface StateStore {
 
 export type HostMessage =
   | { type: "probe" }
+  /** A spare runner: load node-llama-cpp's binary now, for a later load (gpu: layers may go to a GPU). */
+  | { type: "prepare"; gpu: boolean }
   | { type: "load"; modelPath: string; opts: LoadOptions; gpuLayers: number; states?: StateStore }
   | { type: "generate"; id: number; job: GenerateJob }
   | { type: "abort"; id: number }

@@ -31,7 +31,14 @@ import { ProcCpuMeter, ThreadBudget } from "./thread-budget.js";
 import { makeDirs } from "../../fs/make-dirs.js";
 import { removeDeadOwnerDirs } from "../../fs/dead-owner-dirs.js";
 
+// `ps` shows what a runner is; a spare (spare-runner.ts) keeps the marker until it loads a model.
+const SPARE = process.argv.includes("--spare");
+process.title = SPARE ? "ollamats runner --spare" : "ollamats runner";
+
 let llama: Llama | undefined;
+/** node-llama-cpp's binary loaded ahead (a spare, or after the GPU probe), and whether it was
+ *  asked for with GPU support ("auto") or without (false). */
+let prepared: { gpu: "auto" | false; llama: Promise<Llama> } | undefined;
 let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
@@ -97,8 +104,31 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+function llamaFor(gpu: "auto" | false): Promise<Llama> {
+  return getLlama({ build: "never", gpu, logLevel: LlamaLogLevel.error, progressLogs: false });
+}
+
+/** The prepared binary if it suits a load with or without GPU layers, else a fresh one. */
+async function takeLlama(gpu: "auto" | false): Promise<Llama> {
+  const p = prepared;
+  prepared = undefined;
+  const ready = await p?.llama.catch(() => undefined);
+  // "auto" on a machine without a GPU library is CPU-only, which suits a CPU-only load too.
+  if (ready && (p?.gpu === gpu || (gpu === false && ready.gpu === false))) return ready;
+  await ready?.dispose(); // a GPU context this CPU-only runner must not hold
+  return llamaFor(gpu);
+}
+
+function prepare(gpu: "auto" | false): void {
+  if (prepared || llama) return;
+  const l = llamaFor(gpu);
+  l.catch(() => undefined); // a failure is met again, and reported, by the load
+  prepared = { gpu, llama: l };
+}
+
 async function probe(): Promise<GpuProbe> {
-  const l = await getLlama({ build: "never", gpu: "auto", logLevel: LlamaLogLevel.error, progressLogs: false });
+  prepare("auto");
+  const l = await (prepared?.llama ?? llamaFor("auto"));
   const library = l.gpu;
   if (library === false) return { library: false, names: [], totalBytes: 0, freeBytes: 0 };
   const vram = await l.getVramState();
@@ -112,15 +142,11 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
   freeThreads = opts.numThread > 0 ? undefined : new ThreadBudget(new ProcCpuMeter());
   const threads = freeThreads?.capacity ?? opts.numThread;
   loadedThreads = threads;
-  // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.
+  process.title = "ollamats runner";
   // Without GPU layers the GPU backend is not even initialised (no VRAM spent on a context).
-  llama = await getLlama({
-    build: "never",
-    gpu: gpuLayers === 0 ? false : "auto",
-    maxThreads: threads,
-    logLevel: LlamaLogLevel.error,
-    progressLogs: false,
-  });
+  llama = await takeLlama(gpuLayers === 0 ? false : "auto");
+  // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.
+  llama.maxThreads = threads;
   const flashAttention = opts.flashAttention ?? false;
   let lastProgress = -1;
   model = await llama.loadModel({
@@ -289,6 +315,9 @@ async function handle(msg: HostMessage): Promise<void> {
   switch (msg.type) {
     case "probe":
       send({ type: "probed", gpu: await probe() });
+      return;
+    case "prepare":
+      prepare(msg.gpu ? "auto" : false);
       return;
     case "load":
       try {

@@ -290,6 +290,12 @@ export class RunnerProcess implements Runner {
     this.tell({ type: "threads", threads });
   }
 
+  /** Ends a child that holds nothing worth a clean close (a spare): at once, whatever it is doing. */
+  async terminate(): Promise<void> {
+    if (!this.exit) this.child.kill("SIGTERM");
+    await this.exited;
+  }
+
   async close(opts: { keepPromptCache?: boolean } = {}): Promise<void> {
     if (this.exit) return;
     const keep = opts.keepPromptCache === true;

@@ -87,7 +87,7 @@ export class SpareRunner {
     this.timer = null;
     const s = this.spare;
     this.spare = null;
-    await s?.close();
+    await s?.terminate();
   }
 
   private start(): void {

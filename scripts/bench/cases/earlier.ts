@@ -1,0 +1,55 @@
+// The cases of the earlier bench, behind the registry: parallel streams (direct side: plain
+// node-llama-cpp, one context of 4 sequences, its default batching), prefix reuse with 2 slots,
+// the flash attention / KV cache matrix (daemon only) and pull throughput (vs plain undici).
+import { benchKv } from "../../bench-kv.js";
+import { benchParallel } from "../../bench-parallel.js";
+import { benchPrefix } from "../../bench-prefix.js";
+import { benchPull } from "../../bench-pull.js";
+import type { BenchCase, CaseContext, Row } from "../registry.js";
+
+/** The earlier cases wait for a quiet machine before each measurement; --quick does not. */
+const quietWait = (ctx: CaseContext) => (ctx.quick ? 0 : 10_000);
+
+export const parallelCase: BenchCase = {
+  name: "parallel",
+  what: "aggregate tok/s at 1, 2 and 4 streams (NUM_PARALLEL=4), daemon and plain node-llama-cpp",
+  async run(ctx) {
+    const p = await benchParallel({ modelPath: ctx.modelPath, log: ctx.log, quietWaitMs: quietWait(ctx), rounds: ctx.rounds, tokens: ctx.quick ? 8 : 64 });
+    const rows: Row[] = [{ figure: "4 streams / 1 stream, aggregate tok/s", daemon: p.ratio4, direct: p.direct?.ratio4, value: p.ratio4, target: "≥ 1.5", pass: p.ratio4 >= 1.5 }];
+    p.daemonOverDirect.forEach((v, i) => rows.push({ figure: `aggregate tok/s at ${[1, 2, 4][i]} stream(s), daemon / direct`, value: v }));
+    return rows;
+  },
+};
+
+export const prefixCase: BenchCase = {
+  name: "prefix",
+  what: "a ~1,000-token prefix again: same slot, while another decodes, another slot, after a model switch (NUM_PARALLEL=2)",
+  async run(ctx) {
+    const p = await benchPrefix({ modelPath: ctx.modelPath, log: ctx.log, quietWaitMs: quietWait(ctx), rounds: ctx.rounds, prefixWords: ctx.quick ? 60 : 350 });
+    const row = (figure: string, value: number, target?: number): Row => ({ figure, value, ...(target ? { target: `≤ ${target}`, pass: value <= target } : {}) });
+    return [
+      row("prefix again, same slot: first token / cold", p.ratio, 0.01),
+      row("prefix again, in another slot (from the snapshot)", p.otherSlotRatio, 0.01),
+      row("prefix again, after a model switch (load taken out)", p.afterSwitchPromptRatio, 0.01),
+      row("prefix again, while another stream decodes", p.whileBusyRatio),
+    ];
+  },
+};
+
+export const kvCase: BenchCase = {
+  name: "kv",
+  what: "flash attention and KV cache types: prompt and decode speed vs the default (daemon only)",
+  async run(ctx) {
+    const k = await benchKv({ modelPath: ctx.modelPath, log: ctx.log, quietWaitMs: quietWait(ctx), rounds: ctx.rounds, tokens: ctx.quick ? 8 : 64 });
+    return k.settings.slice(1).map((s) => ({ figure: `${s.name}: prompt / decode vs FA off, f16`, value: s.promptRel, note: `decode ${s.decodeRel.toFixed(2)}, same text: ${s.sameText}` }));
+  },
+};
+
+export const pullCase: BenchCase = {
+  name: "pull",
+  what: "pull throughput from a loopback registry vs a plain undici download",
+  async run(ctx) {
+    const p = await benchPull({ rounds: ctx.rounds, log: ctx.log });
+    return [{ figure: "pull / plain undici (MB/s)", daemon: p.pullMBps, direct: p.undiciMBps, value: p.ratio, target: "≥ 0.8", pass: p.ratio >= 0.8 }];
+  },
+};

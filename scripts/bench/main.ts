@@ -6,7 +6,8 @@
 //   npm run bench -- --rounds 5            rounds per measurement (default 3)
 //   npm run bench -- --quick               short prompts and generations: checks that cases run
 //   npm run bench -- --list                the cases
-//   flags: --model PATH, --model2 PATH (switch case), --busy N (busy case), --json PATH
+//   flags: --model PATH, --model2 PATH (switch case), --busy N (busy case),
+//          --prompt-tokens 256,1024,4096 (engine case), --json PATH
 //
 // Targets are reported, never enforced: a case that fails is recorded and the others still run.
 // Results go to .cache/bench-latest.json (and --json PATH).
@@ -37,6 +38,7 @@ function parse(argv: string[]) {
       model: { type: "string" },
       model2: { type: "string" },
       busy: { type: "string" },
+      "prompt-tokens": { type: "string" },
       json: { type: "string" },
     },
   });
@@ -56,6 +58,7 @@ function parse(argv: string[]) {
     model: values.model,
     model2: values.model2,
     busy: positive(values.busy, "--busy", 1),
+    promptTokens: (values["prompt-tokens"] ?? (values.quick ? "256" : "256,1024,4096")).split(",").map((s) => positive(s.trim(), "--prompt-tokens", 256)),
     json: values.json,
   };
 }
@@ -90,6 +93,7 @@ async function main(): Promise<void> {
     modelPath,
     model2Path: () => (second ??= args.model2 ? Promise.resolve(args.model2) : makeTestModel({ shape: "1b", type: "Q4_0", seed: 2 })),
     busy: args.busy,
+    promptTokens: args.promptTokens,
     log: (line) => console.log(line),
   };
   const started = Date.now();

@@ -12,6 +12,8 @@ export interface CaseContext {
   model2Path: () => Promise<string>;
   /** Busy processes in the busy-machine case. */
   busy: number;
+  /** Prompt sizes of the engine case. */
+  promptTokens: number[];
   log: (line: string) => void;
 }
 

@@ -7,7 +7,7 @@ import { Direct } from "../direct.js";
 import { BenchDaemon, ForeignLoad, fmt, freshPrompt, median } from "../support.js";
 
 /** Room for the longest prompt and its reply, the same on both sides. */
-const CONTEXT = 8192;
+const contextFor = (sizes: number[], predict: number) => Math.ceil((Math.max(...sizes) + predict + 64) / 256) * 256;
 
 interface Sample {
   ttftMs: number;
@@ -21,9 +21,9 @@ export function daemonOptions(numCtx: number, numPredict: number): Record<string
   return { num_ctx: numCtx, num_predict: numPredict, temperature: 0, repeat_penalty: 1, seed: 42 };
 }
 
-async function daemonSample(b: BenchDaemon, prompt: string, predict: number, load: ForeignLoad): Promise<Sample> {
+async function daemonSample(b: BenchDaemon, numCtx: number, prompt: string, predict: number, load: ForeignLoad): Promise<Sample> {
   await load.begin();
-  const g = await b.generate({ model: "m", prompt, raw: true, keep_alive: "10m", options: daemonOptions(CONTEXT, predict) });
+  const g = await b.generate({ model: "m", prompt, raw: true, keep_alive: "10m", options: daemonOptions(numCtx, predict) });
   const foreign = await load.end();
   const f = g.final as { prompt_eval_count: number; prompt_eval_duration: number; eval_count: number };
   const last = g.chunkTimes.at(-1) ?? g.tFirst;
@@ -50,23 +50,24 @@ async function directSample(d: Direct, prompt: string, predict: number, load: Fo
 }
 
 async function run(ctx: CaseContext): Promise<Row[]> {
-  const sizes = ctx.quick ? [256] : [256, 1024, 4096];
+  const sizes = ctx.promptTokens;
   const predict = ctx.quick ? 16 : 64;
+  const numCtx = contextFor(sizes, predict);
   const b = await BenchDaemon.start({}, { m: ctx.modelPath });
   const d = Direct.start();
   const load = new ForeignLoad(async () => [...(await b.pids()), d.pid]);
   const samples = new Map<number, { daemon: Sample[]; direct: Sample[] }>(sizes.map((s) => [s, { daemon: [], direct: [] }]));
   try {
-    await d.open(ctx.modelPath, CONTEXT);
+    await d.open(ctx.modelPath, numCtx);
     // Warm-up on both sides (first evaluation allocates buffers).
     const warm = freshPrompt(32);
-    await daemonSample(b, warm, 4, load);
+    await daemonSample(b, numCtx, warm, 4, load);
     await directSample(d, warm, 4, load);
     for (let r = 0; r < ctx.rounds; r++) {
       for (const size of sizes) {
         const prompt = freshPrompt(size);
         const s = samples.get(size)!;
-        const sides = [() => daemonSample(b, prompt, predict, load).then((x) => s.daemon.push(x)), () => directSample(d, prompt, predict, load).then((x) => s.direct.push(x))];
+        const sides = [() => daemonSample(b, numCtx, prompt, predict, load).then((x) => s.daemon.push(x)), () => directSample(d, prompt, predict, load).then((x) => s.direct.push(x))];
         for (const side of r % 2 === 0 ? sides : sides.reverse()) await side();
         const dm = s.daemon.at(-1)!;
         const dr = s.direct.at(-1)!;

@@ -185,3 +185,28 @@ describe("the budget reaches node-llama-cpp between batches", () => {
     }
   }, 60_000);
 });
+
+describe("ProcCpuMeter on a fake /proc", () => {
+  const stat = (busy0: number, busy1: number, busy5: number) =>
+    `cpu  1 1 1 1 0 0 0 0 0 0\ncpu0 ${busy0} 0 0 100 0 0 0 0 0 0\ncpu1 ${busy1} 0 0 100 0 0 0 0 0 0\ncpu5 ${busy5} 0 0 100 0 0 0 0 0 0\n`;
+  const selfStat = (utime: number) => `123 (node runner) S 1 2 3 4 5 6 7 8 9 10 ${utime} 0 0 0 20 0 1 0\n`;
+
+  it("counts only allowed CPUs that are online, and this process's own time apart", () => {
+    let t = 0;
+    let tree: Record<string, string> = {
+      "/proc/self/status": "Cpus_allowed_list:\t0-1,5,7-63\n", // 7-63 are not online
+      "/proc/stat": stat(0, 0, 0),
+      "/proc/self/stat": selfStat(0),
+    };
+    const m = new ProcCpuMeter((p) => tree[p] ?? null, () => t);
+    expect(m.cpuCount).toBe(3);
+    const a = m.sample()!;
+    // one second: cpu0 busy with this process (100 ticks), cpu1 busy with someone else, cpu5 idle
+    tree = { ...tree, "/proc/stat": stat(100, 100, 0), "/proc/self/stat": selfStat(100) };
+    t = 1;
+    const b = m.sample()!;
+    expect(b.own - a.own).toBeCloseTo(1);
+    expect(freeCores(a, b, m.cpuCount, null)).toBeCloseTo(2);
+    expect(threadCapacity(m.limits)).toBe(3);
+  });
+});

@@ -79,7 +79,12 @@ export class ProcCpuMeter {
     private readonly read: ReadText = readText,
     private readonly clock: () => number = () => performance.now() / 1000,
   ) {
-    this.limits = readCpuLimits(read);
+    const limits = readCpuLimits(read);
+    // The affinity mask may name CPUs that are not online (some VMs list every possible CPU);
+    // only those /proc/stat reports count.
+    const online = onlineCpus(read("/proc/stat") ?? "");
+    const cpus = limits.cpus && online.size > 0 ? limits.cpus.filter((c) => online.has(c)) : limits.cpus;
+    this.limits = { ...limits, cpus: cpus && cpus.length > 0 ? cpus : null };
     this.cpuSet = this.limits.cpus ? new Set(this.limits.cpus) : null;
   }
 
@@ -105,6 +110,12 @@ export class ProcCpuMeter {
       cgroup: file ? cgroupUsageSeconds(this.read, file) : null,
     };
   }
+}
+
+function onlineCpus(stat: string): Set<number> {
+  const out = new Set<number>();
+  for (const m of stat.matchAll(/^cpu(\d+)\s/gm)) out.add(Number(m[1]));
+  return out;
 }
 
 /** Busy ticks (user nice system irq softirq steal) of the given CPUs, or of all ("cpu" line). */

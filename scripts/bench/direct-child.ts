@@ -62,9 +62,13 @@ async function dispose(): Promise<number> {
 async function complete(prompt: string, maxTokens: number): Promise<Completion> {
   if (!completion || !model) throw new Error("no model is open");
   const times: number[] = [];
-  const promptTokens = model.tokenize(prompt, false).length + (model.tokens.bos != null ? 1 : 0);
   const t0 = nowMs();
-  const text = await completion.generateCompletion(prompt, {
+  // Tokenized as the daemon's runner tokenizes a raw prompt (special tokens parsed; LlamaCompletion
+  // adds BOS): given a string, LlamaCompletion trims its leading space, so the two sides would
+  // evaluate different tokens.
+  const tokens = model.tokenize(prompt, true);
+  const promptTokens = tokens.length + (model.tokens.bos != null ? 1 : 0);
+  const text = await completion.generateCompletion(tokens, {
     maxTokens,
     repeatPenalty: false,
     onToken: (tokens) => {

@@ -12,12 +12,14 @@ const CONTEXT = 2048;
 const SETTLE_MS = 1500;
 
 async function daemonDecode(b: BenchDaemon, prompt: string, predict: number): Promise<number> {
+  await sleep(1000); // as in the engine case: the other side's run has ended a moment ago
   const g = await b.generate({ model: "m", prompt, raw: true, keep_alive: "10m", options: daemonOptions(CONTEXT, predict) });
   const n = (g.final as { eval_count: number }).eval_count;
   return (n - 1) / (((g.chunkTimes.at(-1) ?? g.tFirst) - g.tFirst) / 1000);
 }
 
 async function directDecode(d: Direct, prompt: string, predict: number): Promise<number> {
+  await sleep(1000);
   const c = await d.complete(prompt, predict);
   return (c.tokens - 1) / ((c.tLast - c.tFirst) / 1000);
 }

@@ -4,12 +4,13 @@
 // process idle while the other works. Greedy, no repeat penalty: the texts must be the same.
 import type { BenchCase, CaseContext, Row } from "../registry.js";
 import { Direct } from "../direct.js";
-import { BenchDaemon, ForeignLoad, fmt, freshPrompt, median } from "../support.js";
+import { BenchDaemon, ForeignLoad, fmt, freshPrompt, median, sleep } from "../support.js";
 
 /** Room for the longest prompt and its reply, the same on both sides. */
 const contextFor = (sizes: number[], predict: number) => Math.ceil((Math.max(...sizes) + predict + 64) / 256) * 256;
 
 interface Sample {
+  promptTokens: number;
   ttftMs: number;
   promptRate: number;
   decodeRate: number;
@@ -21,13 +22,19 @@ export function daemonOptions(numCtx: number, numPredict: number): Record<string
   return { num_ctx: numCtx, num_predict: numPredict, temperature: 0, repeat_penalty: 1, seed: 42 };
 }
 
+/** Before each run, a pause: the other side's work has ended for a moment, as it would have for a
+ *  user (the runner's thread budget sees the cores free after two quarter-second windows). */
+const SETTLE_MS = 1000;
+
 async function daemonSample(b: BenchDaemon, numCtx: number, prompt: string, predict: number, load: ForeignLoad): Promise<Sample> {
+  await sleep(SETTLE_MS);
   await load.begin();
   const g = await b.generate({ model: "m", prompt, raw: true, keep_alive: "10m", options: daemonOptions(numCtx, predict) });
   const foreign = await load.end();
   const f = g.final as { prompt_eval_count: number; prompt_eval_duration: number; eval_count: number };
   const last = g.chunkTimes.at(-1) ?? g.tFirst;
   return {
+    promptTokens: f.prompt_eval_count,
     ttftMs: g.tFirst - g.tSent,
     promptRate: f.prompt_eval_count / (f.prompt_eval_duration / 1e9),
     decodeRate: (f.eval_count - 1) / ((last - g.tFirst) / 1000),
@@ -37,10 +44,12 @@ async function daemonSample(b: BenchDaemon, numCtx: number, prompt: string, pred
 }
 
 async function directSample(d: Direct, prompt: string, predict: number, load: ForeignLoad): Promise<Sample> {
+  await sleep(SETTLE_MS);
   await load.begin();
   const c = await d.complete(prompt, predict);
   const foreign = await load.end();
   return {
+    promptTokens: c.promptTokens,
     ttftMs: c.tFirst - c.t0,
     promptRate: c.promptTokens / ((c.tFirst - c.t0) / 1000),
     decodeRate: (c.tokens - 1) / ((c.tLast - c.tFirst) / 1000),
@@ -73,7 +82,8 @@ async function run(ctx: CaseContext): Promise<Row[]> {
         const dr = s.direct.at(-1)!;
         ctx.log(
           `  round ${r + 1}, ${size} tokens: first token ${fmt(dm.ttftMs, 0)} / ${fmt(dr.ttftMs, 0)} ms, prompt ${fmt(dm.promptRate, 1)} / ${fmt(dr.promptRate, 1)} tok/s, ` +
-            `decode ${fmt(dm.decodeRate)} / ${fmt(dr.decodeRate)} tok/s (daemon / direct), same text: ${dm.text === dr.text}, other processes ${fmt(dm.foreign)} / ${fmt(dr.foreign)} cores`,
+            `decode ${fmt(dm.decodeRate)} / ${fmt(dr.decodeRate)} tok/s (daemon / direct), same text: ${dm.text === dr.text}, other processes ${fmt(dm.foreign)} / ${fmt(dr.foreign)} cores` +
+            (dm.promptTokens !== dr.promptTokens ? ` (prompt tokens differ: ${dm.promptTokens} / ${dr.promptTokens})` : ""),
         );
       }
     }

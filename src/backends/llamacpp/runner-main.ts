@@ -27,7 +27,7 @@ import { batchPlanStrategy } from "./batch-plan.js";
 import { restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-states.js";
 import { PromptCache } from "./prompt-cache.js";
 import { PrefixReuse, reusable } from "./prefix-reuse.js";
-import { ProcCpuMeter, ThreadBudget } from "./thread-budget.js";
+import { MIN_WINDOW_S, ProcCpuMeter, ThreadBudget } from "./thread-budget.js";
 import { makeDirs } from "../../fs/make-dirs.js";
 import { removeDeadOwnerDirs } from "../../fs/dead-owner-dirs.js";
 
@@ -205,9 +205,10 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
     // The prefixes this model's previous runner had evaluated, if it saved them on unload.
     if (states) await restoreSlotStates(seqs, states.dir, fingerprint);
   }
-  // Between batches the budget is checked before each one; while idle, once a second, so the
-  // first batch of the next request starts from a recent measurement (embeddings use it too).
-  if (freeThreads) setInterval(applyThreads, 1000).unref();
+  // Between batches the budget is checked before each one; while idle, every measuring window,
+  // so the first batch of the next request (a whole short prompt) starts from what is free now,
+  // not from what was free when a job that has just ended was running (embeddings use it too).
+  if (freeThreads) setInterval(applyThreads, MIN_WINDOW_S * 1000).unref();
   applyThreads();
   const usage = await llama.getLlamaMemoryUsage();
   // A fully offloaded model is all GPU, as Ollama reports it (the token embeddings llama.cpp

@@ -92,7 +92,7 @@ export class LlamaCppBackend implements Backend {
     const envName = gpu && gpu.library !== false ? VISIBLE_ENV[gpu.library] : undefined;
     if (envName && plan.gpus && plan.gpus.length < all.length) env[envName] = visibleList(process.env[envName], plan.gpus);
     // The spare runs with the daemon's environment: a runner pinned to some GPUs starts afresh.
-    const runner = (Object.keys(env).length === 0 ? this.spares.take() : null) ?? new RunnerProcess(opts.slots, this.opts.debug, env);
+    const runner = (Object.keys(env).length === 0 ? this.spares.take(plan.gpuLayers !== 0) : null) ?? new RunnerProcess(opts.slots, this.opts.debug, env);
     const entry: Live = { runner, gpus: plan.gpuLayers !== 0 ? gpus : [] };
     this.live.add(entry);
     void runner.exited.then(() => this.live.delete(entry));

@@ -61,8 +61,11 @@ export class SpareRunner {
     if (!this.spare) this.start();
   }
 
-  /** The spare, ready or still starting, if there is a live one; the caller owns it from now. */
-  take(): RunnerProcess | null {
+  /** The spare, ready or still starting, if there is a live one; the caller owns it from now.
+   *  A spare that has set up a GPU library is kept for a load that uses the GPU: a CPU-only
+   *  runner must not hold a GPU context (VRAM the memory plan does not count). */
+  take(gpuLayers: boolean): RunnerProcess | null {
+    if (this.gpu && !gpuLayers) return null;
     const s = this.spare;
     this.spare = null;
     if (!s?.alive) return null;

@@ -9,6 +9,10 @@ export interface GpuProbe {
   freeBytes: number;
 }
 
+/** The argument a spare runner is started with (spare-runner.ts); its command line drops it once
+ *  the spare loads a model, so `ps` and tests tell a spare from a runner serving a model. */
+export const SPARE_ARG = "--spare";
+
 /** Where a runner keeps its slots' KV states across unloads (sequence-states.ts). */
 export interface StateStore {
   dir: string;

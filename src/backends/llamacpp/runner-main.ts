@@ -17,7 +17,7 @@ import {
 } from "node-llama-cpp";
 import type { EmbedResult, GenerateJob, GenerateStats, LoadOptions } from "../backend.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
-import type { ChildMessage, GpuProbe, HostMessage, StateStore } from "./protocol.js";
+import { SPARE_ARG, type ChildMessage, type GpuProbe, type HostMessage, type StateStore } from "./protocol.js";
 import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
@@ -31,9 +31,6 @@ import { MIN_WINDOW_S, ProcCpuMeter, ThreadBudget } from "./thread-budget.js";
 import { makeDirs } from "../../fs/make-dirs.js";
 import { removeDeadOwnerDirs } from "../../fs/dead-owner-dirs.js";
 
-// `ps` shows what a runner is; a spare (spare-runner.ts) keeps the marker until it loads a model.
-const SPARE = process.argv.includes("--spare");
-process.title = SPARE ? "ollamats runner --spare" : "ollamats runner";
 
 let llama: Llama | undefined;
 /** node-llama-cpp's binary loaded ahead (a spare, or after the GPU probe), and whether it was
@@ -142,7 +139,8 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
   freeThreads = opts.numThread > 0 ? undefined : new ThreadBudget(new ProcCpuMeter());
   const threads = freeThreads?.capacity ?? opts.numThread;
   loadedThreads = threads;
-  process.title = "ollamats runner";
+  // A spare's command line now reads as any other runner's (`ps`, /proc/<pid>/cmdline).
+  if (process.argv.includes(SPARE_ARG)) process.title = process.argv.filter((a) => a !== SPARE_ARG).join(" ");
   // Without GPU layers the GPU backend is not even initialised (no VRAM spent on a context).
   llama = await takeLlama(gpuLayers === 0 ? false : "auto");
   // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.

@@ -14,7 +14,7 @@ import type {
 } from "../backend.js";
 import { RunnerError } from "../backend.js";
 import { AsyncQueue } from "../async-queue.js";
-import type { ChildMessage, GpuProbe, HostMessage, StateStore } from "./protocol.js";
+import { SPARE_ARG, type ChildMessage, type GpuProbe, type HostMessage, type StateStore } from "./protocol.js";
 
 const STDERR_LINES = 20;
 
@@ -46,9 +46,6 @@ function lowerPriority(pid: number | undefined): void {
     // not allowed here (some containers): the runner keeps the daemon's priority
   }
 }
-
-/** The argument that marks a spare runner (spare-runner.ts); its process title carries it too. */
-export const SPARE_ARG = "--spare";
 
 export class RunnerProcess implements Runner {
   readonly exited: Promise<RunnerExit>;

@@ -9,7 +9,8 @@
 //
 // It is not a loaded model: /api/ps does not list it, OLLAMA_MAX_LOADED_MODELS and keep-alive do
 // not count it, and it does not keep the daemon alive. It costs one idle process (~90 MB RSS, no
-// model; with a GPU library also that library's context). OLLAMATS_SPARE_RUNNER=0 turns it off.
+// model; with a GPU library also that library's context). Its command line ends in `--spare`
+// until it loads a model. OLLAMATS_SPARE_RUNNER=0 turns it off.
 import type { GpuProbe } from "./protocol.js";
 import { RunnerProcess } from "./runner-process.js";
 

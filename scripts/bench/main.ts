@@ -22,10 +22,11 @@ import { kvCase, parallelCase, prefixCase, pullCase } from "./cases/earlier.js";
 import { engineCase } from "./cases/engine.js";
 import { loadCase, switchCase } from "./cases/load.js";
 import { prefixSlotsCase } from "./cases/prefix-slots.js";
+import { rssCase } from "./cases/rss.js";
 import type { BenchCase, CaseContext, Row } from "./registry.js";
 import { fmt } from "./support.js";
 
-export const CASES: BenchCase[] = [engineCase, busyCase, loadCase, switchCase, prefixSlotsCase, parallelCase, prefixCase, kvCase, pullCase];
+export const CASES: BenchCase[] = [engineCase, busyCase, loadCase, switchCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase];
 
 function parse(argv: string[]) {
   const { values } = parseArgs({

@@ -12,6 +12,9 @@ const contextFor = (sizes: number[], predict: number) => Math.ceil((Math.max(...
 interface Sample {
   promptTokens: number;
   ttftMs: number;
+  /** Daemon: first token minus the runner's own prompt_eval_duration (HTTP, routing, scheduler,
+   *  IPC, tokenizing): measured within one request, so free of the drift between runs. */
+  pathMs: number;
   promptRate: number;
   decodeRate: number;
   text: string;
@@ -36,6 +39,7 @@ async function daemonSample(b: BenchDaemon, numCtx: number, prompt: string, pred
   return {
     promptTokens: f.prompt_eval_count,
     ttftMs: g.tFirst - g.tSent,
+    pathMs: g.tFirst - g.tSent - f.prompt_eval_duration / 1e6,
     promptRate: f.prompt_eval_count / (f.prompt_eval_duration / 1e9),
     decodeRate: (f.eval_count - 1) / ((last - g.tFirst) / 1000),
     text: g.text,
@@ -51,6 +55,7 @@ async function directSample(d: Direct, prompt: string, predict: number, load: Fo
   return {
     promptTokens: c.promptTokens,
     ttftMs: c.tFirst - c.t0,
+    pathMs: 0,
     promptRate: c.promptTokens / ((c.tFirst - c.t0) / 1000),
     decodeRate: (c.tokens - 1) / ((c.tLast - c.tFirst) / 1000),
     text: c.text,
@@ -109,6 +114,7 @@ async function run(ctx: CaseContext): Promise<Row[]> {
         pass: size === 256 ? median(pairs) <= 5 : undefined,
         foreign,
       },
+      { figure: `first token, ${size}-token prompt: the daemon's path (first token − the runner's prompt_eval_duration), ms`, daemon: m(daemon, "pathMs"), foreign },
       {
         figure: `same text, ${size}-token prompt (rounds)`,
         value: daemon.filter((x, i) => x.text === direct[i]!.text).length,

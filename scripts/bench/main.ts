@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { makeTestModel } from "../make-test-model.js";
 import { REPO } from "../../test/helpers/daemon.js";
 import { busyCase } from "./cases/busy.js";
-import { kvCase, parallelCase, prefixCase, pullCase } from "./cases/earlier.js";
+import { cliCase, kvCase, parallelCase, prefixCase, pullCase, remoteCase } from "./cases/earlier.js";
 import { engineCase } from "./cases/engine.js";
 import { loadCase, switchCase } from "./cases/load.js";
 import { prefixSlotsCase } from "./cases/prefix-slots.js";
@@ -26,7 +26,7 @@ import { rssCase } from "./cases/rss.js";
 import type { BenchCase, CaseContext, Row } from "./registry.js";
 import { fmt } from "./support.js";
 
-export const CASES: BenchCase[] = [engineCase, busyCase, loadCase, switchCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase];
+export const CASES: BenchCase[] = [engineCase, busyCase, loadCase, switchCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase, remoteCase, cliCase];
 
 function parse(argv: string[]) {
   const { values } = parseArgs({

@@ -6,7 +6,8 @@ import type { ApiKey } from "../api-keys.js";
 import type { Config } from "../config.js";
 import { notifyReady } from "../service/notify.js";
 import { pruneAtStartup } from "../registry/prune.js";
-import { LlamaCppBackend } from "../backends/llamacpp/backend.js";
+import { createBackends } from "../backends/index.js";
+import { sweepAtStartup } from "../registry/store-sweep.js";
 import { ModelResolver } from "../registry/model-spec.js";
 import { Store } from "../registry/store.js";
 import type { Deps } from "./deps.js";
@@ -26,17 +27,12 @@ export function packageVersion(): string {
 export function buildDeps(config: Config, states?: StateStore, keys: readonly ApiKey[] = config.apiKeys): Deps {
   const log = createLogger(config.debug);
   const store = new Store(config.models);
-  const backend = new LlamaCppBackend({
-    debug: config.debug >= 1,
-    cpuOnly: config.llmLibrary.toLowerCase() === "cpu",
-    spareRunner: config.spareRunner,
-    ...(states ? { states } : {}),
-  });
+  const backends = createBackends({ config, ...(states ? { states } : {}), warn: (m) => log.warn(m) });
   return {
     config,
     store,
     models: new ModelResolver(store),
-    scheduler: new Scheduler({ backend, config, log }),
+    scheduler: new Scheduler({ backends, config, log }),
     log,
     version: packageVersion(),
     keys,
@@ -59,6 +55,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const stateDir = createStateDir();
   const deps = buildDeps(config, stateDir.store, keys);
   logAccessPolicy(deps.log, config, keys);
+  await sweepAtStartup(deps.store.blobsDir, deps.log); // never throws; what killed writes left
   await pruneAtStartup(deps.store, config, deps.log); // never throws; skipped with OLLAMA_NOPRUNE
   const app = createApp(deps);
   const hostname = config.host.host === "" ? "0.0.0.0" : config.host.host;

@@ -1,10 +1,13 @@
 // The cases of the earlier bench, behind the registry: parallel streams (direct side: plain
 // node-llama-cpp, one context of 4 sequences, its default batching), prefix reuse with 2 slots,
-// the flash attention / KV cache matrix (daemon only) and pull throughput (vs plain undici).
+// the flash attention / KV cache matrix (daemon only), pull throughput (vs plain undici), remote
+// models (vs llama-server called directly) and the CLI's start-up.
+import { benchCli, CLI_TARGETS } from "../../bench-cli.js";
 import { benchKv } from "../../bench-kv.js";
 import { benchParallel } from "../../bench-parallel.js";
 import { benchPrefix } from "../../bench-prefix.js";
 import { benchPull } from "../../bench-pull.js";
+import { benchRemote } from "../../bench-remote.js";
 import type { BenchCase, CaseContext, Row } from "../registry.js";
 
 /** The earlier cases wait for a quiet machine before each measurement; --quick does not. */
@@ -51,5 +54,35 @@ export const pullCase: BenchCase = {
   async run(ctx) {
     const p = await benchPull({ rounds: ctx.rounds, log: ctx.log });
     return [{ figure: "pull / plain undici (MB/s)", daemon: p.pullMBps, direct: p.undiciMBps, value: p.ratio, target: "≥ 0.8", pass: p.ratio >= 0.8 }];
+  },
+};
+
+/** Issue 14's targets for a remote model against its upstream called directly. */
+const REMOTE_TARGETS = { firstTokenMs: 3, decodeRatio: 0.98 };
+
+export const remoteCase: BenchCase = {
+  name: "remote",
+  what: "remote models in front of llama-server vs the upstream directly; 32 streams; prefix affinity vs round robin",
+  async run(ctx) {
+    const r = await benchRemote({ log: ctx.log, ...(ctx.quick ? { rounds: 2 } : {}) });
+    return [
+      { figure: "remote model first token − llama-server directly (ms)", daemon: r.remoteFirstMs, direct: r.directFirstMs, value: r.firstTokenOverheadMs, target: `≤ ${REMOTE_TARGETS.firstTokenMs} ms`, pass: r.firstTokenOverheadMs <= REMOTE_TARGETS.firstTokenMs },
+      { figure: "remote model decode / llama-server directly (tok/s)", daemon: r.remoteDecodeTokPerS, direct: r.directDecodeTokPerS, value: r.decodeRatio, target: `≥ ${REMOTE_TARGETS.decodeRatio}`, pass: r.decodeRatio >= REMOTE_TARGETS.decodeRatio },
+      { figure: `${r.concurrent} concurrent remote streams: errors`, value: r.concurrentErrors, target: "0", pass: r.concurrentErrors === 0 },
+      { figure: "prefix affinity vs round robin: llama-server prompt-cache hit rate", daemon: r.affinity.hitRate, direct: r.roundRobin.hitRate, value: r.affinity.hitRate - r.roundRobin.hitRate },
+    ];
+  },
+};
+
+export const cliCase: BenchCase = {
+  name: "cli",
+  what: "CLI start-up: --version, list, run against a running daemon",
+  async run(ctx) {
+    const c = await benchCli({ log: ctx.log, rounds: ctx.quick ? 3 : 20 });
+    return [
+      { figure: "ollamats --version (ms)", value: c.versionMs, target: `≤ ${CLI_TARGETS.versionMs}`, pass: c.pass.version },
+      { figure: "ollamats list (ms)", value: c.listMs, target: `≤ ${CLI_TARGETS.listMs}`, pass: c.pass.list },
+      { figure: "ollamats run − the daemon's answer (ms)", value: c.runOverDaemonMs, target: `≤ ${CLI_TARGETS.runOverDaemonMs}`, pass: c.pass.run },
+    ];
   },
 };

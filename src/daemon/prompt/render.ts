@@ -2,7 +2,7 @@
 // the Go TEMPLATE layer (or request `template`) wins; else the GGUF's Jinja chat template;
 // else Ollama's default `{{ .Prompt }}` pass-through.
 import { Template as JinjaTemplate } from "@huggingface/jinja";
-import { OllamaTemplate, type ApiMessage, type ApiTool } from "./gotemplate/ollama.js";
+import { OllamaTemplate, type ApiMessage, type ApiTool } from "../../template/ollama.js";
 import { JsonDepthError, parseJson } from "../bounded-json.js";
 import { badRequest } from "../errors.js";
 import { withinBudget } from "./time-budget.js";

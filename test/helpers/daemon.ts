@@ -110,7 +110,7 @@ export async function sparePids(pid: number): Promise<number[]> {
   return (await children(pid)).filter((c) => c.spare).map((c) => c.pid);
 }
 
-/** Reads until `check` passes or `ms` have gone by; returns the last value read. */
+/** Polls until `check` holds or `ms` have gone by; returns the last value read (a failure shows it). */
 export async function eventually<T>(read: () => Promise<T>, check: (v: T) => boolean, ms = 8000): Promise<T> {
   const end = Date.now() + ms;
   let v = await read();

@@ -87,7 +87,6 @@ async function psNames(d: TestDaemon): Promise<string[]> {
   return (await ps(d)).map((m) => m.name).sort();
 }
 
-/** Polls until `check` holds (at most a few seconds; a failure shows the last value). */
 /** Starts a daemon and waits for its GPU probe (the probe child stays as the warm spare, which childPids leaves out). */
 async function start(env: Record<string, string>): Promise<TestDaemon> {
   const d = await startDaemon(env);

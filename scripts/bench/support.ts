@@ -35,18 +35,23 @@ export class BenchDaemon {
   private constructor(readonly d: TestDaemon) {}
 
   static async start(env: Record<string, string>, models: Record<string, string>): Promise<BenchDaemon> {
-    const d = await startDaemon(env);
+    const b = new BenchDaemon(await startDaemon(env));
     try {
-      for (const [name, file] of Object.entries(models)) {
-        const r = await createModelFromFile(d.url, name, file);
-        if (!r.ok) throw new Error(`create ${name}: ${r.status} ${await r.text()}`);
-        await r.text();
-      }
+      await b.create(models);
     } catch (err) {
-      await d.stop();
+      await b.stop();
       throw err;
     }
-    return new BenchDaemon(d);
+    return b;
+  }
+
+  /** Creates models from GGUF files (uploaded as blobs). */
+  async create(models: Record<string, string>): Promise<void> {
+    for (const [name, file] of Object.entries(models)) {
+      const r = await createModelFromFile(this.d.url, name, file);
+      if (!r.ok) throw new Error(`create ${name}: ${r.status} ${await r.text()}`);
+      await r.text();
+    }
   }
 
   generate(body: Record<string, unknown>): Promise<Generation> {

@@ -45,7 +45,7 @@ export interface Placement {
   warnings?: string[];
 }
 
-export interface Backend<P extends Placement = Placement> {
+export interface Backend<P extends Placement = Placement, W = unknown> {
   readonly name: string;
   /** This backend serves the model (a local GGUF, a remote engine, …). */
   handles(spec: ModelSpec): boolean;
@@ -58,10 +58,12 @@ export interface Backend<P extends Placement = Placement> {
   /** `format` compiled for this engine (off the event loop where that is work); throws or
    *  rejects with EngineError("invalid_schema") before any load. */
   compileFormat(format: StructuredOutput): CompiledFormat | Promise<CompiledFormat>;
-  /** Where the model would run for these runner options. */
-  plan(spec: ModelSpec, runner: RunnerOptions): Promise<P>;
+  /** What a request wants of a runner (cheap: it is asked on every request). */
+  want(spec: ModelSpec, runner: RunnerOptions): W;
   /** A loaded runner placed as `loaded` cannot serve a request that wants `wanted`. */
-  needsReload(loaded: P, wanted: P): boolean;
+  needsReload(loaded: P, wanted: W): boolean;
+  /** Where the model would run (memory, devices, upstreams); asked only when it must load. */
+  plan(spec: ModelSpec, wanted: W): Promise<P>;
   load(spec: ModelSpec, placement: P, signal: AbortSignal): Promise<Runner>;
   /** Looks at devices or upstreams ahead of the first load. */
   warmUp?(log: (msg: string) => void): void;

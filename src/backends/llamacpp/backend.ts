@@ -34,7 +34,13 @@ export interface LlamaPlacement extends Placement {
   source: GgufSource;
 }
 
-export class LlamaCppBackend implements Backend<LlamaPlacement> {
+/** What a request wants of a local runner: its load options. */
+interface LlamaWant {
+  opts: LoadOptions;
+  source: GgufSource;
+}
+
+export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
   readonly name = "llamacpp";
   private probed: Promise<GpuProbe> | null = null;
   private readonly live = new Set<Live>();
@@ -90,10 +96,17 @@ export class LlamaCppBackend implements Backend<LlamaPlacement> {
     return src;
   }
 
-  async plan(spec: ModelSpec, runner: RunnerOptions): Promise<LlamaPlacement> {
+  want(spec: ModelSpec, runner: RunnerOptions): LlamaWant {
     const source = this.source(spec);
+    return { source, opts: loadOptionsFor(this.config, source, runner, this.facts.get(source).kv) };
+  }
+
+  needsReload(loaded: LlamaPlacement, wanted: LlamaWant): boolean {
+    return needsReload(loaded.opts, wanted.opts);
+  }
+
+  async plan(_spec: ModelSpec, { source, opts }: LlamaWant): Promise<LlamaPlacement> {
     const facts = this.facts.get(source);
-    const opts = loadOptionsFor(this.config, source, runner, facts.kv);
     const devices = await this.devices();
     const memory = planFor(this.config, devices, facts.shape, opts);
     const gpuNames = new Map(devices.map((d) => [d.id, d.name]));
@@ -118,10 +131,6 @@ export class LlamaCppBackend implements Backend<LlamaPlacement> {
       memory,
       source,
     };
-  }
-
-  needsReload(loaded: LlamaPlacement, wanted: LlamaPlacement): boolean {
-    return needsReload(loaded.opts, wanted.opts);
   }
 
   async load(spec: ModelSpec, p: LlamaPlacement, signal: AbortSignal): Promise<Runner> {

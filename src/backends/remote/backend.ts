@@ -21,7 +21,7 @@ interface RemotePlacement extends Placement {
   upstreams: UpstreamAddress[];
 }
 
-export class RemoteBackend implements Backend<RemotePlacement> {
+export class RemoteBackend implements Backend<RemotePlacement, UpstreamAddress[]> {
   readonly name = "remote";
 
   constructor(private readonly config: Config) {}
@@ -66,8 +66,11 @@ export class RemoteBackend implements Backend<RemotePlacement> {
     return { backend: this.name, value: format };
   }
 
-  async plan(spec: ModelSpec): Promise<RemotePlacement> {
-    const upstreams = this.upstreams(spec);
+  want(spec: ModelSpec): UpstreamAddress[] {
+    return this.upstreams(spec);
+  }
+
+  async plan(_spec: ModelSpec, upstreams: UpstreamAddress[]): Promise<RemotePlacement> {
     return { fits: true, local: false, sharesCpu: false, upstreams, describe: { upstreams: upstreams.map((u) => `${u.api}:${u.base}`).join(",") } };
   }
 

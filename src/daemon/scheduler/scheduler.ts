@@ -15,7 +15,7 @@ import type { Backends } from "../../backends/registry.js";
 import type { Config } from "../../config.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError, errorMessage } from "../errors.js";
-import type { Logger } from "../log.js";
+import { debugEnabled, formatDurationMs, type Logger } from "../log.js";
 import { humanBytes2 } from "../../backends/human-bytes.js";
 import { canceled, LoadQueue } from "./queue.js";
 import { threadBudgets } from "./threads.js";
@@ -69,6 +69,11 @@ export class Scheduler {
   private waiters: Array<() => void> = [];
   private readonly closing = new AbortController();
 
+  /** The daemon's log, for what a request does with its runner (services/debug-log.ts). */
+  get log(): Logger {
+    return this.deps.log;
+  }
+
   constructor(private readonly deps: { backends: Backends; config: Config; log: Logger }) {
     this.queue = new LoadQueue(deps.config.maxQueue);
   }
@@ -87,25 +92,23 @@ export class Scheduler {
     if (this.closing.signal.aborted) throw shuttingDown();
     if (req.signal.aborted) throw canceled();
     const backend = this.backendFor(req.spec);
-    const wanted = await backend.plan(req.spec, req.runner);
+    const wanted = backend.want(req.spec, req.runner);
     const key = backend.modelKey(req.spec);
     const e = this.entries.get(key);
     if (e && !backend.needsReload(e.placement, wanted)) return this.attach(e, req);
-    return this.queue.run(req.signal, () => this.process(req, backend, key));
+    return this.queue.run(req.signal, () => this.process(req, backend, key, wanted));
   }
 
   /** The head of the load queue: reload, make room, load; returns the request's lease. */
-  private async process(req: AcquireRequest, backend: Backend, key: string): Promise<Lease> {
+  private async process(req: AcquireRequest, backend: Backend, key: string, wanted: unknown): Promise<Lease> {
     const { log } = this.deps;
     let reloading: Entry | null = null;
     for (;;) {
       if (this.closing.signal.aborted) throw shuttingDown();
       if (req.signal.aborted) throw canceled();
-      // Planned again each time round: memory changes while this request waits.
-      const placement = await backend.plan(req.spec, req.runner);
       const e = this.entries.get(key);
       if (e) {
-        if (!backend.needsReload(e.placement, placement)) return this.attach(e, req);
+        if (!backend.needsReload(e.placement, wanted)) return this.attach(e, req);
         // Runner options differ: unload it once idle, then load again.
         if (reloading !== e) log.info(`reloading ${e.spec.shortName}: runner options changed`);
         reloading = e;
@@ -114,6 +117,8 @@ export class Scheduler {
         else await this.changed(req.signal);
         continue;
       }
+      // Planned again each time round: memory changes while this request waits.
+      const placement = await backend.plan(req.spec, wanted);
       const room = this.room(placement);
       if (room === "wait") {
         log.debug(`waiting for a busy runner to finish before loading ${req.spec.shortName}`);
@@ -152,6 +157,10 @@ export class Scheduler {
     const { spec } = req;
     for (const w of placement.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
     log.info(`loading ${spec.shortName}`, { backend: backend.name, ...placement.describe });
+    // OLLAMA_DEBUG: the whole placement (for llama.cpp the memory plan and the runner's options),
+    // less the model's source (its GGUF header, already described by `show`)
+    if (debugEnabled(log)) log.debug(`load plan for ${spec.shortName}`, { placement: { ...placement, source: undefined } });
+    const loadStarted = performance.now();
     const signal = AbortSignal.any([req.signal, this.closing.signal]);
     let runner: Runner;
     try {
@@ -171,6 +180,7 @@ export class Scheduler {
       kv: info.kvCacheTypeK ? `${info.kvCacheTypeK}/${info.kvCacheTypeV}` : undefined,
       flash_attention: info.flashAttention,
     });
+    log.debug(`runner started for ${spec.shortName}`, { duration: formatDurationMs(performance.now() - loadStarted) });
     const entry: Entry = {
       key,
       spec,

@@ -22,6 +22,7 @@ import { renderPrompt, type PromptTemplate, type RenderInput } from "../prompt/r
 import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
 import { ToolCallParser, toolCallTag, type ToolDefinition } from "../prompt/tools.js";
 import type { Lease, Scheduler } from "../scheduler/scheduler.js";
+import { logCompletionRequest, logCompletionTimings } from "./debug-log.js";
 
 /** What a completion yields, in order; `done` is always last. */
 export type CompletionEvent =
@@ -256,12 +257,14 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
       if (conversation) {
         const { messages, tools, think, completion: asCompletion } = conversation;
         const job: MessagesJob = { messages, ...(tools ? { tools } : {}), ...(think !== undefined ? { think } : {}), ...(asCompletion ? { completion: asCompletion } : {}), ...common(req.format) };
+        logCompletionRequest(scheduler.log, req.spec.shortName, o, undefined, messages.length);
         gen = new Generation(l, job, req.signal);
       } else {
         prompt =
           "text" in req.prompt
             ? req.prompt.text
             : await fitConversation(l, (req.prompt as { template: PromptTemplate }).template, (req.prompt as { input: RenderInput }).input, l.runner.info.contextLength, req.truncate ?? true);
+        logCompletionRequest(scheduler.log, req.spec.shortName, o, prompt);
         gen = new Generation(l, job(prompt, deferFormat ? undefined : req.format, req.prefixTokens), req.signal);
       }
       const first = await gen.next();
@@ -361,12 +364,9 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
         if (rest?.thinking) yield { type: "thinking", text: rest.thinking };
         yield* content(rest?.content ?? "", true);
         const { type: _t, ...stats } = ev;
-        yield {
-          ...stats,
-          type: "done",
-          loadDurationNs: completion.loadDurationNs,
-          totalDurationNs: Number(nowNs() - req.startedAt),
-        };
+        const done: CompletionDone = { ...stats, type: "done", loadDurationNs: completion.loadDurationNs, totalDurationNs: Number(nowNs() - req.startedAt) };
+        logCompletionTimings(scheduler.log, req.spec.shortName, done);
+        yield done;
         return;
       }
       ev = await (gen as Generation).next();

@@ -360,7 +360,7 @@ export class Scheduler {
     }
     const all = [...this.entries.values()];
     for (const e of all) this.forget(e);
-    await Promise.all(all.map((e) => e.runner.close()));
+    await Promise.all([...all.map((e) => e.runner.close()), ...this.deps.backends.all.map((b) => b.close?.())]);
   }
 }
 

@@ -82,6 +82,8 @@ export interface GenerateJob {
   truncate?: boolean;
   /** Tokens kept at the start on a context shift (Ollama num_keep, default 4). */
   numKeep?: number;
+  /** The daemon's id of the request, for the runner's log lines about this job. */
+  requestId?: string;
 }
 
 /** A JSON schema already rewritten into the grammar compiler's dialect (daemon/prompt/format.ts). */
@@ -119,6 +121,14 @@ export interface RunnerExit {
   message: string;
 }
 
+/** What a runner's slots hold right now (read when metrics are scraped). */
+export interface RunnerStats {
+  /** Slots generating or embedding. */
+  slotsBusy: number;
+  /** KV cache cells holding tokens, over all slots (kept prompts included). */
+  kvCellsUsed: number;
+}
+
 export interface Runner {
   readonly slots: number;
   readonly info: LoadedInfo;
@@ -126,6 +136,8 @@ export interface Runner {
   embed(inputs: string[]): Promise<EmbedResult>;
   tokenize(text: string): Promise<number[]>;
   detokenize(tokens: number[]): Promise<string>;
+  /** Its slots and KV cache right now; absent where the engine cannot say. */
+  stats?(): Promise<RunnerStats>;
   /** The most CPU threads it may use from its next batch on (see daemon/scheduler/threads.ts). */
   setThreadBudget?(threads: number): void;
   /** Frees every byte it held; safe to call twice. With keepPromptCache the evaluated prompts

@@ -25,6 +25,8 @@ import { renderPrompt, type PromptTemplate, type RenderInput } from "./prompt/re
 import { ThinkingParser, thinkingTags } from "./prompt/thinking.js";
 import { ToolCallParser, toolCallTag, type ToolDefinition } from "./prompt/tools.js";
 import type { Lease, Scheduler } from "./scheduler/scheduler.js";
+import { debugCompletion } from "./debug-log.js";
+import { currentRequest, noteGeneration } from "./request-context.js";
 
 /** What a completion yields, in order; `done` is always last. */
 export type CompletionEvent =
@@ -164,6 +166,8 @@ interface Started {
   prompt: string;
   template: PromptTemplate | undefined;
   first: RunnerEvent | undefined;
+  /** Handler start → the runner's first event, ns. */
+  firstTokenNs: number;
   deferFormat: boolean;
 }
 
@@ -174,6 +178,8 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
   const thinks = tags.open !== "" && tags.close !== "";
   const deferFormat = !!(req.format && req.formatAfterThinking && thinks);
 
+  const request = currentRequest();
+  const requestId = request?.id;
   const job = (prompt: string, grammar: GrammarSpec | undefined, prefixTokens?: number[]): GenerateJob => ({
     prompt,
     prefixTokens,
@@ -185,6 +191,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     shift: req.shift ?? true,
     truncate: req.truncate ?? true,
     numKeep: o.numKeep,
+    ...(requestId !== undefined ? { requestId } : {}),
   });
 
   let cancelled = false;
@@ -213,9 +220,10 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
         "text" in req.prompt
           ? req.prompt.text
           : await fitConversation(l, req.prompt.template, req.prompt.input, l.runner.info.contextLength, req.truncate ?? true);
+      debugCompletion(prompt, o);
       gen = new Generation(l, job(prompt, deferFormat ? undefined : req.format, req.prefixTokens), req.signal);
       const first = await gen.next();
-      return { lease: l, prompt, template, first, deferFormat };
+      return { lease: l, prompt, template, first, firstTokenNs: Number(nowNs() - req.startedAt), deferFormat };
     } catch (err) {
       await gen?.close().catch(() => undefined);
       l.release();
@@ -304,6 +312,15 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
         if (rest?.thinking) yield { type: "thinking", text: rest.thinking };
         yield* content(rest?.content ?? "", true);
         const { type: _t, ...stats } = ev;
+        // Once per request, for its metrics and its debug timings (request-context.ts).
+        noteGeneration({
+          firstTokenNs: s.firstTokenNs,
+          promptEvalCount: stats.promptEvalCount,
+          promptEvalDurationNs: stats.promptEvalDurationNs,
+          evalCount: stats.evalCount,
+          evalDurationNs: stats.evalDurationNs,
+          cachedTokens: stats.cachedTokens ?? 0,
+        }, request);
         yield {
           ...stats,
           type: "done",

@@ -11,6 +11,8 @@ import { ModelResolver } from "../registry/model-spec.js";
 import { Store } from "../registry/store.js";
 import type { Deps } from "./deps.js";
 import { createLogger } from "./log.js";
+import { PrometheusMetrics } from "./metrics/prometheus.js";
+import { requestLogFields } from "./request-context.js";
 import { createStateDir } from "./state-dir.js";
 import type { StateStore } from "../backends/llamacpp/protocol.js";
 import { Scheduler } from "./scheduler/scheduler.js";
@@ -24,20 +26,26 @@ export function packageVersion(): string {
 }
 
 export function buildDeps(config: Config, states?: StateStore, keys: readonly ApiKey[] = config.apiKeys): Deps {
-  const log = createLogger(config.debug);
+  const log = createLogger(config.debug, undefined, { format: config.logFormat, context: requestLogFields });
   const store = new Store(config.models);
   const backend = new LlamaCppBackend({
     debug: config.debug >= 1,
     cpuOnly: config.llmLibrary.toLowerCase() === "cpu",
     ...(states ? { states } : {}),
+    log: (level, msg, fields) => log[level](msg, fields),
   });
+  const version = packageVersion();
+  const metrics = new PrometheusMetrics(version);
+  const scheduler = new Scheduler({ backend, config, log, observer: metrics });
+  metrics.watch(scheduler);
   return {
     config,
     store,
     models: new ModelResolver(store),
-    scheduler: new Scheduler({ backend, config, log }),
+    scheduler,
     log,
-    version: packageVersion(),
+    metrics,
+    version,
     keys,
   };
 }

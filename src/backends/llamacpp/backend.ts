@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import os from "node:os";
 import type { Backend, DeviceInfo, LoadOptions, LoadPlan, Runner } from "../backend.js";
 import type { GpuProbe, StateStore } from "./protocol.js";
-import { RunnerProcess } from "./runner-process.js";
+import { RunnerProcess, type RunnerLogSink } from "./runner-process.js";
 
 /** Which environment variable restricts a runner to some GPUs, per ggml backend. */
 const VISIBLE_ENV: Record<string, string> = { cuda: "CUDA_VISIBLE_DEVICES", vulkan: "GGML_VK_VISIBLE_DEVICES" };
@@ -25,6 +25,8 @@ export class LlamaCppBackend implements Backend {
       cpuOnly?: boolean;
       /** where runners keep their slots' prompt caches across unloads (none: not kept) */
       states?: StateStore;
+      /** the daemon's log, for the runners' lines */
+      log?: RunnerLogSink;
     },
   ) {}
 
@@ -37,7 +39,7 @@ export class LlamaCppBackend implements Backend {
    */
   probe(): Promise<GpuProbe> {
     if (this.opts.cpuOnly) return Promise.resolve({ library: false, names: [], totalBytes: 0, freeBytes: 0 });
-    this.probed ??= RunnerProcess.probe(this.opts.debug).catch(() => ({ library: false as const, names: [], totalBytes: 0, freeBytes: 0 }));
+    this.probed ??= RunnerProcess.probe(this.opts.debug, this.opts.log).catch(() => ({ library: false as const, names: [], totalBytes: 0, freeBytes: 0 }));
     return this.probed;
   }
 
@@ -80,7 +82,7 @@ export class LlamaCppBackend implements Backend {
     const env: Record<string, string> = {};
     const envName = gpu && gpu.library !== false ? VISIBLE_ENV[gpu.library] : undefined;
     if (envName && plan.gpus && plan.gpus.length < all.length) env[envName] = visibleList(process.env[envName], plan.gpus);
-    const runner = new RunnerProcess(opts.slots, this.opts.debug, env);
+    const runner = new RunnerProcess(opts.slots, this.opts.debug, env, this.opts.log);
     const entry: Live = { runner, gpus: plan.gpuLayers !== 0 ? gpus : [] };
     this.live.add(entry);
     void runner.exited.then(() => this.live.delete(entry));

@@ -1,6 +1,8 @@
 // Messages between the daemon (host) and a runner child process over Node's IPC channel.
 import type { GenerateJob, GenerateStats, LoadedInfo, LoadOptions } from "../backend.js";
 
+export type RunnerLogLevel = "debug" | "info" | "warn" | "error";
+
 /** What a probe child found: node-llama-cpp reports the sum over its GPUs, and their names. */
 export interface GpuProbe {
   library: string | false; // "cuda" | "vulkan" | "metal" | false (CPU only)
@@ -25,6 +27,8 @@ export type HostMessage =
   | { type: "tokenize"; id: number; text: string }
   | { type: "detokenize"; id: number; tokens: number[] }
   | { type: "threads"; threads: number }
+  /** Answered with a RunnerStats result. */
+  | { type: "stats"; id: number }
   | { type: "close"; keepPromptCache?: boolean };
 
 export type ChildMessage =
@@ -37,4 +41,6 @@ export type ChildMessage =
   | { type: "text"; id: number; text: string }
   | ({ type: "done"; id: number } & GenerateStats)
   | { type: "result"; id: number; value: unknown }
+  /** A line for the daemon's log (request_id among the fields when it is about a request). */
+  | { type: "log"; level: RunnerLogLevel; msg: string; fields?: Record<string, string | number | boolean> }
   | { type: "error"; id: number; message: string };

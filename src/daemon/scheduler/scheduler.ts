@@ -13,6 +13,9 @@ import type { Config } from "../../config.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError } from "../errors.js";
 import type { Logger } from "../log.js";
+import { NO_OBSERVER, type EvictionReason, type SchedulerObserver, type UnloadReason } from "../metrics/observer.js";
+import { debugLoadPlan } from "../debug-log.js";
+import { detached, noteModel, noteWait } from "../request-context.js";
 import type { RunnerOptions } from "../options.js";
 import { checkKvSettings } from "./kv-cache.js";
 import { humanBytes2, ramShortMessage, type MemoryPlan } from "./memory.js";
@@ -69,11 +72,13 @@ export class Scheduler {
   private readonly facts: FactsCache;
   private waiters: Array<() => void> = [];
   private readonly closing = new AbortController();
+  private readonly observer: SchedulerObserver;
 
-  constructor(private readonly deps: { backend: Backend; config: Config; log: Logger }) {
+  constructor(private readonly deps: { backend: Backend; config: Config; log: Logger; observer?: SchedulerObserver }) {
     checkKvSettings(deps.config); // contradicting cache settings stop the daemon at start
     this.queue = new LoadQueue(deps.config.maxQueue);
     this.facts = new FactsCache(deps.config);
+    this.observer = deps.observer ?? NO_OBSERVER;
   }
 
   /** Looks at the devices ahead of the first load (the GPU probe takes a moment). */
@@ -92,7 +97,24 @@ export class Scheduler {
     return loadOptionsFor(this.deps.config, spec, r, this.facts.get(spec).kv);
   }
 
+  /** A lease on the request's model; how long it took is the request's queue wait. */
   async acquire(req: AcquireRequest): Promise<Lease> {
+    const model = req.spec.shortName;
+    noteModel(model);
+    const t0 = performance.now();
+    try {
+      const lease = await this.lease(req);
+      const waitMs = performance.now() - t0;
+      noteWait(waitMs);
+      this.observer.acquired(model, waitMs / 1000);
+      return lease;
+    } catch (err) {
+      this.observer.acquired(model, undefined);
+      throw err;
+    }
+  }
+
+  private async lease(req: AcquireRequest): Promise<Lease> {
     if (this.closing.signal.aborted) throw shuttingDown();
     if (req.signal.aborted) throw canceled();
     const opts = this.loadOptions(req.spec, req.runner);
@@ -116,7 +138,7 @@ export class Scheduler {
         if (reloading !== e) log.info(`reloading ${e.spec.shortName}: runner options changed`);
         reloading = e;
         e.keepAliveMs = 0;
-        if (e.refCount === 0) await this.unload(e);
+        if (e.refCount === 0) await this.unload(e, "options_changed");
         else await this.changed(req.signal);
         continue;
       }
@@ -129,8 +151,9 @@ export class Scheduler {
         continue;
       }
       if (room !== "ok") {
-        log.info(`unloading ${room.spec.shortName} to make room for ${req.spec.shortName}`);
-        await this.unload(room);
+        log.info(`unloading ${room.victim.spec.shortName} to make room for ${req.spec.shortName}`, { reason: room.reason });
+        this.observer.evicted(room.victim.spec.shortName, room.reason);
+        await this.unload(room.victim, "evicted");
         continue;
       }
       if (!plan.fitsRam) throw new ApiError(500, ramShortMessage(plan));
@@ -139,8 +162,8 @@ export class Scheduler {
     }
   }
 
-  /** "ok", the runner to unload first, or "wait" when every loaded runner is busy. */
-  private room(plan: MemoryPlan): "ok" | "wait" | Entry {
+  /** "ok", the runner to unload first and why, or "wait" when every loaded runner is busy. */
+  private room(plan: MemoryPlan): "ok" | "wait" | { victim: Entry; reason: EvictionReason } {
     if (this.entries.size === 0) return "ok";
     const tooMany = this.entries.size >= maxLoaded(this.deps.config);
     // With other models loaded the new one must fit entirely where it was asked to go.
@@ -150,7 +173,7 @@ export class Scheduler {
     for (const e of this.entries.values()) {
       if (e.refCount === 0 && (!victim || e.lastUsed < victim.lastUsed)) victim = e;
     }
-    return victim ?? "wait";
+    return victim ? { victim, reason: tooMany ? "max_loaded_models" : "memory" } : "wait";
   }
 
   private async load(req: AcquireRequest, opts: LoadOptions, plan: MemoryPlan, devices: DeviceInfo[]): Promise<Entry> {
@@ -169,10 +192,13 @@ export class Scheduler {
       kv: `${opts.kvCacheTypeK}/${opts.kvCacheTypeV}`,
       flash_attention: opts.flashAttention,
     });
+    debugLoadPlan(log, spec.shortName, opts, plan);
     const signal = AbortSignal.any([req.signal, this.closing.signal]);
+    const t0 = performance.now();
     let runner: Runner;
     try {
-      runner = await backend.load(
+      // The runner process outlives this request: it must not carry its id (request-context.ts).
+      runner = await detached(() => backend.load(
         spec.modelPath,
         opts,
         {
@@ -181,11 +207,13 @@ export class Scheduler {
           ...(Number.isFinite(config.loadTimeoutMs) ? { loadTimeoutMs: config.loadTimeoutMs } : {}),
         },
         signal,
-      );
+      ));
     } catch (err) {
+      this.observer.loadFailed(spec.shortName);
       if (req.signal.aborted) throw canceled();
       throw new ApiError(500, `failed to load model ${spec.shortName}: ${(err as Error).message}`);
     }
+    this.observer.loaded(spec.shortName, (performance.now() - t0) / 1000);
     const info = runner.info;
     for (const w of info.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
     log.info(`loaded ${spec.shortName}`, {
@@ -210,12 +238,15 @@ export class Scheduler {
       lastUsed: Date.now(),
     };
     this.entries.set(entry.key, entry);
-    void runner.exited.then((exit) => {
-      if (this.entries.get(entry.key) === entry) {
-        log.warn(`${spec.shortName}: ${exit.message}`);
-        this.forget(entry);
-      }
-    });
+    detached(() =>
+      runner.exited.then((exit) => {
+        if (this.entries.get(entry.key) === entry) {
+          log.warn(`${spec.shortName}: ${exit.message}`);
+          this.observer.crashed(spec.shortName);
+          this.forget(entry);
+        }
+      }),
+    );
     return entry;
   }
 
@@ -262,7 +293,7 @@ export class Scheduler {
     if (this.entries.get(e.key) !== e) return;
     if (e.keepAliveMs <= 0) {
       e.expiresAt = new Date();
-      void this.unload(e);
+      void this.unload(e, "unload_requested");
       return;
     }
     if (!Number.isFinite(e.keepAliveMs)) {
@@ -273,15 +304,18 @@ export class Scheduler {
     this.arm(e);
   }
 
-  /** Timers past ~24.8 days are chained (setTimeout cannot wait longer). */
+  /** Timers past ~24.8 days are chained (setTimeout cannot wait longer). Not part of the
+   *  request that armed it (request-context.ts). */
   private arm(e: Entry): void {
     const left = e.expiresAt.getTime() - Date.now();
-    e.timer = setTimeout(() => {
-      e.timer = null;
-      if (e.refCount > 0) return;
-      if (e.expiresAt.getTime() > Date.now()) this.arm(e);
-      else void this.unload(e);
-    }, Math.max(0, Math.min(left, MAX_TIMER_MS)));
+    e.timer = detached(() =>
+      setTimeout(() => {
+        e.timer = null;
+        if (e.refCount > 0) return;
+        if (e.expiresAt.getTime() > Date.now()) this.arm(e);
+        else void this.unload(e, "expired");
+      }, Math.max(0, Math.min(left, MAX_TIMER_MS))),
+    );
     e.timer.unref();
   }
 
@@ -297,15 +331,16 @@ export class Scheduler {
     e.keepAliveMs = 0;
     e.expiresAt = new Date();
     this.stopTimer(e);
-    if (e.refCount === 0) await this.unload(e);
+    if (e.refCount === 0) await this.unload(e, "unload_requested");
   }
 
-  private async unload(e: Entry): Promise<void> {
+  private async unload(e: Entry, reason: UnloadReason): Promise<void> {
     if (this.entries.get(e.key) !== e) return;
     this.forget(e);
+    this.observer.unloaded(e.spec.shortName, reason);
     // Its evaluated prompts are kept for the next time this model is loaded.
     await e.runner.close({ keepPromptCache: true });
-    this.deps.log.info(`unloaded ${e.spec.shortName}`);
+    this.deps.log.info(`unloaded ${e.spec.shortName}`, { reason });
     this.notify();
   }
 
@@ -347,6 +382,11 @@ export class Scheduler {
     }));
   }
 
+  /** Requests waiting for a model to load, the one being loaded included. */
+  get queueDepth(): number {
+    return this.queue.length + (this.queue.active ? 1 : 0);
+  }
+
   /** Requests attached to runners right now. */
   get activeRequests(): number {
     let n = 0;
@@ -375,7 +415,10 @@ export class Scheduler {
       });
     }
     const all = [...this.entries.values()];
-    for (const e of all) this.forget(e);
+    for (const e of all) {
+      this.forget(e);
+      this.observer.unloaded(e.spec.shortName, "shutdown");
+    }
     await Promise.all(all.map((e) => e.runner.close()));
   }
 }

@@ -86,10 +86,28 @@ export function boundOption(key: string, v: number, limits: RangeLimits): number
   return r ? r.bound(v, limits) : v;
 }
 
-/** Why option `key` = `v` is refused, or undefined when it is accepted (possibly clamped). */
-export function optionRefusal(key: string, v: number): string | undefined {
+/**
+ * `stop`: the runner checks every stop string against the text held back after each token, in
+ * time that grows with the square of a stop's length; a few hundred short strings cover every
+ * real use (OpenAI allows 4), and a megabyte-long one would stall the model's runner.
+ */
+export const STOP_LIMITS = Object.freeze({ count: 256, length: 256 });
+
+function stopRefusal(stops: readonly string[]): string | undefined {
+  if (stops.length > STOP_LIMITS.count) return `takes at most ${STOP_LIMITS.count} sequences; got ${stops.length}`;
+  const long = stops.find((s) => s.length > STOP_LIMITS.length);
+  if (long !== undefined) return `sequences may be at most ${STOP_LIMITS.length} characters long; got one of ${long.length}`;
+  return undefined;
+}
+
+/** Why option `key` = `v` (already of the option's type) is refused, or undefined when it is
+ *  accepted (possibly clamped). */
+export function optionRefusal(key: string, v: unknown): string | undefined {
+  if (key === "stop") return Array.isArray(v) ? stopRefusal(v as string[]) : undefined;
   const r = Object.hasOwn(OPTION_RANGES, key) ? OPTION_RANGES[key] : undefined;
-  return r?.refuse?.(v);
+  if (typeof v !== "number") return undefined;
+  const why = r?.refuse?.(v);
+  return why === undefined ? undefined : `${why}; got ${v}`;
 }
 
 const machine = (): RangeLimits => ({ cores: os.availableParallelism() });
@@ -129,10 +147,12 @@ export function boundSampling(s: SamplingOptions, limits: RangeLimits = machine(
   return out;
 }
 
-/** A generation job as the runner may run it: sampling, num_predict and num_keep in range. */
+/** A generation job as the runner may run it: sampling, num_predict and num_keep in range, and
+ *  only stop strings within the limits (one past them is dropped, so it can never stall). */
 export function boundJob(job: GenerateJob, limits: RangeLimits = machine()): GenerateJob {
   return {
     ...job,
+    stop: job.stop.filter((s) => s.length <= STOP_LIMITS.length).slice(0, STOP_LIMITS.count),
     sampling: boundSampling(job.sampling, limits),
     numPredict: boundOption("num_predict", job.numPredict, limits),
     ...(job.numKeep !== undefined ? { numKeep: boundOption("num_keep", job.numKeep, limits) } : {}),

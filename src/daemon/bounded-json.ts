@@ -30,18 +30,16 @@ const CLOSE_OBJECT = 0x7d;
 
 /**
  * Whether `text` nests arrays and objects deeper than `limit`, counting brackets outside string
- * literals in one pass. Malformed text is scanned the same way (JSON.parse rejects it after).
+ * literals in one pass (strings are skipped with indexOf: base64 images make most of a large
+ * body). Malformed text is scanned the same way; JSON.parse rejects it afterwards.
  */
 export function nestsDeeperThan(text: string, limit: number): boolean {
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++; // the escaped character cannot end the string
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) {
-      inString = true;
+    if (c === QUOTE) {
+      i = closingQuote(text, i);
+      if (i === -1) return false; // unterminated string
     } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
       if (++depth > limit) return true;
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
@@ -49,6 +47,17 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
     }
   }
   return false;
+}
+
+/** The index of the quote that ends the string opened at `open` (one not escaped by an odd run
+ *  of backslashes), or -1. */
+function closingQuote(text: string, open: number): number {
+  for (let j = text.indexOf('"', open + 1); j !== -1; j = text.indexOf('"', j + 1)) {
+    let k = j - 1;
+    while (text.charCodeAt(k) === BACKSLASH) k--;
+    if ((j - 1 - k) % 2 === 0) return j;
+  }
+  return -1;
 }
 
 /** JSON.parse, refusing nesting deeper than `limit` (JsonDepthError) before parsing. */

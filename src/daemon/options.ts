@@ -67,11 +67,10 @@ function merge(layers: Array<[Source, Record<string, unknown> | undefined]>): Ma
  *  the value came from (a model's PARAMETER is fixed by re-creating the model or overriding it). */
 function refuse(merged: Map<string, { value: unknown; source: Source }>): void {
   for (const [k, { value, source }] of merged) {
-    if (typeof value !== "number") continue;
     const why = optionRefusal(k, value);
     if (why === undefined) continue;
     const from = source === "model" ? " (set by the model's PARAMETER: override it in the request's options, or re-create the model)" : "";
-    throw badRequest(`option "${k}" ${why}; got ${value}${from}`);
+    throw badRequest(`option "${k}" ${why}${from}`);
   }
 }
 

@@ -85,10 +85,11 @@ function checkParameters(params: Record<string, unknown>): Record<string, unknow
           ? typeof v === "boolean"
           : typeof v === "number" && Number.isFinite(v);
     if (!ok) throw new CreateError(400, `invalid value for parameter '${k}': ${JSON.stringify(v)}`);
+    const value = type === "string[]" && typeof v === "string" ? [v] : type === "int" ? Math.trunc(v as number) : v;
     // A value every later request would refuse is not stored (values past a limit are clamped at use).
-    const why = typeof v === "number" ? optionRefusal(k, v) : undefined;
-    if (why) throw new CreateError(400, `invalid value for parameter '${k}': ${why}; got ${v}`);
-    out[k] = type === "string[]" && typeof v === "string" ? [v] : type === "int" ? Math.trunc(v as number) : v;
+    const why = optionRefusal(k, value);
+    if (why) throw new CreateError(400, `invalid value for parameter '${k}': ${why}`);
+    out[k] = value;
   }
   return out;
 }

@@ -125,6 +125,16 @@ describe("options outside their range (row 4)", () => {
     await answersAtOnce();
   });
 
+  it("a megabyte-long stop sequence is a 400, from a request or a model", async () => {
+    const r = await post("/api/generate", { model: "tiny", prompt: "hi", stream: false, options: { stop: ["x".repeat(1_000_000)] } });
+    expect(r.status).toBe(400);
+    expect(errorOf(r.text)).toBe('option "stop" sequences may be at most 256 characters long; got one of 1000000');
+    const c = await post("/api/create", { model: "bad-stop", from: "tiny", stream: false, parameters: { stop: "x".repeat(1_000_000) } });
+    expect(c.status).toBe(400);
+    expect(errorOf(c.text)).toBe("invalid value for parameter 'stop': sequences may be at most 256 characters long; got one of 1000000");
+    await answersAtOnce();
+  });
+
   it("create refuses to store a refused value, in every form; values past a limit are stored and clamped at load", async () => {
     const bad = await post("/api/create", { model: "bad-params", from: "tiny", stream: false, parameters: { repeat_penalty: -1 } });
     expect(bad.status).toBe(400);

@@ -1,5 +1,7 @@
 // JSON nesting is bounded where client JSON is parsed (issue 13, row 6): the flat depth scan, the
 // body reader's 400, and the recursive walkers behind it are safe at the bound.
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -8,6 +10,8 @@ import { parseBody } from "../../src/daemon/body.js";
 import { ApiError } from "../../src/daemon/errors.js";
 import { parseFormat } from "../../src/daemon/prompt/format.js";
 import { fromJSON, marshalJSON } from "../../src/daemon/prompt/gotemplate/values.js";
+import { renderPrompt, selectTemplate } from "../../src/daemon/prompt/render.js";
+import { validateTools } from "../../src/daemon/prompt/tool-validation.js";
 import { chatSchema } from "../../src/daemon/schemas.js";
 
 const arrays = (n: number) => "[".repeat(n) + "]".repeat(n);
@@ -75,5 +79,21 @@ describe("the recursive walkers are safe at the bound", () => {
     const args = JSON.parse(objects(MAX_JSON_DEPTH - 6)) as unknown;
     const r = chatSchema.safeParse({ model: "m", messages: [{ role: "assistant", content: "", tool_calls: [{ function: { name: "f", arguments: args } }] }] });
     expect(r.success).toBe(true);
+  });
+  it("tools and tool calls as deep as a body allows render through Go and Jinja templates", () => {
+    // body → tools → [0] → function → parameters → properties → a → … : the rest is the bound.
+    const parameters = JSON.parse('{"type":"object","properties":{"a":' + '{"type":"array","items":'.repeat(MAX_JSON_DEPTH - 8) + '{"type":"string"}' + "}".repeat(MAX_JSON_DEPTH - 8) + "}}") as unknown;
+    const tools = validateTools([{ type: "function", function: { name: "f", parameters } }]);
+    const args = JSON.parse(objects(MAX_JSON_DEPTH - 8)) as Record<string, unknown>;
+    const messages = [
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "", tool_calls: [{ function: { name: "f", arguments: args } }] },
+      { role: "tool", content: "ok" },
+    ];
+    const go = readFileSync(path.resolve(__dirname, "../fixtures/templates/qwen2.5.gotmpl"), "utf8");
+    const jinja = "{% for m in messages %}{{ m.tool_calls | tojson }}{% endfor %}{{ tools | tojson }}";
+    for (const t of [selectTemplate(go, undefined, "", ""), selectTemplate(undefined, jinja, "", "")]) {
+      expect(renderPrompt(t, { messages, tools })).toContain('"a"');
+    }
   });
 });

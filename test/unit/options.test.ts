@@ -87,6 +87,12 @@ describe("option ranges", () => {
       );
     }
   });
+  it("stop: at most 256 sequences of at most 256 characters (a longer one would stall the runner)", () => {
+    expect(req({ stop: Array.from({ length: 256 }, (_, i) => `s${i}`) }).stop).toHaveLength(256);
+    expect(() => req({ stop: Array.from({ length: 257 }, (_, i) => `s${i}`) })).toThrow('option "stop" takes at most 256 sequences; got 257');
+    expect(req({ stop: "x".repeat(256) }).stop).toEqual(["x".repeat(256)]);
+    expect(() => req({ stop: ["ok", "x".repeat(1_000_000)] })).toThrow('option "stop" sequences may be at most 256 characters long; got one of 1000000');
+  });
   it("a refused value from the model's PARAMETER says so; the request may override it", () => {
     expect(() => resolveOptions(d, { repeat_penalty: 0 }, undefined)).toThrow("set by the model's PARAMETER");
     expect(resolveOptions(d, { repeat_penalty: 0 }, { repeat_penalty: 1.1 }).sampling.repeatPenalty).toBe(1.1);
@@ -120,6 +126,10 @@ describe("the runner's own bounds (defence in depth)", () => {
       numKeep: -2,
       sampling: { temperature: -2, topK: 2 ** 33, topP: 2, minP: -2, seed: 2 ** 32, repeatLastN: -4, repeatPenalty: 0, presencePenalty: 1e39, frequencyPenalty: 0 },
     };
+    expect(boundJob({ ...job, stop: ["a", "x".repeat(257), ...Array.from({ length: 300 }, (_, i) => `s${i}`)] }, { cores: 2 }).stop).toEqual([
+      "a",
+      ...Array.from({ length: 255 }, (_, i) => `s${i}`),
+    ]);
     expect(boundJob(job, { cores: 2 })).toMatchObject({
       numPredict: -1,
       numKeep: -1,

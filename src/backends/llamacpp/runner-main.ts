@@ -341,7 +341,7 @@ async function handle(msg: HostMessage): Promise<void> {
     case "threads":
       // node-llama-cpp hands each batch at most this many threads (contexts were made with
       // threads as a number: ideal = that number, minimum 1, so a smaller budget never blocks).
-      if (llama) llama.maxThreads = Math.max(1, Math.min(msg.threads, loadedThreads));
+      if (llama && Number.isFinite(msg.threads)) llama.maxThreads = Math.max(1, Math.min(Math.trunc(msg.threads), loadedThreads));
       return;
     case "close":
       await dispose(msg.keepPromptCache === true);

@@ -38,11 +38,9 @@ export class FactsCache {
 /** Load options of a request: its runner options plus the daemon-wide and per-model ones. */
 export function loadOptionsFor(config: Config, spec: ModelSpec, r: RunnerOptions, kv: KvPlan): LoadOptions {
   const train = spec.facts.contextLength ?? r.numCtx;
-  const numCtx = Math.max(4, Math.min(r.numCtx, train));
   return {
-    numCtx,
-    // A batch longer than the context is the context (llama.cpp caps it): equal loads compare equal.
-    numBatch: Math.min(r.numBatch, numCtx),
+    numCtx: Math.max(4, Math.min(r.numCtx, train)),
+    numBatch: r.numBatch,
     numGpu: r.numGpu,
     numThread: r.numThread,
     useMmap: r.useMmap,

@@ -88,14 +88,17 @@ export class PrometheusMetrics implements DaemonObserver, MetricsEndpoint {
   }
 
   private async sample(source: MetricsSource): Promise<void> {
+    const asked = source.loaded();
+    const answers = await Promise.all(asked.map((m) => runnerStats(m)));
+    const stats = new Map(asked.map((m, i) => [m.runner, answers[i]]));
+    // Read again after the wait: a model unloaded (or crashed) meanwhile is not shown as loaded.
     const loaded = source.loaded();
-    const stats = await Promise.all(loaded.map((m) => runnerStats(m)));
     for (const g of [this.ramBytes, this.vramBytes, this.contextTokens, this.slots, this.slotsBusy, this.kvCells, this.kvCellsUsed, this.activeRequests, this.expiresAt]) {
       g.reset();
     }
     this.queueDepthGauge.set(source.queueDepth);
     this.modelsLoaded.set(loaded.length);
-    loaded.forEach((m, i) => {
+    for (const m of loaded) {
       const labels = { model: this.model(m.spec.shortName) };
       const info = m.runner.info;
       this.ramBytes.set(labels, Math.max(0, info.sizeBytes - info.vramBytes));
@@ -105,12 +108,12 @@ export class PrometheusMetrics implements DaemonObserver, MetricsEndpoint {
       this.kvCells.set(labels, info.contextLength * m.runner.slots);
       this.activeRequests.set(labels, m.refCount);
       if (m.refCount === 0 && m.expiresAt.getTime() < 8.64e15) this.expiresAt.set(labels, m.expiresAt.getTime() / 1000);
-      const s = stats[i];
+      const s = stats.get(m.runner);
       if (s) {
         this.slotsBusy.set(labels, s.slotsBusy);
         this.kvCellsUsed.set(labels, s.kvCellsUsed);
       }
-    });
+    }
   }
 
   requestDone(r: RequestRecord): void {

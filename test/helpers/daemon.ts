@@ -94,3 +94,14 @@ export async function childPids(pid: number): Promise<number[]> {
   const text = await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => "");
   return text.trim().split(/\s+/).filter(Boolean).map(Number);
 }
+
+/** Polls until `check` holds (at most `ms`; a failure shows the last value). */
+export async function eventually<T>(read: () => Promise<T>, check: (v: T) => boolean, ms = 8000): Promise<T> {
+  const end = Date.now() + ms;
+  let v = await read();
+  while (!check(v) && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 100));
+    v = await read();
+  }
+  return v;
+}

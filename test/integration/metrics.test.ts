@@ -5,7 +5,7 @@
 // OLLAMA_DEBUG, with prompt text only at debug level.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
-import { childPids, createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { childPids, createModelFromFile, eventually, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 import { Scrape } from "../helpers/prometheus.js";
 
 interface Answer {
@@ -15,17 +15,8 @@ interface Answer {
   prompt_eval_duration: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(read: () => Promise<T>, check: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  let v = await read();
-  while (!check(v) && Date.now() < end) {
-    await sleep(100);
-    v = await read();
-  }
-  return v;
-}
+/** The machine may be busy: waits are generous (they only detect what never happens). */
+const until = <T>(read: () => Promise<T>, check: (v: T) => boolean) => eventually(read, check, 30_000);
 
 async function scrape(d: TestDaemon): Promise<Scrape> {
   const r = await fetch(`${d.url}/metrics`);
@@ -58,7 +49,7 @@ describe("/metrics after a scripted workload (OLLAMA_NUM_PARALLEL=2, OLLAMA_MAX_
 
   beforeAll(async () => {
     d = await startDaemon({ OLLAMA_NUM_PARALLEL: "2", OLLAMA_MAX_LOADED_MODELS: "1", OLLAMA_KEEP_ALIVE: "10m", OLLAMA_DEBUG: "1" });
-    await eventually(async () => d.logs(), (l) => /GPU|device discovery/.test(l));
+    await until(async () => d.logs(), (l) => /GPU|device discovery/.test(l));
     for (const [name, file] of [["a", tiny], ["b", tiny2]] as const) expect((await createModelFromFile(d.url, name, file)).status).toBe(200);
   }, 60_000);
   afterAll(async () => {
@@ -168,7 +159,7 @@ describe("/metrics after a scripted workload (OLLAMA_NUM_PARALLEL=2, OLLAMA_MAX_
     expect(s.value("ollamats_model_requests_active", { model: "a:latest" })).toBe(1);
     ac.abort();
     // The runner frees the slot as soon as it sees the abort (after its step in flight).
-    const after = await eventually(
+    const after = await until(
       () => scrape(d),
       (x) => x.value("ollamats_http_requests_canceled_total", { route: "/api/generate" }) === 1 && x.value("ollamats_model_slots_busy", { model: "a:latest" }) === 0,
     );
@@ -185,14 +176,14 @@ describe("/metrics after a scripted workload (OLLAMA_NUM_PARALLEL=2, OLLAMA_MAX_
     expect(s.samples("ollamats_model_slots").map((x) => x.labels.model)).toEqual(["b:latest"]);
 
     for (const pid of await childPids(d.proc.pid as number)) process.kill(pid, "SIGKILL");
-    s = await eventually(() => scrape(d), (x) => x.value("ollamats_runner_crashes_total", { model: "b:latest" }) === 1 && x.value("ollamats_models_loaded") === 0);
+    s = await until(() => scrape(d), (x) => x.value("ollamats_runner_crashes_total", { model: "b:latest" }) === 1 && x.value("ollamats_models_loaded") === 0);
     expect(s.value("ollamats_runner_crashes_total", { model: "b:latest" })).toBe(1);
     expect(s.value("ollamats_models_loaded")).toBe(0);
 
     // An empty prompt loads the model; with keep_alive 0 it unloads it.
     expect((await post(d, "/api/generate", { model: "a", prompt: "", stream: false })).status).toBe(200);
     expect((await post(d, "/api/generate", { model: "a", prompt: "", keep_alive: 0, stream: false })).status).toBe(200);
-    s = await eventually(() => scrape(d), (x) => x.value("ollamats_model_unloads_total", { model: "a:latest", reason: "unload_requested" }) === 1);
+    s = await until(() => scrape(d), (x) => x.value("ollamats_model_unloads_total", { model: "a:latest", reason: "unload_requested" }) === 1);
     expect(s.value("ollamats_model_unloads_total", { model: "a:latest", reason: "unload_requested" })).toBe(1);
     expect(s.value("ollamats_model_loads_total", { model: "a:latest", result: "success" })).toBe(2);
     expect(s.value("ollamats_models_loaded")).toBe(0);
@@ -215,7 +206,7 @@ describe("OLLAMATS_LOG_FORMAT=json with OLLAMA_DEBUG=1", () => {
     const r = await post(d, "/api/generate", { model: "a", prompt: "the secret-prompt-text", stream: false, options: { num_predict: 4 } }, { "X-Request-Id": "json-1" });
     expect(r.status).toBe(200);
     // The runner's line comes over its own channel, maybe just after the answer.
-    await eventually(async () => d.logs(), (l) => l.includes('"msg":"request"') && l.includes('"msg":"runner generation"'));
+    await until(async () => d.logs(), (l) => l.includes('"msg":"request"') && l.includes('"msg":"runner generation"'));
     const records = d
       .logs()
       .trim()

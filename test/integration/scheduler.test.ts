@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LlamaCppBackend } from "../../src/backends/llamacpp/backend.js";
 import type { GenerateJob, Runner, RunnerEvent } from "../../src/backends/backend.js";
-import { childPids, createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { childPids, createModelFromFile, eventually, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 import { testLoadOptions } from "../helpers/load-options.js";
 
 interface Line {
@@ -85,17 +85,6 @@ async function ps(d: TestDaemon): Promise<PsModel[]> {
 
 async function psNames(d: TestDaemon): Promise<string[]> {
   return (await ps(d)).map((m) => m.name).sort();
-}
-
-/** Polls until `check` holds (at most a few seconds; a failure shows the last value). */
-async function eventually<T>(read: () => Promise<T>, check: (v: T) => boolean, ms = 8000): Promise<T> {
-  const end = Date.now() + ms;
-  let v = await read();
-  while (!check(v) && Date.now() < end) {
-    await sleep(100);
-    v = await read();
-  }
-  return v;
 }
 
 /** Starts a daemon and waits for its GPU probe child to be gone, so child pids are runners. */

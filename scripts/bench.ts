@@ -20,7 +20,8 @@
 // tok/s at 1, 2 and 4 concurrent streams (bench-parallel.ts), time to first token with a reused
 // ~1,000-token prefix (bench-prefix.ts) and pull throughput against plain undici (bench-pull.ts).
 // BENCH_PARALLEL_ROUNDS, BENCH_PREFIX_ROUNDS (default 2 each) and BENCH_PULL_ROUNDS (default 3)
-// size them; BENCH_EXTRA=0 skips them. Before those, the profile case (bench-profile.ts: prompt
+// size them; BENCH_EXTRA=0 skips them. Then the metrics case (bench-metrics.ts: decode speed with
+// and without a scraper of /metrics every second; BENCH_METRICS=0 skips it). Before those, the profile case (bench-profile.ts: prompt
 // tok/s, time to first token and decode at three context depths, daemon vs direct) and the flash
 // attention / KV cache matrix (bench-kv.ts); BENCH_PROFILE=0 / BENCH_KV=0 skip them. The run ends
 // with one table of every figure against its target (bench-summary.ts).
@@ -39,6 +40,7 @@ import { benchParallel, type ParallelBench } from "./bench-parallel.js";
 import { benchPrefix, type PrefixBench } from "./bench-prefix.js";
 import { benchProfile, type ProfileBench } from "./bench-profile.js";
 import { benchPull, type PullBench } from "./bench-pull.js";
+import { benchMetrics, metricsReport, type MetricsBench } from "./bench-metrics.js";
 import { printSuite, suiteRows } from "./bench-summary.js";
 import { nowMs, BENCH_SAMPLING, cpuMs, cpuSnapshot, foreignCores, median, ollamaOptions, pickQuiet, promptFor, QUIET_CORES, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
 import { readNdjsonLines } from "./bench-stream.js";
@@ -583,6 +585,7 @@ async function main(): Promise<void> {
     parallel: extras.parallel,
     prefix: extras.prefix,
     pull: extras.pull,
+    metrics: extras.metrics,
     profile: extras.profile,
     kv: extras.kv,
     suite,
@@ -598,6 +601,7 @@ async function main(): Promise<void> {
       prefixOtherSlotIssue7: extras.prefix ? extras.prefix.otherSlotRatio <= extras.prefix.targets.issue7 : null,
       prefixAfterSwitchIssue7: extras.prefix ? extras.prefix.afterSwitchPromptRatio <= extras.prefix.targets.issue7 : null,
       pull: extras.pull ? extras.pull.ratio >= PULL_TARGET : null,
+      metricsScrape: extras.metrics ? extras.metrics.ratio >= extras.metrics.target : null,
     },
     totalSeconds,
   };
@@ -613,6 +617,7 @@ interface Extras {
   parallel: ParallelBench | null;
   prefix: PrefixBench | null;
   pull: PullBench | null;
+  metrics: MetricsBench | null;
   /** A case that failed is reported here and does not stop the others. */
   errors: Record<string, string>;
   seconds: Record<string, number>;
@@ -623,7 +628,7 @@ interface Extras {
  *  cases unless BENCH_EXTRA=0 (BENCH_PARALLEL=0, BENCH_PULL=0 skip one); prints the extra cases'
  *  rows and verdicts, and returns every figure for the summary table and the JSON report. */
 async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras> {
-  const ex: Extras = { profile: null, kv: null, parallel: null, prefix: null, pull: null, errors: {}, seconds: {} };
+  const ex: Extras = { profile: null, kv: null, parallel: null, prefix: null, pull: null, metrics: null, errors: {}, seconds: {} };
   const skip = (knob: string) => process.env[knob] === "0";
   const log = (s: string) => console.log(s);
   const attempt = async <T>(name: string, f: () => Promise<T>): Promise<T | null> => {
@@ -645,6 +650,7 @@ async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras
   if (!skip("BENCH_PARALLEL")) ex.parallel = await attempt("parallel streams (OLLAMA_NUM_PARALLEL=4)", () => benchParallel({ modelPath, log, quietWaitMs }));
   ex.prefix = await attempt("shared ~1,000-token prefix sent twice", () => benchPrefix({ modelPath, log, quietWaitMs }));
   if (!skip("BENCH_PULL")) ex.pull = await attempt("pull throughput", () => benchPull({ rounds: Math.max(1, Number(process.env.BENCH_PULL_ROUNDS) || 3), log }));
+  if (!skip("BENCH_METRICS")) ex.metrics = await attempt("decode while /metrics is scraped every second", () => benchMetrics({ modelPath, log, quietWaitMs }));
 
   const rows: string[][] = [["", "value", "", "other processes (cores, worst)"]];
   const p = ex.parallel;
@@ -682,11 +688,12 @@ async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras
     lines.push(["", `target <= ${q.targets.issue7} (issue 7)`, verdict(q.ratio <= q.targets.issue7)]);
   }
   if (u) lines.push([`pull / plain undici: ${f2(u.ratio)}`, `target >= ${PULL_TARGET}`, verdict(u.ratio >= PULL_TARGET)]);
+  if (ex.metrics) for (const line of metricsReport(ex.metrics)) console.log(line);
   for (const [name, msg] of Object.entries(ex.errors)) lines.push([`${name}: not measured`, msg.slice(0, 120), "FAIL"]);
   const w = Math.max(0, ...lines.map((l) => l[0]!.length));
   const w1 = Math.max(0, ...lines.map((l) => l[1]!.length));
   for (const l of lines) console.log(`${l[0]!.padEnd(w)}   ${l[1]!.padEnd(w1)} ${l[2]}`);
-  const busy = Math.max(p?.foreignCoresMax ?? 0, q?.foreignCoresMax ?? 0, ex.profile?.foreignCoresMax ?? 0, ex.kv?.foreignCoresMax ?? 0);
+  const busy = Math.max(p?.foreignCoresMax ?? 0, q?.foreignCoresMax ?? 0, ex.metrics?.foreignCoresMax ?? 0, ex.profile?.foreignCoresMax ?? 0, ex.kv?.foreignCoresMax ?? 0);
   if (busy >= QUIET_CORES) console.log(`WARNING: other processes used up to ${f2(busy)} cores during the extra cases; their figures are disturbed.`);
   console.log(`the other cases took ${Object.entries(ex.seconds).map(([k, v]) => `${k.split(" ")[0]} ${v.toFixed(0)} s`).join(", ")}`);
   return ex;

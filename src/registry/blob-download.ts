@@ -10,6 +10,10 @@
 // ahead of it are read back (from the page cache) once the position reaches them. The result is
 // compared with the digest before the rename to `sha256-<hex>`, so a wrong blob is never visible.
 //
+// A download that fails for good (a final error from the registry, a digest mismatch, a full disk)
+// removes the files it created; one that was cancelled, lost its lock or ran out of retries keeps
+// them for the next pull, as does one that resumed files a killed process left (they are still good).
+//
 // Cooperation: one download per digest per process (later pulls attach to it), and a
 // proper-lockfile lock on the blob path (the one Store.writeBlobStream takes) across processes; a
 // process waiting for the lock reports the other's progress from its part files.
@@ -19,18 +23,20 @@ import { makeDirs } from "../fs/make-dirs.js";
 import { promises as fs, constants as fsc } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { setMaxListeners } from "node:events";
+import path from "node:path";
 import lockfile from "proper-lockfile";
-import { sleep, type RegistryClient } from "./client.js";
+import { isAbort, RegistryError, RetriesExhaustedError, sleep, type RegistryClient } from "./client.js";
 import type { Store } from "./store.js";
 import { OrderedHasher, WorkerHasher, type Hasher } from "./blob-hasher.js";
 import { RangeFetcher, type DownloadLog } from "./blob-ranges.js";
+import { isNoSpace, noSpaceWhileWriting } from "./disk-space.js";
 import {
   atomicWriteSmall,
   discardPartialFiles,
   fsyncDir,
   planParts,
   readPartStates,
-  validateParts,
+  resumableParts,
   type DownloadTuning,
   type PartState,
 } from "./blob-parts.js";
@@ -66,6 +72,8 @@ export class BlobDownload {
   private dirty = new Set<PartState>();
   private persisting: Promise<void> = Promise.resolve();
   private lockLost: Error | undefined;
+  /** prepare() continued a partial download found on disk rather than starting one. */
+  private resumed = false;
 
   /** True once the download was stopped (every follower left); a new pull starts another. */
   get stopped(): boolean {
@@ -157,14 +165,9 @@ export class BlobDownload {
 
   /** Existing part states when they describe this blob and the data file is intact, else fresh ones. */
   private async prepare(): Promise<void> {
-    let parts: PartState[] | null = null;
-    try {
-      const st = await fs.stat(this.partial);
-      if (st.isFile() && st.size === this.total) parts = validateParts(await readPartStates(this.store.blobsDir, this.partial), this.total);
-    } catch {
-      parts = null;
-    }
-    if (parts && parts.length > 0) {
+    let parts = await resumableParts(this.store.blobsDir, this.partial, this.total);
+    this.resumed = parts !== null;
+    if (parts) {
       const have = parts.reduce((n, p) => n + p.Completed, 0);
       this.log("info", `resuming ${this.hex.slice(0, 12)} at ${have} of ${this.total} bytes`, { parts: parts.length });
     } else {
@@ -193,13 +196,14 @@ export class BlobDownload {
   }
 
   private async download(): Promise<void> {
-    await this.prepare();
-    const fh = this.fh as FileHandle;
-    const hasher: Hasher = this.total >= this.tuning.workerHashMin ? new WorkerHasher(this.partial, this.parts, this.total) : new OrderedHasher(fh, this.parts, this.total);
-    hasher.kick(); // hash what a previous run left on disk while the rest downloads
-    const timer = setInterval(() => void this.persist().catch(() => undefined), this.tuning.persistIntervalMs);
-    let ok = false;
+    let timer: NodeJS.Timeout | undefined;
+    let hasher: Hasher | undefined;
     try {
+      await this.prepare();
+      const fh = this.fh as FileHandle;
+      hasher = this.total >= this.tuning.workerHashMin ? new WorkerHasher(this.partial, this.parts, this.total) : new OrderedHasher(fh, this.parts, this.total);
+      hasher.kick(); // hash what a previous run left on disk while the rest downloads
+      timer = setInterval(() => void this.persist().catch(() => undefined), this.tuning.persistIntervalMs);
       const todo = this.parts.filter((p) => p.Completed < p.Size);
       if (todo.length > 0) {
         const url = await this.client.resolveBlobUrl(this.digest, this.ac.signal);
@@ -220,33 +224,44 @@ export class BlobDownload {
       }
       const got = await hasher.finish();
       if (this.lockLost) throw new Error(`blob lock lost while downloading ${this.digest}: ${this.lockLost.message}`);
-      if (got !== this.digest) {
-        clearInterval(timer);
-        await this.persisting.catch(() => undefined);
-        await fh.close().catch(() => undefined);
-        this.fh = undefined;
-        await discardPartialFiles(this.store.blobsDir, this.partial);
-        throw new DigestMismatchPullError(this.digest, got);
-      }
+      if (got !== this.digest) throw new DigestMismatchPullError(this.digest, got);
       await fh.sync();
-      await fh.close();
-      this.fh = undefined;
       clearInterval(timer);
       await this.persisting.catch(() => undefined);
+      await this.closeFile();
       await fs.rename(this.partial, this.final);
       for (const p of this.parts) await fs.rm(this.partFile(p.N), { force: true });
       await fsyncDir(this.store.blobsDir);
-      ok = true;
-    } finally {
+    } catch (err) {
       clearInterval(timer);
-      await hasher.close().catch(() => undefined);
-      if (!ok && this.fh) {
-        // keep what arrived for the next attempt
+      await hasher?.close().catch(() => undefined);
+      const keep = this.keepAfter(err);
+      if (keep && this.fh) {
+        // what arrived is saved for the next attempt
         for (const p of this.parts) this.dirty.add(p);
         await this.persist().catch(() => undefined);
       }
-      await this.fh?.close().catch(() => undefined);
-      this.fh = undefined;
+      await this.persisting.catch(() => undefined);
+      await this.closeFile();
+      if (!keep) await discardPartialFiles(this.store.blobsDir, this.partial).catch(() => undefined);
+      throw noSpaceWhileWriting(err, path.basename(this.partial));
+    } finally {
+      clearInterval(timer);
+      await hasher?.close().catch(() => undefined);
     }
+  }
+
+  /** Whether the files of a download that failed with `err` are worth keeping for a resume. */
+  private keepAfter(err: unknown): boolean {
+    if (this.lockLost) return true; // another process may own them now
+    if (isAbort(err, this.ac.signal) || err instanceof RetriesExhaustedError) return true;
+    if (isNoSpace(err) || err instanceof DigestMismatchPullError) return false;
+    return this.resumed && err instanceof RegistryError;
+  }
+
+  private async closeFile(): Promise<void> {
+    const fh = this.fh;
+    this.fh = undefined;
+    await fh?.close().catch(() => undefined);
   }
 }

@@ -95,11 +95,27 @@ export async function readPartStates(blobsDir: string, partial: string): Promise
   return parts;
 }
 
-/** Remove the data and part files of a blob's partial download. */
+/**
+ * The part states of a partial download that can be resumed: the data file `partial` is
+ * `total` bytes and its part files tile it; null otherwise.
+ */
+export async function resumableParts(blobsDir: string, partial: string, total: number): Promise<PartState[] | null> {
+  try {
+    const st = await fs.stat(partial);
+    if (!st.isFile() || st.size !== total) return null;
+    const parts = validateParts(await readPartStates(blobsDir, partial), total);
+    return parts && parts.length > 0 ? parts : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Remove the data and part files of a blob's partial download (and their temp files). */
 export async function discardPartialFiles(blobsDir: string, partial: string): Promise<void> {
   const prefix = `${path.basename(partial)}-`;
+  const temp = new RegExp(`^\\.${prefix}\\d+\\.[0-9a-f]{8}\\.tmp$`);
   for (const entry of await fs.readdir(blobsDir).catch(() => [] as string[])) {
-    if (entry.startsWith(prefix) && /^\d+$/.test(entry.slice(prefix.length))) {
+    if ((entry.startsWith(prefix) && /^\d+$/.test(entry.slice(prefix.length))) || temp.test(entry)) {
       await fs.rm(path.join(blobsDir, entry), { force: true });
     }
   }
@@ -136,10 +152,11 @@ export async function fsyncDir(dir: string): Promise<void> {
 export async function atomicWriteSmall(file: string, text: string): Promise<void> {
   // The temp name starts with "." so Ollama's `<blob>-partial-*` glob never sees it.
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(4).toString("hex")}.tmp`);
-  await fs.writeFile(tmp, text, { mode: 0o644 });
   try {
+    await fs.writeFile(tmp, text, { mode: 0o644 });
     await fs.rename(tmp, file);
   } catch (e) {
+    // a full disk fails the write part-way: the temp file must not stay
     await fs.rm(tmp, { force: true });
     throw e;
   }

@@ -1,12 +1,20 @@
 // The transfer half of a blob download (blob-download.ts): the missing bytes of the parts as
 // chunks in file order, fetched by a pool of connections that grows while that raises the rate,
 // each chunk retried on its own, and each response written into the partial file, counted and
-// hashed strictly in order. Separate from blob-download.ts, which owns the download's life (lock,
-// resume, persisting part states, verifying, renaming); this module only moves bytes from the
-// registry into the data file and advances the counters it is handed.
+// hashed strictly in order. A server without Range support (a plain 200 with the whole blob) is
+// read as one stream instead. Separate from blob-download.ts, which owns the download's life
+// (lock, resume, persisting part states, verifying, renaming); this module only moves bytes from
+// the registry into the data file and advances the counters it is handed.
+//
+// Retries: only transient failures (isTransient), at most maxRetries in a row without progress
+// per chunk, stalls likewise, and maxRetries × maxParts in the whole download (so a server that
+// drops every connection after a few bytes cannot keep a pull going forever); every other failure
+// is final and stops the whole download at once.
+import type { Dispatcher } from "undici";
 import type { FileHandle } from "node:fs/promises";
 import { setMaxListeners } from "node:events";
-import { backoffDelay, isAbort, RegistryError, sleep, type RegistryClient } from "./client.js";
+import { backoffDelay, isTransient, RetriesExhaustedError, sleep, type RegistryClient } from "./client.js";
+import { bodyTooLong, bodyTooShort, checked, checkRangeAnswer, checkWholeAnswer, NoRangeSupport } from "./blob-answers.js";
 import type { Hasher } from "./blob-hasher.js";
 import { writeAll, type DownloadTuning, type PartState } from "./blob-parts.js";
 
@@ -26,8 +34,9 @@ interface Chunk {
 }
 
 const errCode = (e: unknown) => (e as NodeJS.ErrnoException | null)?.code;
+const noop = () => undefined;
 
-/** Stall: undici's bodyTimeout/headersTimeout (no byte for 30 s); retried without using a try. */
+/** Stall: undici's bodyTimeout/headersTimeout (no byte for 30 s); counted apart from other tries. */
 function isStall(err: unknown): boolean {
   const c = errCode(err);
   return c === "UND_ERR_BODY_TIMEOUT" || c === "UND_ERR_HEADERS_TIMEOUT";
@@ -55,25 +64,48 @@ export interface RangeDownload {
 }
 
 export class RangeFetcher {
-  constructor(private readonly dl: RangeDownload) {}
+  private readonly digest: string;
+  /** Transient failures so far, in all chunks. */
+  private failures = 0;
+
+  constructor(private readonly dl: RangeDownload) {
+    this.digest = `sha256:${dl.hex}`;
+  }
 
   /**
-   * The missing bytes as chunks in file order, fetched by at most maxParts connections that each
-   * take the next chunk. Parts all running from their starts would finish together and leave
-   * the hash to read nearly the whole blob at the end; chunks in order keep the hashed prefix
-   * close behind the download.
+   * The missing bytes of `todo`, as chunks in file order. Ranged requests in parallel; when the
+   * server turns out not to support ranges, whatever is still missing comes from one stream.
    */
   async run(todo: PartState[], url: URL): Promise<void> {
     const chunkSize = Math.min(Math.max(Math.floor(this.dl.total / 256), this.dl.tuning.minChunkSize), this.dl.tuning.maxChunkSize);
-    const queue: Chunk[] = [];
+    const chunks: Chunk[] = [];
     for (const part of todo) {
       const tracked: TrackedPart = { part, base: part.Completed, chunks: [] };
       for (let at = part.Offset + part.Completed; at < part.Offset + part.Size; at += chunkSize) {
         const c: Chunk = { owner: tracked, start: at, end: Math.min(at + chunkSize, part.Offset + part.Size), written: 0 };
         tracked.chunks.push(c);
-        queue.push(c);
+        chunks.push(c);
       }
     }
+    try {
+      await this.parallel([...chunks], url);
+      return;
+    } catch (e) {
+      if (!(e instanceof NoRangeSupport) || this.dl.signal.aborted) throw e;
+      this.dl.log("info", `${this.dl.hex.slice(0, 12)}: the server does not support range requests; downloading in one stream`);
+    }
+    const rest = chunks.filter((c) => c.start + c.written < c.end);
+    const missing = () => rest.reduce((n, c) => n + c.end - c.start - c.written, 0);
+    await this.retrying("stream", () => this.fetchWhole(rest, url, this.dl.signal), missing, this.dl.signal);
+  }
+
+  /**
+   * Chunks in file order, fetched by at most maxParts connections that each take the next chunk.
+   * Parts all running from their starts would finish together and leave the hash to read nearly
+   * the whole blob at the end; chunks in order keep the hashed prefix close behind the download.
+   * The first final failure stops every connection.
+   */
+  private async parallel(queue: Chunk[], url: URL): Promise<void> {
     const inner = new AbortController();
     setMaxListeners(4 * this.dl.tuning.maxParts + 16, inner.signal);
     const onOuter = () => inner.abort(this.dl.signal.reason);
@@ -81,8 +113,10 @@ export class RangeFetcher {
     let first: unknown;
     const worker = async () => {
       for (let c = queue.shift(); c; c = queue.shift()) {
+        const chunk = c;
         try {
-          await this.runChunk(c, url, inner.signal);
+          const missing = () => chunk.end - chunk.start - chunk.written;
+          await this.retrying(`part ${chunk.owner.part.N}`, () => this.fetchRange(chunk, url, inner.signal), missing, inner.signal);
         } catch (e) {
           first ??= e;
           inner.abort(e);
@@ -109,8 +143,7 @@ export class RangeFetcher {
       lastRate = rate;
     }, 1000);
     try {
-      // workers started later join the list; wait until all of them have drained the queue
-      for (let seen = 0; seen < running.length; seen = running.length) await Promise.all(running);
+      await allOf(running);
     } finally {
       clearInterval(ramp);
       this.dl.signal.removeEventListener("abort", onOuter);
@@ -118,27 +151,34 @@ export class RangeFetcher {
     if (first !== undefined) throw this.dl.signal.aborted ? (this.dl.signal.reason ?? first) : first;
   }
 
-  private async runChunk(chunk: Chunk, url: URL, signal: AbortSignal): Promise<void> {
+  /**
+   * Run `attempt` until nothing is `missing()`. Only transient failures are tried again: at most
+   * maxRetries in a row that brought no byte (with back-off between), and stalls (no byte for
+   * 30 s) likewise.
+   */
+  private async retrying(label: string, attempt: () => Promise<void>, missing: () => number, signal: AbortSignal): Promise<void> {
+    const max = this.dl.tuning.maxRetries;
     let tries = 0;
-    while (chunk.start + chunk.written < chunk.end) {
-      const before = chunk.written;
+    let stalls = 0;
+    while (missing() > 0) {
+      const before = missing();
       try {
-        await this.fetchRange(chunk, url, signal);
+        await attempt();
       } catch (err) {
-        if (isAbort(err, signal) || errCode(err) === "ENOSPC") throw err;
-        if (this.dl.lockLost()) throw err;
-        const status = (err as RegistryError).status;
-        if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) throw err;
-        const n = chunk.owner.part.N;
+        if (!isTransient(err, signal) || this.dl.lockLost()) throw err;
+        const budget = max * this.dl.tuning.maxParts;
+        if (++this.failures >= budget) throw new RetriesExhaustedError(`max retries exceeded: ${budget} failed transfers of ${this.digest}; last: ${(err as Error).message}`);
+        // a connection that dropped after delivering bytes is not a failed try of its chunk
+        if (missing() < before) [tries, stalls] = [0, 0];
+        const name = `${this.dl.hex.slice(0, 12)} ${label}`;
         if (isStall(err)) {
-          this.dl.log("info", `${this.dl.hex.slice(0, 12)} part ${n} stalled; retrying`);
+          if (++stalls >= max) throw new RetriesExhaustedError(`download stalled: no data from the registry ${stalls} times in a row: ${(err as Error).message}`);
+          this.dl.log("info", `${name} stalled; retrying`);
           continue;
         }
-        // a connection that dropped after delivering bytes is not a failed try
-        if (chunk.written > before) tries = 0;
-        if (++tries >= this.dl.tuning.maxRetries) throw new Error(`max retries exceeded: ${(err as Error).message}`);
+        if (++tries >= max) throw new RetriesExhaustedError(`max retries exceeded: ${(err as Error).message}`);
         const wait = backoffDelay(this.dl.client.backoffMs, tries - 1);
-        this.dl.log("info", `${this.dl.hex.slice(0, 12)} part ${n} attempt ${tries} failed: ${(err as Error).message}, retrying in ${Math.round(wait)} ms`);
+        this.dl.log("info", `${name} attempt ${tries} failed: ${(err as Error).message}, retrying in ${Math.round(wait)} ms`);
         await sleep(wait, signal);
       }
     }
@@ -179,78 +219,144 @@ export class RangeFetcher {
     }
   }
 
+  /** The rest of one chunk by a range request. */
   private async fetchRange(chunk: Chunk, url: URL, signal: AbortSignal): Promise<void> {
-    const fh = this.dl.fh;
-    const hasher = this.dl.hasher;
     const start = chunk.start + chunk.written;
-    const end = chunk.end; // exclusive
-    const res = await this.dl.client.send("GET", url, { headers: { range: `bytes=${start}-${end - 1}` }, signal, auth: this.dl.client.sameHost(url) });
-    if (res.statusCode === 206) {
-      const cr = String(res.headers["content-range"] ?? "");
-      const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(cr);
-      if (!m || Number(m[1]) !== start) {
-        res.body.destroy();
-        throw new RegistryError(`unexpected Content-Range "${cr}" for bytes ${start}-${end - 1}`);
-      }
-    } else if (!(res.statusCode === 200 && start === 0)) {
-      res.body.destroy();
-      throw new RegistryError(`unexpected status code ${res.statusCode} for a range request`);
-    }
-    // Bytes are gathered into ~1 MiB batches; one batch is written while the next arrives, and
-    // the bookkeeping (Completed, hashing) follows the writes strictly in order.
-    let pos = start; // where the next batch goes
-    let batch: Buffer[] = [];
-    let batchBytes = 0;
-    let inflight: Promise<void> = Promise.resolve();
-    const flush = (): Promise<void> => {
-      if (batchBytes === 0) return inflight;
-      const at = pos;
-      const bufs = batch;
-      const n = batchBytes;
-      batch = [];
-      batchBytes = 0;
-      pos += n;
-      const write = writeAll(fh, bufs, at);
-      write.catch(() => undefined); // observed below, in order
-      const prev = inflight;
-      inflight = (async () => {
-        await prev;
-        await write;
-        chunk.written += n;
-        this.dl.progress.completed += n;
-        this.settle(chunk.owner);
-        this.backgroundSync(fh);
-        let o = at;
-        for (const b of bufs) {
-          hasher.offer(o, b);
-          o += b.length;
-        }
-      })();
-      return inflight;
-    };
+    const res = await this.dl.client.get(url, { headers: { range: `bytes=${start}-${chunk.end - 1}` }, signal });
+    checked(res, () => checkRangeAnswer(res.statusCode, res.headers, start, chunk.end, this.dl.total, this.digest));
+    await this.consume(res, start, chunk.end, [chunk]);
+  }
+
+  /** What `chunks` still miss, from one plain GET of the whole blob (a server without ranges). */
+  private async fetchWhole(chunks: Chunk[], url: URL, signal: AbortSignal): Promise<void> {
+    const res = await this.dl.client.get(url, { signal });
+    checked(res, () => checkWholeAnswer(res.statusCode, res.headers, this.dl.total, this.digest));
+    await this.consume(res, 0, this.dl.total, chunks.filter((c) => c.start + c.written < c.end));
+  }
+
+  /**
+   * Write a body that carries the blob's bytes [from, to) into the missing bytes of `targets`
+   * (chunks in file order; bytes outside them are skipped). The body must be exactly that long:
+   * a longer or a cleanly ended shorter one is a final error; a dropped connection is transient,
+   * and what arrived before it is kept.
+   */
+  private async consume(res: Dispatcher.ResponseData, from: number, to: number, targets: Chunk[]): Promise<void> {
+    const writer = new BatchWriter(this.dl.fh, (chunk, at, bufs, n) => this.written(chunk, at, bufs, n));
+    const next = targets.map((c) => c.start + c.written); // where each target's next byte goes
+    let off = from; // blob offset of the body's next byte
+    let i = 0;
     try {
       for await (const data of res.body as AsyncIterable<Buffer>) {
+        if (off + data.length > to) throw bodyTooLong(this.digest, to - from);
+        this.dl.progress.transferred += data.length;
         let buf = data;
-        const room = end - (pos + batchBytes);
-        const over = buf.length > room;
-        if (over) buf = buf.subarray(0, room);
-        if (buf.length > 0) {
-          batch.push(buf);
-          batchBytes += buf.length;
-          this.dl.progress.transferred += buf.length;
+        let p = off;
+        off += data.length;
+        while (buf.length > 0 && i < targets.length) {
+          const c = targets[i] as Chunk;
+          const want = next[i] as number;
+          if (p >= c.end) {
+            i++;
+          } else if (p < want) {
+            const skip = Math.min(buf.length, want - p);
+            buf = buf.subarray(skip);
+            p += skip;
+          } else {
+            const n = Math.min(buf.length, c.end - p);
+            await writer.add(c, p, buf.subarray(0, n));
+            next[i] = want + n;
+            buf = buf.subarray(n);
+            p += n;
+          }
         }
-        if (batchBytes >= 1 << 20) {
-          await inflight; // at most one write in flight
-          void flush();
-        }
-        if (over) break; // the server sent more than asked for: ignore the rest
       }
-      await flush();
+      await writer.drain();
     } catch (err) {
-      // what arrived before the failure is kept
-      await flush().catch(() => undefined);
-      throw err;
+      // keep what arrived; a failed write (ENOSPC) says more than the error that ended the body
+      const writeError: unknown = await writer.drain().then(noop, (e: unknown) => e);
+      throw writeError ?? err;
     }
-    if (pos < end) throw new RegistryError(`unexpected EOF after ${pos - start} of ${end - start} bytes`);
+    if (off < to) throw bodyTooShort(this.digest, off - from, to - from);
+  }
+
+  /** Bookkeeping after a batch is on disk, strictly in file order per response. */
+  private written(chunk: Chunk, at: number, bufs: Buffer[], n: number): void {
+    chunk.written += n;
+    this.dl.progress.completed += n;
+    this.settle(chunk.owner);
+    this.backgroundSync(this.dl.fh);
+    let o = at;
+    for (const b of bufs) {
+      this.dl.hasher.offer(o, b);
+      o += b.length;
+    }
+  }
+}
+
+/**
+ * Wait for every promise in `list`, including those added to it while waiting (workers the ramp
+ * starts later). Its length is taken before each wait: taken after, a worker added during the
+ * wait was never waited for, and the download went on to verify while it was still writing.
+ */
+export async function allOf(list: Array<Promise<unknown>>): Promise<void> {
+  for (;;) {
+    const n = list.length;
+    await Promise.all(list);
+    if (list.length === n) return;
+  }
+}
+
+/**
+ * Bytes of one response gathered into ~1 MiB batches (never across chunks); one batch is written
+ * while the next arrives, and `done` (Completed, hashing) follows the writes strictly in order.
+ * A failed write stops the bookkeeping: nothing after it counts as written.
+ */
+class BatchWriter {
+  private batch: Buffer[] = [];
+  private bytes = 0;
+  private chunk: Chunk | undefined;
+  private at = 0;
+  private inflight: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly done: (chunk: Chunk, at: number, bufs: Buffer[], n: number) => void,
+  ) {}
+
+  /** `buf` goes to `pos` of the file, inside `chunk`. */
+  async add(chunk: Chunk, pos: number, buf: Buffer): Promise<void> {
+    if (this.bytes > 0 && (chunk !== this.chunk || pos !== this.at + this.bytes)) {
+      await this.inflight;
+      this.flush();
+    }
+    if (this.bytes === 0) [this.chunk, this.at] = [chunk, pos];
+    this.batch.push(buf);
+    this.bytes += buf.length;
+    if (this.bytes >= 1 << 20) {
+      await this.inflight; // at most one write in flight
+      this.flush();
+    }
+  }
+
+  /** Write what is gathered and wait for every write. */
+  async drain(): Promise<void> {
+    this.flush();
+    await this.inflight;
+  }
+
+  private flush(): void {
+    if (this.bytes === 0 || !this.chunk) return;
+    const [chunk, at, bufs, n] = [this.chunk, this.at, this.batch, this.bytes];
+    this.batch = [];
+    this.bytes = 0;
+    const write = writeAll(this.fh, bufs, at);
+    write.catch(noop); // observed below, in order
+    const prev = this.inflight;
+    this.inflight = (async () => {
+      await prev;
+      await write;
+      this.done(chunk, at, bufs, n);
+    })();
+    this.inflight.catch(noop); // observed by the next add() or drain()
   }
 }

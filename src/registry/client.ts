@@ -9,11 +9,26 @@ import { MEDIA_TYPE_MANIFEST } from "./manifest.js";
 
 export class RegistryError extends Error {
   override name = "RegistryError";
+  /**
+   * Worth another try: by default a 5xx (but 501 Not Implemented and 505, which will not change),
+   * 408 or 429 answer; anything else the registry said is final.
+   */
+  readonly transient: boolean;
   constructor(
     message: string,
     readonly status?: number,
+    transient?: boolean,
   ) {
     super(message);
+    this.transient = transient ?? (status !== undefined && ((status >= 500 && status !== 501 && status !== 505) || status === 408 || status === 429));
+  }
+}
+
+/** Transient failures retried until the bound ran out: what is on disk stays for a later pull. */
+export class RetriesExhaustedError extends RegistryError {
+  override name = "RetriesExhaustedError";
+  constructor(message: string) {
+    super(message, undefined, false);
   }
 }
 
@@ -94,25 +109,124 @@ export function isAbort(err: unknown, signal?: AbortSignal): boolean {
   return e?.name === "AbortError" || e?.code === "UND_ERR_ABORTED" || e?.code === "ABORT_ERR";
 }
 
-/** Read at most `limit` bytes of a response body (error texts, manifests). */
-export async function readBody(res: Dispatcher.ResponseData, limit = 4 << 20): Promise<Buffer> {
+/** Network failures that another try may not meet: resets, refusals, timeouts, a dropped body. */
+const TRANSIENT_CODES = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENETDOWN",
+  "EAI_AGAIN",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+]);
+
+/**
+ * Whether a failed request is worth another try. Only transient failures are: the answers
+ * RegistryError marks so and the network errors above (looked for along `cause`). Everything else
+ * (another 4xx, a wrong body, a bad redirect, a local error such as ENOSPC, a cancel) is final.
+ */
+export function isTransient(err: unknown, signal?: AbortSignal): boolean {
+  if (isAbort(err, signal)) return false;
+  if (err instanceof RegistryError) return err.transient;
+  let e = err as { code?: unknown; cause?: unknown } | null | undefined;
+  for (let depth = 0; e && depth < 4; depth++, e = e.cause as typeof e) {
+    if (typeof e.code === "string" && TRANSIENT_CODES.has(e.code)) return true;
+  }
+  return false;
+}
+
+const noop = () => undefined;
+
+/**
+ * Throw away a body that will not be read. The listener matters: destroying a body that has
+ * already fully arrived emits RequestAbortedError with nobody listening, which kills the process.
+ */
+export function discardBody(res: Dispatcher.ResponseData): void {
+  res.body.on("error", noop);
+  res.body.destroy();
+}
+
+/** Read at most `limit` bytes of a response body (error texts, manifests, small blobs). */
+export async function readBody(res: Dispatcher.ResponseData, limit = 4 << 20, tooLong = `response body exceeds ${limit} bytes`): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let n = 0;
   for await (const c of res.body as AsyncIterable<Buffer>) {
     n += c.length;
     if (n > limit) {
-      res.body.destroy();
-      throw new RegistryError(`response body exceeds ${limit} bytes`, 0); // status 0: not worth a retry
+      discardBody(res);
+      throw new RegistryError(tooLong);
     }
     chunks.push(c);
   }
   return Buffer.concat(chunks);
 }
 
+/** Text of a header value from the registry, clipped for an error message. */
+const clip = (v: string) => (v.length > 200 ? `${v.slice(0, 200)}…` : v);
+
+/** A URL the registry sent us to (Location, an upload location): http(s) only. */
+export function registryUrl(value: string, base: URL): URL {
+  let url: URL;
+  try {
+    url = new URL(value, base);
+  } catch {
+    throw new RegistryError(`registry redirected to an invalid URL ${JSON.stringify(clip(value))}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new RegistryError(`registry redirected to an unsupported URL scheme ${JSON.stringify(clip(url.protocol))} (only http and https are followed)`);
+  }
+  return url;
+}
+
+function headerValue(res: Dispatcher.ResponseData, name: string): string | undefined {
+  const h = res.headers[name];
+  return Array.isArray(h) ? h[0] : h;
+}
+
+/** Where an upload continues: Docker-Upload-Location, else Location. */
 export function locationOf(res: Dispatcher.ResponseData, base: URL): URL | null {
-  const h = res.headers["docker-upload-location"] ?? res.headers["location"];
-  const v = Array.isArray(h) ? h[0] : h;
-  return v ? new URL(v, base) : null;
+  const v = headerValue(res, "docker-upload-location") ?? headerValue(res, "location");
+  return v ? registryUrl(v, base) : null;
+}
+
+/** The target of a redirect, or null when it names none. */
+export function redirectOf(res: Dispatcher.ResponseData, base: URL): URL | null {
+  const v = headerValue(res, "location");
+  return v ? registryUrl(v, base) : null;
+}
+
+export const MAX_REDIRECTS = 10;
+
+/**
+ * Manifest content types that are certainly not a model manifest: a web page (a login portal,
+ * a host that is no registry), a multi-platform index, Docker's schema 1. Others are parsed, so
+ * that registries and file servers that label JSON loosely keep working.
+ */
+function checkManifestType(contentType: string | undefined, host: string): void {
+  const type = (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  if (type === "text/html" || type === "application/xhtml+xml") {
+    throw new RegistryError(`the registry answered with ${type}, not a manifest (is ${host} a model registry?)`);
+  }
+  if (type === "application/vnd.oci.image.index.v1+json" || type === "application/vnd.docker.distribution.manifest.list.v2+json") {
+    throw new RegistryError(`${type} is an image index (a list of manifests), not an Ollama model manifest`);
+  }
+  if (type.startsWith("application/vnd.docker.distribution.manifest.v1+")) {
+    throw new RegistryError(`${type} is a Docker schema 1 manifest, not an Ollama model manifest`);
+  }
+}
+
+/** Options of RegistryClient.get. */
+export interface GetOptions extends SendOptions {
+  /** Retry transient failures of each request (sendRetry); chunk fetches retry on their own. */
+  retry?: boolean;
+  /** Return this redirect target unrequested (resolveBlobUrl stops at a CDN). */
+  stopAt?: (next: URL, from: URL) => boolean;
 }
 
 /** Accept header for manifests (Ollama sends only Docker's schema 2). */
@@ -155,18 +269,29 @@ export class RegistryClient {
     return url.host === this.base.host;
   }
 
-  /** One request, without redirects; Authorization only to the registry's own host. */
-  async raw(method: string, url: URL, o: SendOptions = {}): Promise<Dispatcher.ResponseData> {
+  /**
+   * Every request of the client goes through here. Each body gets an error listener at once: a
+   * body that fails or is destroyed while nobody reads it must not take the process down; readers
+   * (for await, dump) still see its error.
+   */
+  private async request(url: URL, o: { method: string; headers: Record<string, string>; body?: Body; signal?: AbortSignal }): Promise<Dispatcher.ResponseData> {
     const { request } = await import("undici");
-    const headers: Record<string, string> = { "user-agent": this.userAgent, ...o.headers };
-    if (o.auth !== false && this.token && this.sameHost(url)) headers.authorization = `Bearer ${this.token}`;
-    return request(url, {
-      method: method as Dispatcher.HttpMethod,
-      headers,
-      body: o.body?.(),
+    const res = await request(url, {
+      method: o.method as Dispatcher.HttpMethod,
+      headers: o.headers,
+      body: o.body,
       signal: o.signal ?? this.opts.signal,
       dispatcher: await this.getDispatcher(),
     });
+    res.body.on("error", noop);
+    return res;
+  }
+
+  /** One request, without redirects; Authorization only to the registry's own host. */
+  async raw(method: string, url: URL, o: SendOptions = {}): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = { "user-agent": this.userAgent, ...o.headers };
+    if (o.auth !== false && this.token && this.sameHost(url)) headers.authorization = `Bearer ${this.token}`;
+    return this.request(url, { method, headers, body: o.body?.(), signal: o.signal });
   }
 
   /**
@@ -201,8 +326,9 @@ export class RegistryClient {
   }
 
   /**
-   * send() for idempotent requests, retried with back-off on network errors and 5xx answers
-   * (a 4xx is final). Ollama does not retry these; a flaky proxy is common enough that we do.
+   * send() for idempotent requests, retried with back-off on transient failures (isTransient:
+   * network errors, 5xx, 408, 429), `tries` in all. Ollama does not retry these; a flaky proxy is
+   * common enough that we do.
    */
   async sendRetry(method: string, url: URL, o: SendOptions = {}, okStatuses: number[] = []): Promise<Dispatcher.ResponseData> {
     const signal = o.signal ?? this.opts.signal;
@@ -210,9 +336,7 @@ export class RegistryClient {
       try {
         return await this.send(method, url, o, okStatuses);
       } catch (err) {
-        const status = (err as RegistryError).status;
-        const retryable = !isAbort(err, signal) && (status === undefined || status >= 500);
-        if (!retryable || attempt + 1 >= this.tries) throw err;
+        if (!isTransient(err, signal) || attempt + 1 >= this.tries) throw err;
         const wait = backoffDelay(this.backoffMs, attempt);
         this.opts.log?.(`${method} ${url.pathname} failed: ${(err as Error).message}; retrying in ${Math.round(wait)} ms`);
         await sleep(wait, signal);
@@ -237,8 +361,7 @@ export class RegistryClient {
       const id = await ensureIdentity(this.opts.identityFile ?? identityPath());
       headers.authorization = signWith(id, tokenRequestSigningText(url.toString()));
     }
-    const { request } = await import("undici");
-    const res = await request(url, { method: "GET", headers, signal: signal ?? this.opts.signal, dispatcher: await this.getDispatcher() });
+    const res = await this.request(url, { method: "GET", headers, signal });
     const body = await readBody(res, 1 << 20);
     if (res.statusCode >= 400) {
       const text = body.toString("utf8").trim();
@@ -257,10 +380,46 @@ export class RegistryClient {
 
   // ---- pull ----------------------------------------------------------------------------------
 
+  /**
+   * GET following redirects: at most MAX_REDIRECTS, never the same URL twice, http(s) only (every
+   * one of these a final error). The token goes only to the registry's own host (raw). With
+   * `stopAt`, the first redirect target it accepts is returned unrequested (`res` null).
+   */
+  async follow(start: URL, o: GetOptions = {}): Promise<{ res: Dispatcher.ResponseData | null; url: URL }> {
+    const seen = new Set<string>();
+    let url = start;
+    for (let hops = 0; ; hops++) {
+      if (seen.has(url.href)) throw new RegistryError(`redirect loop: ${url.href} was visited twice`);
+      if (hops > MAX_REDIRECTS) throw new RegistryError(`maximum redirects exceeded (${MAX_REDIRECTS}) for ${start.href}`);
+      seen.add(url.href);
+      const res = o.retry ? await this.sendRetry("GET", url, o) : await this.send("GET", url, o);
+      if (res.statusCode < 300 || res.statusCode >= 400) return { res, url };
+      await res.body.dump({ limit: 64 << 10 }).catch(noop);
+      const next = redirectOf(res, url);
+      if (!next) throw new RegistryError(`unexpected status code ${res.statusCode} (a redirect without a Location)`);
+      if (o.stopAt?.(next, url)) return { res: null, url: next };
+      url = next;
+    }
+  }
+
+  /** follow() to the end: the final (non-redirect) answer. */
+  async get(start: URL, o: Omit<GetOptions, "stopAt"> = {}): Promise<Dispatcher.ResponseData> {
+    const { res } = await this.follow(start, o);
+    if (!res) throw new Error("internal: follow stopped without stopAt");
+    return res;
+  }
+
   /** GET the manifest for `tag`: the raw bytes (kept verbatim on disk). */
   async getManifest(tag: string, signal?: AbortSignal): Promise<Buffer> {
-    const res = await this.sendRetry("GET", this.url("manifests", tag), { headers: { accept: MANIFEST_ACCEPT }, signal });
-    return readBody(res, 4 << 20);
+    const res = await this.get(this.url("manifests", tag), { headers: { accept: MANIFEST_ACCEPT }, signal, retry: true });
+    try {
+      if (res.statusCode !== 200) throw new RegistryError(`unexpected status code ${res.statusCode}`);
+      checkManifestType(headerValue(res, "content-type"), this.base.host);
+    } catch (e) {
+      discardBody(res);
+      throw e;
+    }
+    return readBody(res, 4 << 20, "manifest exceeds 4194304 bytes");
   }
 
   /**
@@ -270,45 +429,26 @@ export class RegistryClient {
    * that serve the blob themselves.
    */
   async resolveBlobUrl(digest: string, signal?: AbortSignal): Promise<URL> {
-    let url = this.url("blobs", digest);
-    for (let hops = 0; hops <= 10; hops++) {
-      const res = await this.sendRetry("GET", url, { headers: { range: "bytes=0-0" }, signal });
-      await res.body.dump({ limit: 64 << 10 }).catch(() => undefined);
-      if (res.statusCode >= 300 && res.statusCode < 400) {
-        const next = locationOf(res, url);
-        if (!next) throw new RegistryError(`unexpected status code ${res.statusCode}`);
-        if (next.hostname !== url.hostname) return next;
-        url = next;
-        continue;
-      }
-      if (res.statusCode === 200 || res.statusCode === 206) return url;
-      throw new RegistryError(`unexpected status code ${res.statusCode}`);
-    }
-    throw new RegistryError("maximum redirects exceeded (10) for directURL");
+    const { res, url } = await this.follow(this.url("blobs", digest), {
+      headers: { range: "bytes=0-0" },
+      signal,
+      retry: true,
+      stopAt: (next, from) => next.hostname !== from.hostname,
+    });
+    if (!res) return url;
+    await res.body.dump({ limit: 64 << 10 }).catch(noop);
+    if (res.statusCode === 200 || res.statusCode === 206) return url;
+    throw new RegistryError(`unexpected status code ${res.statusCode} for ${digest}`);
   }
 
-  /**
-   * GET a whole blob: redirects are followed (the token goes only to the registry's own host).
-   * The caller reads the body.
-   */
+  /** GET a whole blob, following redirects (the token goes only to the registry's own host). */
   async getBlob(digest: string, signal?: AbortSignal): Promise<Dispatcher.ResponseData> {
-    let url = this.url("blobs", digest);
-    for (let hops = 0; hops <= 10; hops++) {
-      const res = await this.sendRetry("GET", url, { signal, auth: this.sameHost(url) });
-      if (res.statusCode >= 300 && res.statusCode < 400) {
-        await res.body.dump({ limit: 64 << 10 }).catch(() => undefined);
-        const next = locationOf(res, url);
-        if (!next) throw new RegistryError(`unexpected status code ${res.statusCode}`);
-        url = next;
-        continue;
-      }
-      if (res.statusCode !== 200) {
-        await res.body.dump({ limit: 64 << 10 }).catch(() => undefined);
-        throw new RegistryError(`unexpected status code ${res.statusCode}`);
-      }
-      return res;
+    const res = await this.get(this.url("blobs", digest), { signal, retry: true });
+    if (res.statusCode !== 200) {
+      discardBody(res);
+      throw new RegistryError(`unexpected status code ${res.statusCode} for ${digest}`);
     }
-    throw new RegistryError("maximum redirects exceeded (10) for directURL");
+    return res;
   }
 
   // ---- push ----------------------------------------------------------------------------------

@@ -5,12 +5,16 @@
 //
 // Everything taken from the registry is validated before a path is built from it: the name was
 // validated by the caller, and every layer digest must be `sha256:<64 lowercase hex>` with a sane
-// size, or the pull fails before any file is touched.
+// size, or the pull fails before any file is touched. The blobs still missing must fit in the
+// free space of the store's file system, or the pull fails before anything is allocated.
 import type { ProgressResponse } from "../api/types.js";
 import { createHash } from "node:crypto";
 import { BlobDownload, DEFAULT_TUNING, DigestMismatchPullError, type DownloadTuning } from "./blob-download.js";
-import { backoffDelay, isAbort, readBody, RegistryClient, sleep, type RegistryError, type RegistryOptions } from "./client.js";
-import { type ModelName } from "./name.js";
+import { bodyTooLong, bodyTooShort, checked, checkWholeAnswer } from "./blob-answers.js";
+import { resumableParts } from "./blob-parts.js";
+import { backoffDelay, isTransient, readBody, RegistryClient, sleep, type RegistryOptions } from "./client.js";
+import { checkFreeSpace, noSpaceWhileWriting } from "./disk-space.js";
+import { digestFileName, displayName, type ModelName } from "./name.js";
 import { decodeManifest, type Layer, type Manifest } from "./manifest.js";
 import type { Store } from "./store.js";
 
@@ -34,12 +38,11 @@ export interface PullOptions extends RegistryOptions {
 type Progress = (p: ProgressResponse) => void;
 
 const STRICT_DIGEST = /^sha256:[0-9a-f]{64}$/;
-/** Largest layer we accept from a manifest (1 TB): a bound, not a policy. */
-const MAX_LAYER_SIZE = 1e12;
 
 function checkLayer(l: Layer, what: string): void {
   if (!STRICT_DIGEST.test(l.digest)) throw new PullError(`pull model manifest: invalid digest ${JSON.stringify(l.digest)} in ${what}`);
-  if (!Number.isSafeInteger(l.size) || l.size < 0 || l.size > MAX_LAYER_SIZE) {
+  // a byte count: an integer that a double holds exactly; whether it fits is checkRoom's business
+  if (!Number.isSafeInteger(l.size) || l.size < 0) {
     throw new PullError(`pull model manifest: invalid size ${JSON.stringify(l.size)} in ${what}`);
   }
 }
@@ -82,26 +85,44 @@ const SMALL_BLOB = 4 << 20;
 
 /**
  * A small blob: one GET, hashed in memory, written with Store.writeBlobStream (temp file, fsync,
- * rename, under the blob lock), so it too is never visible unverified. Retried like a part.
+ * rename, under the blob lock), so it too is never visible unverified. Transient failures are
+ * retried (`tries` in all); a wrong status, length or digest is final.
  */
 async function fetchSmallBlob(store: Store, client: RegistryClient, layer: Layer, opts: PullOptions, report: (completed: number) => void): Promise<void> {
   const { digest, size } = layer;
   for (let attempt = 0; ; attempt++) {
     try {
       const res = await client.getBlob(digest, opts.signal);
-      const body = await readBody(res, size);
+      checked(res, () => checkWholeAnswer(res.statusCode, res.headers, size, digest));
+      const body = await readBody(res, size, bodyTooLong(digest, size).message);
+      if (body.length < size) throw bodyTooShort(digest, body.length, size);
       const got = `sha256:${createHash("sha256").update(body).digest("hex")}`;
       if (got !== digest) throw new DigestMismatchPullError(digest, got);
       await store.writeBlobStream(digest, [body]);
       report(size);
       return;
     } catch (err) {
-      if (err instanceof DigestMismatchPullError || isAbort(err, opts.signal)) throw err;
-      const status = (err as RegistryError).status;
-      if ((status !== undefined && status < 500 && status !== 408 && status !== 429) || attempt + 1 >= client.tries) throw err;
+      if (!isTransient(err, opts.signal) || attempt + 1 >= client.tries) throw noSpaceWhileWriting(err, digestFileName(digest));
       await sleep(backoffDelay(client.backoffMs, attempt), opts.signal);
     }
   }
+}
+
+/**
+ * Refuse a pull whose missing blobs do not fit in the free space of the store's file system,
+ * before anything is allocated (a partial download counts with the bytes it still lacks).
+ */
+async function checkRoom(store: Store, name: ModelName, blobs: Layer[]): Promise<void> {
+  let needed = 0;
+  const seen = new Set<string>();
+  for (const { digest, size } of blobs) {
+    if (seen.has(digest)) continue;
+    seen.add(digest);
+    if ((await store.blobSize(digest)) !== null) continue;
+    const parts = await resumableParts(store.blobsDir, `${store.blobPath(digest)}-partial`, size);
+    needed += size - (parts ?? []).reduce((n, p) => n + p.Completed, 0);
+  }
+  await checkFreeSpace(store.blobsDir, needed, `pulling ${displayName(name)}`);
 }
 
 /** Fetch one blob unless present. */
@@ -130,7 +151,10 @@ async function fetchBlob(store: Store, client: RegistryClient, layer: Layer, opt
       () => inflight.get(key) === created && inflight.delete(key),
     );
   }
-  await dl.wait(({ total, completed }) => progress({ status, digest, total, completed }), opts.signal);
+  // (a full disk while taking the blob's lock or making blobs/ is reported like one while writing)
+  await dl.wait(({ total, completed }) => progress({ status, digest, total, completed }), opts.signal).catch((e: unknown) => {
+    throw noSpaceWhileWriting(e, digestFileName(digest));
+  });
 }
 
 function describe(err: unknown): string {
@@ -150,7 +174,7 @@ export async function pullModel(store: Store, name: ModelName, opts: PullOptions
 
   let client: RegistryClient;
   try {
-    client = new RegistryClient(name, opts);
+    client = new RegistryClient(name, { ...opts, log: opts.log ?? ((msg, fields) => log("info", msg, fields)) });
   } catch (e) {
     throw new PullError(describe(e));
   }
@@ -164,6 +188,7 @@ export async function pullModel(store: Store, name: ModelName, opts: PullOptions
     throw new PullError(`pull model manifest: ${describe(e)}`);
   }
   const { blobs } = validateRemoteManifest(raw);
+  await checkRoom(store, name, blobs);
 
   for (const layer of blobs) await fetchBlob(store, client, layer, opts, progress);
 
@@ -175,7 +200,9 @@ export async function pullModel(store: Store, name: ModelName, opts: PullOptions
   }
 
   progress({ status: "writing manifest" });
-  await store.writeManifestRaw(name, raw);
+  await store.writeManifestRaw(name, raw).catch((e: unknown) => {
+    throw noSpaceWhileWriting(e, `the manifest of ${displayName(name)}`);
+  });
 
   const kept = new Set(blobs.map((l) => l.digest));
   const unused = previous.filter((d) => !kept.has(d));

@@ -7,11 +7,11 @@
 // completed), `pushing manifest`, `success`.
 import { createHash, type Hash } from "node:crypto";
 import { createReadStream, promises as fs } from "node:fs";
-import { Transform } from "node:stream";
+import { pipeline, Transform } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { ProgressResponse } from "../api/types.js";
 import { DEFAULT_TUNING } from "./blob-download.js";
-import { backoffDelay, isAbort, locationOf, RegistryClient, RegistryError, sleep, type RegistryOptions } from "./client.js";
+import { backoffDelay, isTransient, locationOf, RegistryClient, RegistryError, registryUrl, RetriesExhaustedError, sleep, type RegistryOptions } from "./client.js";
 import { displayName, parseModelName, type ModelName } from "./name.js";
 import { encodeManifest, type Layer } from "./manifest.js";
 import type { Store } from "./store.js";
@@ -35,28 +35,29 @@ export interface PushOptions extends RegistryOptions {
 
 type Progress = (p: ProgressResponse) => void;
 
-interface Counter {
+export interface Counter {
   completed: number;
 }
 
 /**
  * A file range as a request body factory. Each call (the first send, or a resend after an auth
  * challenge) restarts the progress count at `start` and the part's md5 (Ollama's etag input).
+ * pipeline, not pipe: a read error (the blob removed meanwhile) must fail the request, and an
+ * 'error' with nobody listening would end the process.
  */
-function rangeBody(file: string, start: number, end: number, counter: Counter, md5?: { hash?: Hash }): () => Dispatcher.DispatchOptions["body"] {
+export function rangeBody(file: string, start: number, end: number, counter: Counter, md5?: { hash?: Hash }): () => Dispatcher.DispatchOptions["body"] {
   return () => {
     counter.completed = start;
     const hash = createHash("md5");
     if (md5) md5.hash = hash;
-    return createReadStream(file, { start, end: end - 1, highWaterMark: 1 << 20 }).pipe(
-      new Transform({
-        transform(chunk: Buffer, _enc, cb) {
-          counter.completed += chunk.length;
-          if (md5) hash.update(chunk);
-          cb(null, chunk);
-        },
-      }),
-    );
+    const counted = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        counter.completed += chunk.length;
+        if (md5) hash.update(chunk);
+        cb(null, chunk);
+      },
+    });
+    return pipeline(createReadStream(file, { start, end: end - 1, highWaterMark: 1 << 20 }), counted, () => undefined);
   };
 }
 
@@ -109,9 +110,7 @@ async function uploadBlob(store: Store, client: RegistryClient, layer: Layer, op
         await sendBytes(client, file, digest, total, started.location, counter, opts);
         break;
       } catch (err) {
-        if (isAbort(err, signal)) throw err;
-        const s = (err as RegistryError).status;
-        if ((s !== undefined && s < 500 && s !== 408 && s !== 429) || attempt + 1 >= (opts.tries ?? 6)) throw err;
+        if (!isTransient(err, signal) || attempt + 1 >= (opts.tries ?? 6)) throw err;
         const wait = backoffDelay(client.backoffMs, attempt);
         opts.logger?.("info", `${digest.slice(7, 19)} upload attempt ${attempt + 1} failed: ${(err as Error).message}, retrying in ${Math.round(wait)} ms`);
         counter.completed = 0;
@@ -169,7 +168,7 @@ async function sendBytes(client: RegistryClient, file: string, digest: string, t
       if (res.statusCode === 307) {
         // "PUT this part to the redirect URL" (object storage); the upload location stays
         const redirect = res.headers["location"];
-        const target = new URL(String(Array.isArray(redirect) ? redirect[0] : redirect), loc);
+        const target = registryUrl(String(Array.isArray(redirect) ? redirect[0] : redirect), loc);
         const md5b: { hash?: Hash } = {};
         const put = await client.raw("PUT", target, {
           headers: { "content-type": "application/octet-stream", "content-length": String(end - offset) },
@@ -181,7 +180,7 @@ async function sendBytes(client: RegistryClient, file: string, digest: string, t
         if (put.statusCode >= 400) throw new RegistryError(`http status ${put.statusCode}`, put.statusCode);
         if (md5b.hash) md5s.push(md5b.hash.digest());
         const dul = res.headers["docker-upload-location"];
-        if (dul) loc = new URL(String(Array.isArray(dul) ? dul[0] : dul), loc);
+        if (dul) loc = registryUrl(String(Array.isArray(dul) ? dul[0] : dul), loc);
       } else {
         if (md5.hash) md5s.push(md5.hash.digest());
         if (next) loc = next;
@@ -189,8 +188,8 @@ async function sendBytes(client: RegistryClient, file: string, digest: string, t
       offset = end;
       failures = 0;
     } catch (err) {
-      if (isAbort(err, signal)) throw err;
-      if (++failures >= (opts.tries ?? 6)) throw new RegistryError(`max retries exceeded: ${(err as Error).message}`);
+      if (!isTransient(err, signal)) throw err;
+      if (++failures >= (opts.tries ?? 6)) throw new RetriesExhaustedError(`max retries exceeded: ${(err as Error).message}`);
       await sleep(backoffDelay(client.backoffMs, failures - 1), signal);
       // continue from what the registry holds (it may have kept part of the failed PATCH)
       const at = await uploadOffset(client, loc, signal);

@@ -175,6 +175,8 @@ export interface ProxyRequestLog {
   range?: string;
   /** The request carried an Authorization header. */
   auth?: boolean;
+  /** Blob body bytes sent in answer (a request still running after reset() counts here only). */
+  bytes?: number;
 }
 
 export interface FaultProxy {
@@ -326,10 +328,13 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       const cr = /^bytes (\d+)-/.exec(String(ur.headers["content-range"] ?? ""));
       let offset = cr ? Number(cr[1]) : 0;
       let sent = 0;
-      const drop = f.dropAfter !== undefined && (f.dropCount ?? 1) > 0;
+      const drop = f.dropAfter !== undefined && (f.dropCount ?? 1) > 0 && (!f.only || f.only === blob);
       if (drop) f.dropCount = (f.dropCount ?? 1) - 1;
       let stopped = false;
-      const count = (n: number) => state.blobBytes.set(blob, (state.blobBytes.get(blob) ?? 0) + n);
+      const count = (n: number) => {
+        state.blobBytes.set(blob, (state.blobBytes.get(blob) ?? 0) + n);
+        log.bytes = (log.bytes ?? 0) + n;
+      };
       ur.on("data", (chunk: Buffer) => {
         if (stopped) return;
         let c = chunk;

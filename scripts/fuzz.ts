@@ -1,0 +1,71 @@
+// `npm run fuzz`: the seeded request and GGUF fuzzer (docs/fuzzing.md).
+//
+//   tsx scripts/fuzz.ts [--cases 10000] [--seed 1] [--from 0] [--only gguf|request] [--url http://127.0.0.1:11434]
+//                       [--deadline-ms 30000] [--json report.json]
+//   tsx scripts/fuzz.ts --case K [--seed 1]    rerun case K alone and print exactly what was sent
+//
+// Case K of seed S is the same case on every run, whatever ran before it. Without --url the
+// fuzzer builds nothing: run `npm run build` first (it starts dist/cli/main.js serve).
+// Exits 1 when any oracle failed.
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { REPO_ROOT } from "./make-test-model.js";
+import { findingClasses, runFuzz, type FuzzOptions } from "./fuzz/run.js";
+
+function int(name: string, v: string | undefined, d: number): number {
+  if (v === undefined) return d;
+  if (!/^\d+$/.test(v)) throw new Error(`--${name} must be a non-negative integer, got ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
+const { values: v } = parseArgs({
+  options: {
+    cases: { type: "string" },
+    seed: { type: "string" },
+    from: { type: "string" },
+    case: { type: "string" },
+    only: { type: "string" },
+    url: { type: "string" },
+    "deadline-ms": { type: "string" },
+    json: { type: "string" },
+  },
+});
+
+try {
+  if (v.only !== undefined && v.only !== "gguf" && v.only !== "request") throw new Error("--only must be gguf or request");
+  const one = v.case !== undefined ? int("case", v.case, 0) : undefined;
+  const seed = int("seed", v.seed, 1);
+  const opts: FuzzOptions = {
+    seed,
+    from: one ?? int("from", v.from, 0),
+    cases: one !== undefined ? 1 : int("cases", v.cases, 10_000),
+    deadlineMs: int("deadline-ms", v["deadline-ms"], 30_000),
+    ...(v.url ? { url: v.url } : {}),
+    ...(v.only ? { only: v.only as "gguf" | "request" } : {}),
+    ...(one !== undefined ? { verbose: true, dumpDir: path.join(REPO_ROOT, ".cache", "fuzz", `seed-${seed}`) } : {}),
+  };
+  const report = await runFuzz(opts);
+  const classes = findingClasses(report.findings);
+  console.log(`\n${report.ran} cases (seed ${report.seed}, from ${report.from}) in ${Math.round(report.ms / 1000)} s: ${report.findings.length} findings in ${classes.length} classes, ${report.restarts} daemon restarts`);
+  for (const c of classes) {
+    const shown = c.cases.slice(0, 12).join(", ") + (c.cases.length > 12 ? `, … (${c.cases.length})` : "");
+    console.log(`\n[${c.cases.length}] ${c.key}\n    cases: ${shown}\n    e.g. case ${c.example.k}: ${c.example.detail.split("\n")[0]}\n          edits: ${c.example.edits.join(" | ").slice(0, 300)}`);
+  }
+  if (report.designed.length) {
+    const seen = new Map<string, number[]>();
+    for (const d of report.designed) {
+      const key = `${d.status} ${d.step}: ${d.message.replace(/\d+/g, "N").slice(0, 100)}`;
+      seen.set(key, [...(seen.get(key) ?? []), d.k]);
+    }
+    console.log("\ndesigned 5xx answers (not findings):");
+    for (const [key, ks] of seen) console.log(`  [${ks.length}] ${key} (cases ${ks.slice(0, 8).join(", ")}${ks.length > 8 ? ", …" : ""})`);
+  }
+  const counts = Object.entries(report.statuses).filter(([k]) => k.startsWith("gguf")).sort();
+  if (counts.length) console.log(`\ngguf answers: ${counts.map(([k, n]) => `${k.slice(5)}: ${n}`).join(", ")}`);
+  if (v.json) await writeFile(v.json, JSON.stringify({ ...report, classes: classes.map((c) => ({ key: c.key, cases: c.cases })) }, null, 1));
+  process.exitCode = report.findings.length ? 1 : 0;
+} catch (err) {
+  console.error(err instanceof Error ? err.message : err);
+  process.exitCode = 2;
+}

@@ -5,7 +5,7 @@
 // = eval_count / eval_duration of its final chunk (the runner's decode clock), and also the
 // client's view (tokens after the first / time from the first to the last). Issue 18's target:
 // with scraping / without ≥ 0.99 (reported only). Runs alone with `tsx scripts/bench-metrics.ts`
-// (the 1B-shaped model by default; BENCH_METRICS_MODEL=tiny for a smoke check).
+// (the 1B-shaped model by default; BENCH_METRICS_MODEL=tiny or small for a smaller one).
 import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { loadModel, startWithModel, unloadModel } from "./bench-daemon.js";
@@ -157,8 +157,8 @@ export function metricsReport(m: MetricsBench): string[] {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const tiny = process.env.BENCH_METRICS_MODEL === "tiny";
-  const modelPath = await makeTestModel(tiny ? { shape: "tiny", type: "Q4_0", seed: 1 } : { shape: "1b", type: "Q4_0", seed: 1 });
+  const shape = process.env.BENCH_METRICS_MODEL === "tiny" || process.env.BENCH_METRICS_MODEL === "small" ? process.env.BENCH_METRICS_MODEL : "1b";
+  const modelPath = await makeTestModel({ shape, type: "Q4_0", seed: 1 });
   const result = await benchMetrics({ modelPath });
   for (const line of metricsReport(result)) console.log(line);
 }

@@ -60,6 +60,8 @@ interface Entry {
   lastUsed: number;
   /** The thread budget last given to the runner (threads.ts). */
   threadBudget?: number;
+  /** Set when a reload waits for the runner to go idle: why it is unloaded then. */
+  unloadReason?: UnloadReason;
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -138,6 +140,7 @@ export class Scheduler {
         if (reloading !== e) log.info(`reloading ${e.spec.shortName}: runner options changed`);
         reloading = e;
         e.keepAliveMs = 0;
+        e.unloadReason = "options_changed";
         if (e.refCount === 0) await this.unload(e, "options_changed");
         else await this.changed(req.signal);
         continue;
@@ -238,7 +241,7 @@ export class Scheduler {
       lastUsed: Date.now(),
     };
     this.entries.set(entry.key, entry);
-    detached(() =>
+    void detached(() =>
       runner.exited.then((exit) => {
         if (this.entries.get(entry.key) === entry) {
           log.warn(`${spec.shortName}: ${exit.message}`);
@@ -293,7 +296,7 @@ export class Scheduler {
     if (this.entries.get(e.key) !== e) return;
     if (e.keepAliveMs <= 0) {
       e.expiresAt = new Date();
-      void this.unload(e, "unload_requested");
+      void this.unload(e, e.unloadReason ?? "unload_requested");
       return;
     }
     if (!Number.isFinite(e.keepAliveMs)) {

@@ -120,7 +120,7 @@ export async function benchMetrics(opts: { modelPath: string; log?: (s: string) 
       if (sc.bytes) scrapeBytes = sc.bytes;
       runs.push(run);
       log(
-        `  metrics run ${i + 1} ${scraping ? `scraping every ${everyMs} ms (${sc.scrapes} scrapes)` : "no scraper"}`.padEnd(52) +
+        `  metrics run ${i + 1} ${scraping ? `scraping every ${everyMs} ms (${sc.scrapes} scrapes)` : "no scraper"}`.padEnd(56) +
           `${run.decodeTokPerS.toFixed(2)} tok/s decode, ${run.clientTokPerS.toFixed(2)} as received, other processes ${foreign.toFixed(2)} cores`,
       );
     }

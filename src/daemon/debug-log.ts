@@ -9,6 +9,11 @@ import type { MemoryPlan } from "./scheduler/memory.js";
 
 const DEBUG = -4;
 
+/** Option names as Ollama spells them (numCtx → num_ctx, topK → top_k). */
+function ollamaNames(o: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]));
+}
+
 /** The current request's logger when it writes debug lines. */
 function debugLog(): Logger | undefined {
   const log = currentRequest()?.log;
@@ -20,7 +25,7 @@ export function debugCompletion(prompt: string, options: RequestRunOptions): voi
   const log = debugLog();
   if (!log) return;
   log.debug("completion request", {
-    options: { ...options.runner, ...options.sampling, num_predict: options.numPredict, num_keep: options.numKeep, stop: options.stop },
+    options: ollamaNames({ ...options.runner, ...options.sampling, numPredict: options.numPredict, numKeep: options.numKeep, stop: options.stop }),
     prompt_bytes: Buffer.byteLength(prompt),
   });
   log.debug("rendered prompt", { prompt });
@@ -30,7 +35,12 @@ export function debugCompletion(prompt: string, options: RequestRunOptions): voi
 export function debugLoadPlan(log: Logger, model: string, opts: LoadOptions, plan: MemoryPlan): void {
   if (log.level > DEBUG) return;
   const { devices, ...figures } = plan;
-  log.debug("load plan", { model, ...figures, devices: devices.map((d) => `${d.id}:${d.layers}`).join(",") || undefined, options: opts });
+  log.debug("load plan", {
+    model,
+    ...ollamaNames(figures),
+    devices: devices.map((d) => `${d.id}:${d.layers}`).join(",") || undefined,
+    options: ollamaNames(opts),
+  });
 }
 
 /** One line per request at its end: where its time went. */

@@ -18,10 +18,15 @@
 // (default 24) back-to-back pairs on short prompts, both engines loaded.
 // After these, three more cases, each in its own file (docs/performance.md): aggregate decode
 // tok/s at 1, 2 and 4 concurrent streams (bench-parallel.ts), time to first token with a reused
-// ~1,000-token prefix (bench-prefix.ts) and pull throughput against plain undici (bench-pull.ts).
+// ~1,000-token prefix (bench-prefix.ts), pull throughput against plain undici (bench-pull.ts) and
+// the CLI's start-up (bench-cli.ts; BENCH_CLI=0 skips it, BENCH_CLI_ROUNDS sizes it).
 // BENCH_PARALLEL_ROUNDS, BENCH_PREFIX_ROUNDS (default 2 each) and BENCH_PULL_ROUNDS (default 3)
-// size them; BENCH_EXTRA=0 skips them. Then the metrics case (bench-metrics.ts: decode speed with
-// and without a scraper of /metrics every second; BENCH_METRICS=0 skips it). Before those, the profile case (bench-profile.ts: prompt
+// size them; BENCH_EXTRA=0 skips them. Last, remote models in front of llama.cpp's llama-server
+// (bench-remote.ts: first-token overhead and decode vs the upstream called directly, 32
+// concurrent streams, prefix affinity vs round robin on two replicas); BENCH_REMOTE=0 skips it.
+// Then the metrics case (bench-metrics.ts: decode speed with and without a scraper of /metrics
+// every second); BENCH_METRICS=0 skips it.
+// Before those, the profile case (bench-profile.ts: prompt
 // tok/s, time to first token and decode at three context depths, daemon vs direct) and the flash
 // attention / KV cache matrix (bench-kv.ts); BENCH_PROFILE=0 / BENCH_KV=0 skip them. The run ends
 // with one table of every figure against its target (bench-summary.ts).
@@ -39,8 +44,10 @@ import { benchKv, type KvBench } from "./bench-kv.js";
 import { benchParallel, type ParallelBench } from "./bench-parallel.js";
 import { benchPrefix, type PrefixBench } from "./bench-prefix.js";
 import { benchProfile, type ProfileBench } from "./bench-profile.js";
+import { benchCli, type CliBench } from "./bench-cli.js";
 import { benchPull, type PullBench } from "./bench-pull.js";
 import { benchMetrics, metricsReport, type MetricsBench } from "./bench-metrics.js";
+import { benchRemote, type RemoteBench } from "./bench-remote.js";
 import { printSuite, suiteRows } from "./bench-summary.js";
 import { nowMs, BENCH_SAMPLING, cpuMs, cpuSnapshot, foreignCores, median, ollamaOptions, pickQuiet, promptFor, QUIET_CORES, readRssMiB, waitForQuiet, type BenchPlan, type DecodeRun, type SideResult, type TtftRun } from "./bench-plan.js";
 import { readNdjsonLines } from "./bench-stream.js";
@@ -585,7 +592,9 @@ async function main(): Promise<void> {
     parallel: extras.parallel,
     prefix: extras.prefix,
     pull: extras.pull,
+    remote: extras.remote,
     metrics: extras.metrics,
+    cli: extras.cli,
     profile: extras.profile,
     kv: extras.kv,
     suite,
@@ -602,6 +611,13 @@ async function main(): Promise<void> {
       prefixAfterSwitchIssue7: extras.prefix ? extras.prefix.afterSwitchPromptRatio <= extras.prefix.targets.issue7 : null,
       pull: extras.pull ? extras.pull.ratio >= PULL_TARGET : null,
       metricsScrape: extras.metrics ? extras.metrics.ratio >= extras.metrics.target : null,
+      remoteFirstToken: extras.remote ? extras.remote.firstTokenOverheadMs <= REMOTE_TARGETS.firstTokenMs : null,
+      remoteDecode: extras.remote ? extras.remote.decodeRatio >= REMOTE_TARGETS.decodeRatio : null,
+      remoteConcurrent: extras.remote ? extras.remote.concurrentErrors === 0 : null,
+      remoteAffinity: extras.remote ? extras.remote.affinity.hitRate > extras.remote.roundRobin.hitRate && extras.remote.affinity.meanFirstMs < extras.remote.roundRobin.meanFirstMs : null,
+      cliVersion: extras.cli ? extras.cli.pass.version : null,
+      cliList: extras.cli ? extras.cli.pass.list : null,
+      cliRun: extras.cli ? extras.cli.pass.run : null,
     },
     totalSeconds,
   };
@@ -610,6 +626,8 @@ async function main(): Promise<void> {
 }
 
 const PULL_TARGET = 0.8;
+/** Issue 14: a remote model vs its upstream called directly. */
+const REMOTE_TARGETS = { firstTokenMs: 3, decodeRatio: 0.98 };
 
 interface Extras {
   profile: ProfileBench | null;
@@ -618,6 +636,8 @@ interface Extras {
   prefix: PrefixBench | null;
   pull: PullBench | null;
   metrics: MetricsBench | null;
+  remote: RemoteBench | null;
+  cli: CliBench | null;
   /** A case that failed is reported here and does not stop the others. */
   errors: Record<string, string>;
   seconds: Record<string, number>;
@@ -628,7 +648,7 @@ interface Extras {
  *  cases unless BENCH_EXTRA=0 (BENCH_PARALLEL=0, BENCH_PULL=0 skip one); prints the extra cases'
  *  rows and verdicts, and returns every figure for the summary table and the JSON report. */
 async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras> {
-  const ex: Extras = { profile: null, kv: null, parallel: null, prefix: null, pull: null, metrics: null, errors: {}, seconds: {} };
+  const ex: Extras = { profile: null, kv: null, parallel: null, prefix: null, pull: null, remote: null, cli: null, metrics: null, errors: {}, seconds: {} };
   const skip = (knob: string) => process.env[knob] === "0";
   const log = (s: string) => console.log(s);
   const attempt = async <T>(name: string, f: () => Promise<T>): Promise<T | null> => {
@@ -650,7 +670,9 @@ async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras
   if (!skip("BENCH_PARALLEL")) ex.parallel = await attempt("parallel streams (OLLAMA_NUM_PARALLEL=4)", () => benchParallel({ modelPath, log, quietWaitMs }));
   ex.prefix = await attempt("shared ~1,000-token prefix sent twice", () => benchPrefix({ modelPath, log, quietWaitMs }));
   if (!skip("BENCH_PULL")) ex.pull = await attempt("pull throughput", () => benchPull({ rounds: Math.max(1, Number(process.env.BENCH_PULL_ROUNDS) || 3), log }));
+  if (!skip("BENCH_REMOTE")) ex.remote = await attempt("remote models (llama-server upstream)", () => benchRemote({ log }));
   if (!skip("BENCH_METRICS")) ex.metrics = await attempt("decode while /metrics is scraped every second", () => benchMetrics({ modelPath, log, quietWaitMs }));
+  if (!skip("BENCH_CLI")) ex.cli = await attempt("CLI start-up (bench-cli.ts)", () => benchCli({ log }));
 
   const rows: string[][] = [["", "value", "", "other processes (cores, worst)"]];
   const p = ex.parallel;
@@ -688,6 +710,17 @@ async function runExtras(modelPath: string, quietWaitMs: number): Promise<Extras
     lines.push(["", `target <= ${q.targets.issue7} (issue 7)`, verdict(q.ratio <= q.targets.issue7)]);
   }
   if (u) lines.push([`pull / plain undici: ${f2(u.ratio)}`, `target >= ${PULL_TARGET}`, verdict(u.ratio >= PULL_TARGET)]);
+  const rm = ex.remote;
+  if (rm) {
+    lines.push([`remote model first token - direct: ${f2(rm.firstTokenOverheadMs)} ms`, `target <= ${REMOTE_TARGETS.firstTokenMs} ms (issue 14)`, verdict(rm.firstTokenOverheadMs <= REMOTE_TARGETS.firstTokenMs)]);
+    lines.push([`remote model decode / direct: ${f2(rm.decodeRatio)}`, `target >= ${REMOTE_TARGETS.decodeRatio} (issue 14)`, verdict(rm.decodeRatio >= REMOTE_TARGETS.decodeRatio)]);
+    lines.push([`${rm.concurrent} concurrent remote streams: ${rm.concurrentErrors} errors`, "target 0 (issue 14)", verdict(rm.concurrentErrors === 0)]);
+    lines.push([
+      `affinity vs round robin: hit ${(rm.affinity.hitRate * 100).toFixed(0)} % vs ${(rm.roundRobin.hitRate * 100).toFixed(0)} %, first token ${f1(rm.affinity.meanFirstMs)} vs ${f1(rm.roundRobin.meanFirstMs)} ms`,
+      "affinity better on both (issue 14)",
+      verdict(rm.affinity.hitRate > rm.roundRobin.hitRate && rm.affinity.meanFirstMs < rm.roundRobin.meanFirstMs),
+    ]);
+  }
   if (ex.metrics) for (const line of metricsReport(ex.metrics)) console.log(line);
   for (const [name, msg] of Object.entries(ex.errors)) lines.push([`${name}: not measured`, msg.slice(0, 120), "FAIL"]);
   const w = Math.max(0, ...lines.map((l) => l[0]!.length));

@@ -1,7 +1,7 @@
 // `npm run fuzz`: the seeded request and GGUF fuzzer (docs/fuzzing.md).
 //
 //   tsx scripts/fuzz.ts [--cases 10000] [--seed 1] [--from 0] [--only gguf|request] [--url http://127.0.0.1:11434]
-//                       [--deadline-ms 30000] [--json report.json]
+//                       [--skip K,K,...] [--deadline-ms 30000] [--json report.json]
 //   tsx scripts/fuzz.ts --case K [--seed 1]    rerun case K alone and print exactly what was sent
 //
 // Case K of seed S is the same case on every run, whatever ran before it. Without --url the
@@ -11,7 +11,8 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { REPO_ROOT } from "./make-test-model.js";
-import { findingClasses, runFuzz, type FuzzOptions } from "./fuzz/run.js";
+import { findingClasses, formatClasses, formatDesigned } from "./fuzz/report.js";
+import { runFuzz, type FuzzOptions } from "./fuzz/run.js";
 
 function int(name: string, v: string | undefined, d: number): number {
   if (v === undefined) return d;
@@ -26,6 +27,7 @@ const { values: v } = parseArgs({
     from: { type: "string" },
     case: { type: "string" },
     only: { type: "string" },
+    skip: { type: "string" },
     url: { type: "string" },
     "deadline-ms": { type: "string" },
     json: { type: "string" },
@@ -43,24 +45,14 @@ try {
     deadlineMs: int("deadline-ms", v["deadline-ms"], 30_000),
     ...(v.url ? { url: v.url } : {}),
     ...(v.only ? { only: v.only as "gguf" | "request" } : {}),
+    ...(v.skip ? { skip: new Set(v.skip.split(",").map((x) => int("skip", x.trim(), 0))) } : {}),
     ...(one !== undefined ? { verbose: true, dumpDir: path.join(REPO_ROOT, ".cache", "fuzz", `seed-${seed}`) } : {}),
   };
   const report = await runFuzz(opts);
   const classes = findingClasses(report.findings);
   console.log(`\n${report.ran} cases (seed ${report.seed}, from ${report.from}) in ${Math.round(report.ms / 1000)} s: ${report.findings.length} findings in ${classes.length} classes, ${report.restarts} daemon restarts`);
-  for (const c of classes) {
-    const shown = c.cases.slice(0, 12).join(", ") + (c.cases.length > 12 ? `, … (${c.cases.length})` : "");
-    console.log(`\n[${c.cases.length}] ${c.key}\n    cases: ${shown}\n    e.g. case ${c.example.k}: ${c.example.detail.split("\n")[0]}\n          edits: ${c.example.edits.join(" | ").slice(0, 300)}`);
-  }
-  if (report.designed.length) {
-    const seen = new Map<string, number[]>();
-    for (const d of report.designed) {
-      const key = `${d.status} ${d.step}: ${d.message.replace(/\d+/g, "N").slice(0, 100)}`;
-      seen.set(key, [...(seen.get(key) ?? []), d.k]);
-    }
-    console.log("\ndesigned 5xx answers (not findings):");
-    for (const [key, ks] of seen) console.log(`  [${ks.length}] ${key} (cases ${ks.slice(0, 8).join(", ")}${ks.length > 8 ? ", …" : ""})`);
-  }
+  if (classes.length) console.log(`\n${formatClasses(classes, seed)}`);
+  if (report.designed.length) console.log(`\ndesigned 5xx answers (not findings):\n${formatDesigned(report.designed)}`);
   const counts = Object.entries(report.statuses).filter(([k]) => k.startsWith("gguf")).sort();
   if (counts.length) console.log(`\ngguf answers: ${counts.map(([k, n]) => `${k.slice(5)}: ${n}`).join(", ")}`);
   if (v.json) await writeFile(v.json, JSON.stringify({ ...report, classes: classes.map((c) => ({ key: c.key, cases: c.cases })) }, null, 1));

@@ -62,6 +62,21 @@ export interface Config {
   noManagement: boolean;
   /** OLLAMA_API_KEY: the key the CLI sends as `Authorization: Bearer`; "" when unset. */
   apiKey: string;
+  /** Remote models' upstreams: keys, timeout, routing, health checks (OLLAMATS_REMOTE_*). */
+  remote: RemoteSettings;
+}
+
+export type RemoteRouting = "affinity" | "least" | "round-robin";
+
+export interface RemoteSettings {
+  /** OLLAMATS_REMOTE_KEYS: `host:port=key,…`, each sent to that upstream as a bearer token. */
+  keys: Readonly<Record<string, string>>;
+  /** OLLAMATS_REMOTE_TIMEOUT: the most an upstream may stay silent (to headers, between chunks). */
+  timeoutMs: number;
+  /** OLLAMATS_REMOTE_ROUTING: how a request picks among replicas. */
+  routing: RemoteRouting;
+  /** OLLAMATS_REMOTE_HEALTH_INTERVAL: health checks of a loaded remote model's upstreams. */
+  healthIntervalMs: number;
 }
 
 const DEFAULT_PORT = 11434;
@@ -366,6 +381,41 @@ function envClientApiKey(s: string): string {
   return s;
 }
 
+const ROUTINGS: readonly RemoteRouting[] = ["affinity", "least", "round-robin"];
+
+function remoteKeys(s: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of envList(s)) {
+    const eq = item.indexOf("=");
+    const host = eq > 0 ? item.slice(0, eq).trim().toLowerCase() : "";
+    const key = eq > 0 ? item.slice(eq + 1).trim() : "";
+    if (!/^[^\s:/=]+:\d+$/.test(host) || key === "" || /[\s,]/.test(key)) {
+      throw new ConfigError("OLLAMATS_REMOTE_KEYS: each entry must be host:port=key (the key is not echoed)");
+    }
+    out[host] = key;
+  }
+  return Object.freeze(out);
+}
+
+function remoteSettings(v: (name: string) => string): RemoteSettings {
+  const routing = v("OLLAMATS_REMOTE_ROUTING") || "affinity";
+  if (!(ROUTINGS as readonly string[]).includes(routing)) {
+    throw new ConfigError(`OLLAMATS_REMOTE_ROUTING: ${goQuote(routing)} is not one of ${ROUTINGS.join(", ")}`);
+  }
+  const ms = (name: string, dflt: number) => {
+    const raw = v(name);
+    const n = raw === "" ? dflt : envDurationMs(name, raw);
+    if (!(n > 0)) throw new ConfigError(`${name}: must be a positive duration`);
+    return n;
+  };
+  return Object.freeze({
+    keys: remoteKeys(v("OLLAMATS_REMOTE_KEYS")),
+    timeoutMs: ms("OLLAMATS_REMOTE_TIMEOUT", 5 * 60_000),
+    routing: routing as RemoteRouting,
+    healthIntervalMs: ms("OLLAMATS_REMOTE_HEALTH_INTERVAL", 10_000),
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /** Parse every OLLAMA_* variable once. Throws ConfigError naming the first bad variable. */
@@ -414,6 +464,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeysFile: v("OLLAMA_API_KEYS_FILE") !== "" ? path.resolve(v("OLLAMA_API_KEYS_FILE")) : "",
     noManagement: envBool(v("OLLAMA_NO_MANAGEMENT"), false),
     apiKey: envClientApiKey(v("OLLAMA_API_KEY")),
+    remote: remoteSettings(v),
   };
   Object.freeze(config.origins);
   Object.freeze(config.remotes);

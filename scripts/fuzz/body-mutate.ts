@@ -15,6 +15,22 @@ export interface HttpShape {
   tree?: JsonTree;
   /** Set by text-level mutations: the bytes sent instead of the tree's text. */
   text?: Buffer;
+  /** A Content-Length that lies, computed from the final body (contentLength()). */
+  lengthLie?: LengthLie;
+}
+
+export type LengthLie = "zero" | "one-short" | "half" | "over-limit";
+
+/** The Content-Length a lie declares for a body of `n` bytes. A declared length above the body
+ *  but under the limit is never sent: the daemon would rightly wait for the rest until the
+ *  deadline, a slow client rather than a bad request. */
+export function contentLength(lie: LengthLie, n: number): number {
+  switch (lie) {
+    case "zero": return 0;
+    case "one-short": return Math.max(0, n - 1);
+    case "half": return Math.floor(n / 2);
+    case "over-limit": return 99_999_999_999;
+  }
 }
 
 type Path = Array<string | number>;
@@ -92,7 +108,9 @@ function optionValue(rng: Rng, key: string): JsonTree {
   }
 }
 
-const OPTION_KEYS = Object.keys(OPTION_TYPES);
+/** Every option, weighted towards those that size the runner's work and memory. */
+const SIZING = new Set(["num_ctx", "num_batch", "num_thread", "num_predict", "num_keep", "num_gpu"]);
+const OPTION_KEYS: ReadonlyArray<readonly [number, string]> = Object.keys(OPTION_TYPES).map((k) => [SIZING.has(k) ? 4 : 1, k] as const);
 
 /** One edit of the tree; returns the new tree and what was done. */
 function treeEdit(rng: Rng, tree: JsonTree, optionsKey: string): [JsonTree, string] {
@@ -138,7 +156,7 @@ function treeEdit(rng: Rng, tree: JsonTree, optionsKey: string): [JsonTree, stri
       const current = root[optionsKey];
       const opts = isObject(current) ? current : {};
       setKey(root, optionsKey, opts);
-      const key = rng.pick(OPTION_KEYS);
+      const key = rng.weighted(OPTION_KEYS);
       const v = optionValue(rng, key);
       setKey(opts, key, v);
       return [tree, `${optionsKey}.${key} = ${brief(v)}`];
@@ -202,7 +220,7 @@ function textEdit(rng: Rng, text: string): [Buffer, string] {
 const METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"];
 
 /** Damage to the HTTP framing around the body. */
-function httpEdit(rng: Rng, req: HttpShape, bodyLength: number): string {
+function httpEdit(rng: Rng, req: HttpShape): string {
   switch (rng.int(7)) {
     case 0: {
       const m = rng.pick(METHODS.filter((x) => x !== req.method));
@@ -219,11 +237,10 @@ function httpEdit(rng: Rng, req: HttpShape, bodyLength: number): string {
       req.headers["content-type"] = ct;
       return `content-type ${JSON.stringify(ct)}`;
     }
-    case 3: {
-      const cl = rng.pick([0, Math.max(0, bodyLength - 1), Math.floor(bodyLength / 2), 99_999_999_999]);
-      req.headers["content-length"] = String(cl);
-      return `content-length ${cl} (body ${bodyLength} bytes)`;
-    }
+    case 3:
+      req.lengthLie = rng.pick(["zero", "one-short", "half", "over-limit"] as const);
+      delete req.headers["transfer-encoding"];
+      return `content-length: ${req.lengthLie}`;
     case 4: {
       const enc = rng.pick(["gzip", "deflate", "br", "identity, gzip"]);
       req.headers["content-encoding"] = enc;
@@ -236,7 +253,7 @@ function httpEdit(rng: Rng, req: HttpShape, bodyLength: number): string {
     }
     default:
       req.headers["transfer-encoding"] = "chunked";
-      delete req.headers["content-length"];
+      delete req.lengthLie;
       return "transfer-encoding chunked";
   }
 }
@@ -268,7 +285,7 @@ export function mutateRequest(rng: Rng, method: string, path: string, valid: Jso
       tree = randomValue(rng);
       edits.push(`body ${brief(tree)} on a bodiless route`);
     } else {
-      edits.push(httpEdit(rng, req, text?.length ?? (tree === undefined ? 0 : Buffer.byteLength(toJsonText(tree)))));
+      edits.push(httpEdit(rng, req));
     }
   }
   req.tree = tree;

@@ -2,7 +2,7 @@
 // (+ a short generate or chat, and show, when create accepts it), or one mutated request to one
 // route (after the requests that route needs first).
 import { createHash } from "node:crypto";
-import { mutateRequest } from "./body-mutate.js";
+import { contentLength, mutateRequest } from "./body-mutate.js";
 import type { GgufDoc } from "./gguf-doc.js";
 import { mutateGguf } from "./gguf-mutate.js";
 import type { Request } from "./http.js";
@@ -96,7 +96,8 @@ function blobPlan(rng: Rng, k: number, fx: Fixtures): CasePlan {
   return { k, kind: "request", title: `${req.method} /api/blobs`, edits, steps: [{ label: "request", req }], uploads: new Set([`sha256:${own}`]), touchesRunner: false };
 }
 
-/** The generation a request asks for is unbounded or long (num_predict/max_tokens < 0 or > 64). */
+/** The request asks for much work: an unbounded or long generation (num_predict/max_tokens < 0
+ *  or > 64) or more than 64 embeddings. */
 function asksLong(text: string): boolean {
   let v: unknown;
   try {
@@ -110,7 +111,7 @@ function asksLong(text: string): boolean {
   for (const n of [opts.num_predict, o.max_tokens, o.max_completion_tokens]) {
     if (typeof n === "number" && (n < 0 || n > 64 || !Number.isFinite(n))) return true;
   }
-  return false;
+  return Array.isArray(o.input) && o.input.length > 64;
 }
 
 function requestPlan(rng: Rng, k: number, fx: Fixtures): CasePlan {
@@ -132,7 +133,8 @@ function requestPlan(rng: Rng, k: number, fx: Fixtures): CasePlan {
     else body = req.text;
   }
   const headers = { ...req.headers };
-  if (body && headers["content-length"] === undefined && headers["transfer-encoding"] === undefined) headers["content-length"] = String(body.length);
+  if (req.lengthLie) headers["content-length"] = String(contentLength(req.lengthLie, body?.length ?? 0));
+  else if (body && headers["transfer-encoding"] === undefined) headers["content-length"] = String(body.length);
   const text = body?.toString("utf8") ?? "";
   const registry = route.changesModels === true && route.path !== "/api/copy" && route.path !== "/api/delete";
   const steps: Step[] = (route.setup?.(fx) ?? []).map((s) => ({ label: `setup ${s.method} ${s.path}`, req: json(s.method, s.path, s.body) }));

@@ -31,7 +31,9 @@ export const REGISTRY_ERROR = /(ECONNREFUSED|connection refused|pull model manif
 
 const STACK = /(\n\s+at .+:\d+:\d+|\bat (?:async )?[\w$.<>]+ \((?:file:\/\/|node:|\/)[^)]*:\d+:\d+\)|node:internal\/|\/dist\/[\w/.-]+\.js:\d+)/;
 /** Messages of JavaScript's own errors: the daemon let an exception through instead of a verdict. */
-const INTERNAL = /(Maximum call stack size exceeded|Cannot read propert|Cannot set propert|is not a function|is not iterable|is not defined|Invalid array length|Invalid string length|Invalid typed array length|Array buffer allocation failed|\b(?:Type|Range|Reference|Syntax)Error\b|\[object Object\]|undefined \(reading)/i;
+const INTERNAL = /(Maximum call stack size exceeded|Cannot read propert|Cannot set propert|(?<!something that )is not a function|is not iterable|is not defined|Invalid array length|Invalid string length|Invalid typed array length|Array buffer allocation failed|Cannot mix BigInt|Cannot convert|serialize a BigInt|\b(?:Type|Range|Reference|Syntax)Error\b|\[object Object\]|undefined \(reading)/i;
+/** A designed message that reports NaN or Infinity computed something from unchecked input. */
+const NON_FINITE = /\b(NaN|Infinity)\b/;
 
 /** The error messages in an answer: `{"error"}` objects, OpenAI's `{"error":{"message"}}`, and
  *  the same in NDJSON or SSE lines of a stream. */
@@ -70,7 +72,7 @@ export function checkAnswer(step: Step, a: Answer): Violation[] {
   const messages = errorMessages(a);
   const message = messages[0] ?? text.trim();
   if (a.status >= 500) {
-    const designed = (a.status === 503 && QUEUE_FULL.test(message)) || (step.designed5xx?.test(message) && !INTERNAL.test(message));
+    const designed = (a.status === 503 && QUEUE_FULL.test(message)) || (step.designed5xx?.test(message) && !INTERNAL.test(message) && !NON_FINITE.test(message));
     if (!designed) v.push({ oracle: "5xx", step: at, detail: `${a.status} ${clip(message)}` });
   }
   if (STACK.test(text)) v.push({ oracle: "stack-trace", step: at, detail: `${a.status}: ${clip(text.slice(Math.max(0, text.search(STACK) - 80)), 300)}` });

@@ -30,6 +30,8 @@ export interface FuzzOptions {
   healthWaitMs?: number;
   /** Run only the cases of this kind (the others are skipped, numbers unchanged). */
   only?: CaseKind;
+  /** Case numbers not to run (a known crasher, or a case that would swamp a shared machine). */
+  skip?: ReadonlySet<number>;
   /** Print every request and answer (what --case does). */
   verbose?: boolean;
   /** Write every request body sent here (case-K/step-N.body). */
@@ -50,6 +52,8 @@ export interface FuzzReport {
   findings: Finding[];
   /** Designed 5xx answers seen (a crafted model's load error, an unreachable registry). */
   designed: Array<{ k: number; step: string; status: number; message: string }>;
+  /** Daemons replaced: after a crash, a stall or RSS over the limit (each also a finding), or
+   *  RSS more than half the slack over the start (not a finding). */
   restarts: number;
   /** How many answers of each kind, step and status ("gguf create 400"). */
   statuses: Record<string, number>;
@@ -141,17 +145,25 @@ async function runCase(ctx: Ctx, plan: CasePlan): Promise<CaseOutcome> {
     await target.noteRunners(t);
     if (!(await target.alive(t))) break;
   }
+  const after = await afterCase(ctx, plan, rssBefore);
+  return { violations: [...violations, ...after.violations], designed, statuses, restart: after.restart };
+}
+
+/** The daemon-wide oracles after a case (alive, no stall, RSS back) and the reset for the next. */
+async function afterCase(ctx: Ctx, plan: CasePlan, rssBefore: number | null): Promise<{ violations: Violation[]; restart: boolean }> {
+  const { t, o } = ctx;
+  const violations: Violation[] = [];
   const reading = await ctx.probe.read();
   if (reading.maxMs > o.stallMs) violations.push({ oracle: "stall", detail: `GET / took ${reading.maxMs} ms during the case` });
   const up = await target.alive(t);
   if (up && reading.failures > 0) violations.push({ oracle: "stall", detail: `GET / failed ${reading.failures} times during the case` });
   if (!up) {
     violations.push({ oracle: "crash", detail: `the daemon died: ${target.exitInfo(t)}` });
-    return { violations, designed, statuses, restart: true };
+    return { violations, restart: true };
   }
   if (!(await target.waitHealthy(t, o.healthWaitMs))) {
     violations.push({ oracle: "stall", detail: `the daemon did not answer GET / for ${o.healthWaitMs / 1000} s after the case` });
-    return { violations, designed, statuses, restart: true };
+    return { violations, restart: true };
   }
   try {
     for (const p of await target.resetModels(t)) violations.push({ oracle: "fixture", detail: p });
@@ -159,7 +171,7 @@ async function runCase(ctx: Ctx, plan: CasePlan): Promise<CaseOutcome> {
     for (const f of await target.storeLeftovers(t, plan.uploads)) violations.push({ oracle: "store", detail: `left in the store: blobs/${f}` });
   } catch (err) {
     violations.push({ oracle: "fixture", detail: `resetting after the case failed: ${(err as Error).message}` });
-    return { violations, designed, statuses, restart: true };
+    return { violations, restart: true };
   }
   const limit = ctx.baseRss + o.rssSlackMiB;
   let now = await rss(t);
@@ -169,9 +181,11 @@ async function runCase(ctx: Ctx, plan: CasePlan): Promise<CaseOutcome> {
   if (now !== null && now > limit) {
     const before = rssBefore === null ? "" : `; ${rssBefore.toFixed(0)} MiB before the case`;
     violations.push({ oracle: "rss", detail: `daemon RSS ${now.toFixed(0)} MiB ${o.settleMs / 1000} s after the case, ${(now - ctx.baseRss).toFixed(0)} MiB over its start (${ctx.baseRss.toFixed(0)} MiB${before})` });
-    return { violations, designed, statuses, restart: true };
+    return { violations, restart: true };
   }
-  return { violations, designed, statuses, restart: false };
+  // Memory V8 kept from this case would count against the next one: a daemon still more than
+  // half the slack over its start is replaced, so each case's RSS verdict is its own.
+  return { violations, restart: now !== null && now > ctx.baseRss + o.rssSlackMiB / 2 };
 }
 
 export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
@@ -184,6 +198,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const report: FuzzReport = { seed: o.seed, from: o.from, ran: 0, findings: [], designed: [], restarts: 0, statuses: {}, ms: 0 };
   try {
     for (let k = o.from; k < o.from + o.cases; k++) {
+      if (o.skip?.has(k)) continue;
       const plan = planCase(o.seed, k, ctx.t.fixtures, base);
       if (o.only && plan.kind !== o.only) continue;
       if (o.verbose) log(`case ${k} (seed ${o.seed}): ${plan.title}\n  ${plan.edits.join("\n  ")}`);
@@ -211,23 +226,4 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
     report.ms = Date.now() - t0;
   }
   return report;
-}
-
-/** Findings grouped into classes: oracle, step, route and the message with numbers and names
- *  blanked, so one bug reached by many cases is one line. */
-export function findingClasses(findings: Finding[]): Array<{ key: string; cases: number[]; example: Finding }> {
-  const groups = new Map<string, { key: string; cases: number[]; example: Finding }>();
-  for (const f of findings) {
-    const msg = f.detail
-      .split("\n")[0]!
-      .replace(/sha256[:-][0-9a-f]{64}/g, "<digest>")
-      .replace(/'[^']*'|"[^"]*"/g, "<name>")
-      .replace(/\d+(\.\d+)?/g, "N")
-      .slice(0, 90);
-    const key = `${f.oracle} | ${f.title}${f.step ? ` @ ${f.step}` : ""} | ${msg}`;
-    const g = groups.get(key) ?? { key, cases: [], example: f };
-    g.cases.push(f.k);
-    groups.set(key, g);
-  }
-  return [...groups.values()].sort((a, b) => b.cases.length - a.cases.length);
 }

@@ -107,8 +107,10 @@ export async function alive(t: Target): Promise<boolean> {
 export function exitInfo(t: Target): string {
   const p = t.own?.daemon.proc;
   if (!p) return "the daemon does not answer GET /";
-  const tail = t.own!.daemon.logs().trim().split("\n").slice(-6).join("\n    ");
-  return `exit code ${p.exitCode}, signal ${p.signalCode}; last log lines:\n    ${tail}`;
+  // the reason (a V8 fatal error, an uncaught exception) comes before a native stack trace
+  const lines = t.own!.daemon.logs().trim().split("\n").slice(-40);
+  const reasons = lines.filter((l) => /fatal|error|invalid|abort|uncaught/i.test(l)).slice(0, 3);
+  return `exit code ${p.exitCode}, signal ${p.signalCode}; from its log:\n    ${[...reasons, "…", ...lines.slice(-3)].join("\n    ")}`;
 }
 
 /** Waits until GET / answers (a stalled daemon may recover); false after `ms`. */

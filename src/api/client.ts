@@ -104,9 +104,10 @@ export class Client {
     await this.json("HEAD", "/", undefined, signal);
   }
 
+  /** The server's own version: ollamats answers it beside the Ollama API version it serves. */
   async version(signal?: AbortSignal): Promise<string> {
     const res = await this.json<VersionResponse>("GET", "/api/version", undefined, signal);
-    return res?.version ?? "";
+    return res?.ollamats_version ?? res?.version ?? "";
   }
 
   async list(signal?: AbortSignal): Promise<ListResponse> {
@@ -247,17 +248,16 @@ export class Client {
     opts: { body?: string | NodeJS.ReadableStream; headers?: Record<string, string>; signal?: AbortSignal },
   ): Promise<Dispatcher.ResponseData> {
     const url = this.url(path);
-    // undici is loaded on first use, so commands that never reach the network start faster.
-    const { Agent, request } = await import("undici");
+    // undici is loaded on first use (and only what a request needs), so commands start faster.
+    const { Agent, request } = (await import("./undici-core.js")).undiciCore();
     // No timeouts: a model load can keep the headers waiting for minutes, and a stream can pause.
     this.dispatcher ??= new Agent({ headersTimeout: 0, bodyTimeout: 0 });
     try {
-      return await request(url, {
+      return await request(this.dispatcher, new URL(url), {
         method,
         body: opts.body as Dispatcher.DispatchOptions["body"],
         headers: { "user-agent": this.userAgent, ...this.authorization, ...opts.headers },
         signal: opts.signal,
-        dispatcher: this.dispatcher,
       });
     } catch (err) {
       if (isConnectionRefused(err)) throw new ServerUnreachableError(url, { cause: err });

@@ -1,5 +1,6 @@
 // Wire types of Ollama's native REST API, shared by the daemon, the CLI and the tests.
 // Field names follow Ollama's api/types.go exactly; optional fields are omitted, never null.
+import type { Logprob } from "../backends/backend.js";
 
 export type ThinkValue = boolean | "low" | "medium" | "high" | "max";
 export type KeepAlive = number | string;
@@ -75,6 +76,8 @@ export interface GenerateResponse extends Metrics {
   done: boolean;
   done_reason?: DoneReason;
   context?: number[];
+  /** The tokens of this chunk (all of them when not streamed), with `logprobs: true`. */
+  logprobs?: Logprob[];
 }
 
 export interface ChatResponse extends Metrics {
@@ -83,6 +86,7 @@ export interface ChatResponse extends Metrics {
   message: Message;
   done: boolean;
   done_reason?: DoneReason;
+  logprobs?: Logprob[];
 }
 
 export interface ModelDetails {
@@ -101,6 +105,9 @@ export interface ListModel {
   size: number;
   digest: string;
   details: ModelDetails;
+  /** A remote model: its name upstream and its upstream(s). */
+  remote_model?: string;
+  remote_host?: string;
 }
 export interface ListResponse {
   models: ListModel[];
@@ -115,6 +122,10 @@ export interface ProcessModel {
   expires_at: string;
   size_vram: number;
   context_length: number;
+  /** A remote model: its upstream engines and their state (ollamats). */
+  remote_model?: string;
+  remote_host?: string;
+  upstreams?: Array<{ url: string; api: "ollama" | "openai"; state: "healthy" | "unhealthy" | "open"; outstanding: number }>;
 }
 export interface ProcessResponse {
   models: ProcessModel[];
@@ -171,7 +182,10 @@ export interface ProgressResponse {
 }
 
 export interface VersionResponse {
+  /** The Ollama API version served. */
   version: string;
+  /** ollamats' own version (absent when the server is Ollama). */
+  ollamats_version?: string;
 }
 
 export interface ErrorResponse {

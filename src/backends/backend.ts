@@ -1,5 +1,9 @@
-// The seam between the daemon and an inference engine (DESIGN.md §4).
-// A Backend loads a model into a Runner; a Runner serves generation on its slots.
+// The seam between the daemon and an inference engine (DESIGN.md §4). Nothing above
+// src/backends/ names an engine: the scheduler asks the backend that handles a model for its key,
+// its placement and its reload rule; the services hand a runner a job and read typed events.
+import type { ToolCall } from "../api/types.js";
+import type { ModelSpec } from "../registry/model-spec.js";
+import type { EngineError } from "./errors.js";
 
 export interface DeviceInfo {
   id: string;
@@ -13,28 +17,209 @@ export interface DeviceInfo {
   swapFreeBytes?: number;
 }
 
-/** Options fixed when a runner is loaded; a request that differs forces a reload. */
-export interface LoadOptions {
-  numCtx: number; // per slot
+/** The runner options of a request (Ollama's runner options: a change means a reload). */
+export interface RunnerOptions {
+  numCtx: number;
   numBatch: number;
-  numGpu: number; // -1 = automatic
-  numThread: number; // 0 = all cores
+  numGpu: number;
+  numThread: number;
   useMmap: boolean | undefined;
-  slots: number;
-  flashAttention: boolean | undefined; // undefined = auto
-  kvCacheTypeK: string; // "" | f16 | q8_0 | q4_0
-  kvCacheTypeV: string;
-  embedding: boolean;
-  /** LoRA adapter GGUF paths (Modelfile ADAPTER), applied to every sequence. */
-  adapters: string[];
 }
 
-export interface LoadPlan {
-  gpuLayers: number;
-  /** GPU ids (DeviceInfo.id) the runner may use; absent = all. */
-  gpus?: string[];
-  /** Stall timeout of the load (OLLAMA_LOAD_TIMEOUT): reset by load progress; absent = none. */
-  loadTimeoutMs?: number;
+/**
+ * Where and how a model would run, decided by its backend (memory, layers, upstreams); opaque
+ * to the scheduler except for these fields. Backends extend it with what their load needs.
+ */
+export interface Placement {
+  /** Fits next to what is loaded now; false: the scheduler unloads an idle runner first (or waits). */
+  fits: boolean;
+  /** Why it cannot load even with nothing else loaded (a 500 with this message). */
+  refusal?: string;
+  /** Holds memory on this machine: counts toward OLLAMA_MAX_LOADED_MODELS and may be evicted for room. */
+  local: boolean;
+  /** Computes on this machine's CPU with automatic threads (the cores are shared, threads.ts). */
+  sharesCpu: boolean;
+  /** Fields of the "loading" log line. */
+  describe: Record<string, unknown>;
+  /** Said once in the log when it loads. */
+  warnings?: string[];
+}
+
+export interface Backend<P extends Placement = Placement, W = unknown> {
+  readonly name: string;
+  /** This backend serves the model (a local GGUF, a remote engine, …). */
+  handles(spec: ModelSpec): boolean;
+  /** What the scheduler keys runners by: one runner per key (Ollama's scheduler key). */
+  modelKey(spec: ModelSpec): string;
+  /** Refuses a model this daemon may not serve (a 4xx), before anything is queued. */
+  admit?(spec: ModelSpec): void;
+  /** What a runner of this model can do; each missing feature names why (a 400). */
+  features(spec: ModelSpec): RunnerFeatures;
+  /** `format` compiled for this engine (off the event loop where that is work); throws or
+   *  rejects with EngineError("invalid_schema") before any load. */
+  compileFormat(format: StructuredOutput): CompiledFormat | Promise<CompiledFormat>;
+  /** What a request wants of a runner (cheap: it is asked on every request). */
+  want(spec: ModelSpec, runner: RunnerOptions): W;
+  /** A loaded runner placed as `loaded` cannot serve a request that wants `wanted`. */
+  needsReload(loaded: P, wanted: W): boolean;
+  /** Where the model would run (memory, devices, upstreams); asked only when it must load. */
+  plan(spec: ModelSpec, wanted: W): Promise<P>;
+  load(spec: ModelSpec, placement: P, signal: AbortSignal): Promise<Runner>;
+  /** Looks at devices or upstreams ahead of the first load. */
+  warmUp?(log: (msg: string) => void): void;
+}
+
+/** A feature a runner lacks: the reason, for the 400 that refuses a request needing it. */
+export type Missing = { missing: string };
+export interface RunnerFeatures {
+  /** Takes messages + tools + think and templates them itself (else a rendered prompt). */
+  messages: boolean;
+  tokenize: true | Missing;
+  logprobs: true | Missing;
+  images: true | Missing;
+  embed: true | Missing;
+  /** Scores documents for a query (a reranking model). */
+  rank: true | Missing;
+}
+
+/** Sampling options of one request, already defaulted (Ollama's DefaultOptions). */
+export interface SamplingOptions {
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  seed: number; // -1 = random
+  repeatLastN: number; // 0 = off, -1 = num_ctx
+  repeatPenalty: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+}
+
+/** `format` as the client sent it, shape-checked: any JSON, or a JSON Schema object. */
+export type StructuredOutput = { kind: "json" } | { kind: "schema"; schema: Record<string, unknown> };
+/** `format` in the form one engine needs (a grammar, a response_format, …); opaque above. */
+export type CompiledFormat = { readonly backend: string; readonly value: unknown };
+
+export interface JobMessage {
+  role: string;
+  content: string;
+  thinking?: string;
+  tool_calls?: Array<{ id?: string; function: { index?: number; name: string; arguments?: unknown } }>;
+  tool_name?: string;
+  tool_call_id?: string;
+}
+
+interface JobCommon {
+  sampling: SamplingOptions;
+  /** Options as the model's PARAMETERs and the request set them, without defaults, for engines
+   *  that keep their own defaults (remote upstreams); `sampling` has them all resolved. */
+  options?: Record<string, unknown>;
+  numPredict: number; // -1 = until stop (capped by the runner)
+  stop: string[];
+  /** Return prompt + output token ids in the done event (/api/generate `context`). */
+  wantContext: boolean;
+  format?: CompiledFormat;
+  /** Context shift (default true): a prompt or generation that outgrows num_ctx drops old tokens. */
+  shift?: boolean;
+  /** Truncate a prompt longer than num_ctx (default true); false → prompt_too_long. */
+  truncate?: boolean;
+  /** Tokens kept at the start on a context shift (Ollama num_keep, default 4). */
+  numKeep?: number;
+  /** Log probabilities of the generated tokens, with this many alternatives each (0..20);
+   *  absent: none. */
+  logprobs?: number;
+  /** The daemon's id of the request, for the runner's log lines about this job. */
+  requestId?: string;
+}
+
+/** A token's log probability, Ollama's api.TokenLogprob (the wire shape). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  /** The token's bytes (a token may hold part of a UTF-8 character). */
+  bytes: number[];
+}
+
+/** A generated token's log probability and its most likely alternatives (api.Logprob). */
+export interface Logprob extends TokenLogprob {
+  top_logprobs?: TokenLogprob[];
+}
+
+/** A rendered prompt: special tokens in it are parsed as tokens. */
+export interface PromptJob extends JobCommon {
+  prompt: string;
+  /** Extra tokens placed before the prompt (the deprecated `context` of /api/generate). */
+  prefixTokens?: number[];
+}
+
+/** A conversation, for runners that template it themselves (features.messages). */
+export interface MessagesJob extends JobCommon {
+  messages: JobMessage[];
+  tools?: Array<Record<string, unknown>>;
+  /** The request's think, as sent (undefined: the engine's default). */
+  think?: boolean | string;
+  /**
+   * The request was a completion (/api/generate): the same conversation as its prompt and
+   * system, for engines with such an endpoint of their own (Ollama's, which returns `context`).
+   */
+  completion?: { prompt: string; system?: string; context?: number[] };
+}
+
+export type GenerateJob = PromptJob | MessagesJob;
+
+export const isPromptJob = (job: GenerateJob): job is PromptJob => "prompt" in job;
+
+export interface GenerateStats {
+  doneReason: "stop" | "length";
+  promptEvalCount: number;
+  promptEvalDurationNs: number;
+  evalCount: number;
+  evalDurationNs: number;
+  context?: number[];
+  /** Prompt tokens taken from a cache instead of being evaluated (prefix reuse). */
+  cachedTokens?: number;
+  /** Where those came from: the slot's own cache, a prompt snapshot, or a copy of another slot. */
+  cachedFrom?: "own" | "snapshot" | "slot";
+}
+
+/**
+ * What a runner yields. A prompt runner yields raw `text` (the daemon splits thinking and tool
+ * calls out of it); a messages runner yields `content`, `thinking` and `tool_calls` itself.
+ */
+/** `logprobs` (when the job asked for them): the entries of the tokens this text completes. */
+export type RunnerEvent =
+  | { type: "text"; text: string; logprobs?: Logprob[] }
+  | { type: "content"; text: string; logprobs?: Logprob[] }
+  | { type: "thinking"; text: string; logprobs?: Logprob[] }
+  | { type: "tool_calls"; calls: ToolCall[] }
+  | ({ type: "done" } & GenerateStats);
+
+export interface EmbedResult {
+  embeddings: number[][];
+  promptEvalCount: number;
+}
+
+/** Relevance of each document to a query, 0..1, in the documents' order. */
+export interface RankResult {
+  scores: number[];
+  promptEvalCount: number;
+}
+
+export interface EmbedOptions {
+  /** Cut inputs longer than the context (true) or refuse them (false). */
+  truncate: boolean;
+  /** The pooled vectors as they are (legacy /api/embeddings), not normalised. */
+  raw?: boolean;
+  /** Options as set, without defaults (see GenerateJob.options). */
+  options?: Record<string, unknown>;
+  dimensions?: number;
+  signal: AbortSignal;
+}
+
+export interface RunnerExit {
+  code: number | null;
+  signal: string | null;
+  message: string;
 }
 
 export interface LoadedInfo {
@@ -51,74 +236,12 @@ export interface LoadedInfo {
   warnings?: string[];
 }
 
-/** Sampling options of one request, already defaulted (Ollama's DefaultOptions). */
-export interface SamplingOptions {
-  temperature: number;
-  topK: number;
-  topP: number;
-  minP: number;
-  seed: number; // -1 = random
-  repeatLastN: number; // 0 = off, -1 = num_ctx
-  repeatPenalty: number;
-  presencePenalty: number;
-  frequencyPenalty: number;
-}
-
-export interface GenerateJob {
-  /** Rendered prompt text; special tokens in it are parsed as tokens. */
-  prompt: string;
-  /** Extra tokens placed before the prompt (the deprecated `context` of /api/generate). */
-  prefixTokens?: number[];
-  sampling: SamplingOptions;
-  numPredict: number; // -1 = until stop (capped by the runner)
-  stop: string[];
-  /** Return prompt + output token ids in the done event (/api/generate `context`). */
-  wantContext: boolean;
-  /** Constrained decoding (`format`): the generic JSON grammar or a JSON schema. */
-  grammar?: GrammarSpec;
-  /** Context shift (default true): a prompt or generation that outgrows num_ctx drops old tokens. */
-  shift?: boolean;
-  /** Truncate a prompt longer than num_ctx (default true); false → PROMPT_TOO_LONG. */
-  truncate?: boolean;
-  /** Tokens kept at the start on a context shift (Ollama num_keep, default 4). */
-  numKeep?: number;
-  /** The daemon's id of the request, for the runner's log lines about this job. */
-  requestId?: string;
-}
-
-/** A JSON schema already rewritten into the grammar compiler's dialect (daemon/prompt/format.ts). */
-export type GrammarSpec = { kind: "json" } | { kind: "schema"; schema: Record<string, unknown> };
-
-/** Runner error for a prompt that does not fit while truncation or shifting is off (a 400). */
-export const PROMPT_TOO_LONG =
-  "the prompt is longer than the context length currently available to the model; shorten the prompt, adjust the context length in settings, or use a model with a longer context length";
-/** Prefix of the runner error for a `format` schema the grammar compiler rejects (a 400). */
-export const INVALID_SCHEMA_PREFIX = "invalid JSON schema in format: ";
-
-export interface GenerateStats {
-  doneReason: "stop" | "length";
-  promptEvalCount: number;
-  promptEvalDurationNs: number;
-  evalCount: number;
-  evalDurationNs: number;
-  context?: number[];
-  /** Prompt tokens taken from the slot's cache instead of being evaluated (prefix reuse). */
-  cachedTokens?: number;
-  /** Where those came from: the slot's own cache, a prompt snapshot, or a copy of another slot. */
-  cachedFrom?: "own" | "snapshot" | "slot";
-}
-
-export type RunnerEvent = { type: "text"; text: string } | ({ type: "done" } & GenerateStats);
-
-export interface EmbedResult {
-  embeddings: number[][];
-  promptEvalCount: number;
-}
-
-export interface RunnerExit {
-  code: number | null;
-  signal: string | null;
-  message: string;
+/** An upstream engine of a remote runner, as /api/ps shows it (no credentials). */
+export interface UpstreamState {
+  url: string;
+  api: "ollama" | "openai";
+  state: "healthy" | "unhealthy" | "open";
+  outstanding: number;
 }
 
 /** What a runner's slots hold right now (read when metrics are scraped). */
@@ -132,26 +255,27 @@ export interface RunnerStats {
 export interface Runner {
   readonly slots: number;
   readonly info: LoadedInfo;
+  readonly features: RunnerFeatures;
   generate(job: GenerateJob, signal: AbortSignal): AsyncIterable<RunnerEvent>;
-  embed(inputs: string[]): Promise<EmbedResult>;
-  tokenize(text: string): Promise<number[]>;
-  detokenize(tokens: number[]): Promise<string>;
+  embed(inputs: string[], opts?: EmbedOptions): Promise<EmbedResult>;
+  /** Reranking models (features.rank): scores of the documents for the query. `truncate`: a
+   *  document longer than the context is scored by its best-scoring part instead of refused. */
+  rank?(query: string, documents: string[], truncate: boolean, signal?: AbortSignal): Promise<RankResult>;
+  tokenize(text: string, signal?: AbortSignal): Promise<number[]>;
+  detokenize(tokens: number[], signal?: AbortSignal): Promise<string>;
   /** Its slots and KV cache right now; absent where the engine cannot say. */
   stats?(): Promise<RunnerStats>;
   /** The most CPU threads it may use from its next batch on (see daemon/scheduler/threads.ts). */
   setThreadBudget?(threads: number): void;
+  /** The prompt the engine would build from a conversation (`_debug_render_only`), where it can say. */
+  render?(input: Pick<MessagesJob, "messages" | "tools" | "think" | "completion">, signal: AbortSignal): Promise<string>;
+  /** Remote runners: their upstreams and their state. */
+  upstreams?(): UpstreamState[];
   /** Frees every byte it held; safe to call twice. With keepPromptCache the evaluated prompts
    *  are kept (where the backend can) for the next runner of the same model and shape. */
   close(opts?: { keepPromptCache?: boolean }): Promise<void>;
-  /** Resolves when the runner process ends, for whatever reason. */
+  /** Resolves when the runner ends, for whatever reason. */
   readonly exited: Promise<RunnerExit>;
 }
 
-export interface Backend {
-  readonly name: string;
-  devices(): Promise<DeviceInfo[]>;
-  load(modelPath: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal): Promise<Runner>;
-}
-
-/** Raised for failures a client should see as the message of an error line / 500. */
-export class RunnerError extends Error {}
+export type { EngineError };

@@ -11,7 +11,8 @@
 // point where a token is excluded anyway); a value with no meaning that would make the sampler
 // divide by zero or flip signs is refused.
 import os from "node:os";
-import type { GenerateJob, LoadOptions, SamplingOptions } from "./backend.js";
+import type { SamplingOptions } from "./backend.js";
+import type { LoadOptions, RunnerJob } from "./llamacpp/protocol.js";
 
 /** What a range depends on besides the value itself. */
 export interface RangeLimits {
@@ -149,7 +150,7 @@ export function boundSampling(s: SamplingOptions, limits: RangeLimits = machine(
 
 /** A generation job as the runner may run it: sampling, num_predict and num_keep in range, and
  *  only stop strings within the limits (one past them is dropped, so it can never stall). */
-export function boundJob(job: GenerateJob, limits: RangeLimits = machine()): GenerateJob {
+export function boundJob(job: RunnerJob, limits: RangeLimits = machine()): RunnerJob {
   return {
     ...job,
     stop: job.stop.filter((s) => s.length <= STOP_LIMITS.length).slice(0, STOP_LIMITS.count),

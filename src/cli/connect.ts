@@ -7,7 +7,6 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import { Client, ResponseError, SERVER_UNREACHABLE_MESSAGE, ServerUnreachableError } from "../api/client.js";
 import { parseModelName } from "../registry/name.js";
-import { serviceStartHint } from "../service/manage.js";
 import { loadConfig, type Config } from "../config.js";
 import { cliVersion } from "./version.js";
 
@@ -63,9 +62,11 @@ export function errorMessage(err: unknown): string {
 }
 
 /** "could not connect": Ollama's hint to run `serve`, or the installed service's start command. */
-export function unreachableMessage(): string {
+export async function unreachableMessage(): Promise<string> {
   let hint: string | undefined;
   try {
+    // the service code is loaded only to word this message
+    const { serviceStartHint } = await import("../service/manage.js");
     hint = serviceStartHint(process.platform, process.env.HOME || os.homedir(), process.env, existsSync);
   } catch {
     hint = undefined;
@@ -75,8 +76,8 @@ export function unreachableMessage(): string {
 }
 
 /** Print `Error: <message>` and exit 1. */
-export function fail(err: unknown): never {
-  const message = err instanceof ServerUnreachableError ? unreachableMessage() : errorMessage(err);
+export async function fail(err: unknown): Promise<never> {
+  const message = err instanceof ServerUnreachableError ? await unreachableMessage() : errorMessage(err);
   process.stderr.write(`Error: ${message}\n`);
   process.exit(1);
 }
@@ -87,7 +88,7 @@ export function action<A>(fn: (argv: A) => Promise<void>): (argv: A) => Promise<
     try {
       await fn(argv);
     } catch (err) {
-      fail(err);
+      await fail(err);
     }
   };
 }

@@ -1,15 +1,38 @@
 // Progress rendering on stderr, after Ollama's progress package: a list of lines (spinners and
 // bars) redrawn in place every 100 ms when stderr is a terminal. When it is not, nothing animates:
 // each line is printed once, in its final form, when the next one starts or the progress stops.
+//
+// Every line is fitted to the terminal's width (less one column), so none wraps: a bar drops its
+// ETA, then its rate, then the bar itself, then shortens its label. A redraw still counts the rows
+// the previous lines take at the current width, so a terminal that reflowed them after a resize
+// is redrawn in place too.
 
 import { formatGoDuration } from "./duration.js";
 import { goFixed, humanBytes } from "./format.js";
+import { displayWidth } from "./table.js";
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
+/** The narrowest bar worth drawing, in cells. */
+const MIN_BAR = 10;
+
+/** `label` + `tail` in at most `width` columns: the label is shortened (with …) first. */
+export function fitLine(label: string, tail: string, width: number): string {
+  const room = width - displayWidth(tail);
+  if (displayWidth(label) <= room) return label + tail;
+  if (room <= 1) return [...(label + tail).trimStart()].slice(0, Math.max(0, width)).join("");
+  let cut = "";
+  for (const ch of label) {
+    if (displayWidth(cut + ch) > room - 1) break;
+    cut += ch;
+  }
+  return cut + "…" + tail;
+}
+
 export interface ProgressState {
+  /** One line, at most `termWidth − 1` columns wide. */
   render(termWidth: number): string;
-  /** The line printed once when output is not a terminal (default: render at 80 columns). */
+  /** The line printed once when output is not a terminal (default: render without a width limit). */
   plain?(): string;
   stop(): void;
 }
@@ -31,12 +54,10 @@ export class Spinner implements ProgressState {
     this.stopped = true;
   }
 
-  render(): string {
-    let out = "";
+  render(termWidth = 80): string {
     const message = this.message.trim();
-    if (message.length > 0) out += message + " ";
-    if (!this.stopped) out += FRAMES[Math.floor((Date.now() - this.started) / 100) % FRAMES.length] + " ";
-    return out;
+    const frame = this.stopped ? "" : FRAMES[Math.floor((Date.now() - this.started) / 100) % FRAMES.length] + " ";
+    return fitLine(message, (message.length > 0 ? " " : "") + frame, termWidth - 1);
   }
 }
 
@@ -117,25 +138,25 @@ export class Bar implements ProgressState {
   }
 
   render(termWidth: number): string {
-    let pre = "";
     const message = this.message.trim();
-    if (message.length > 0) pre += message + " ";
-    pre += lpad(goFixed(this.percent(), 0), 3) + "%";
+    const pct = lpad(goFixed(this.percent(), 0), 3) + "%";
 
     const running = this.stoppedAt === 0;
-    let suf = "";
-    if (running) suf += lpad(humanBytes(this.current), 6) + "/" + lpad(humanBytes(this.max), 6);
-    else suf += lpad(humanBytes(this.max), 6) + " ".repeat(7);
+    const sizes = running ? lpad(humanBytes(this.current), 6) + "/" + lpad(humanBytes(this.max), 6) : lpad(humanBytes(this.max), 6) + " ".repeat(7);
     const rate = this.rate();
-    if (running && rate > 0) suf += "  " + lpad(humanBytes(Math.trunc(rate)), 6) + "/s";
-    else suf += " ".repeat(10);
-    if (running && rate > 0) suf += "  " + lpad(formatEta(Math.trunc((this.max - this.current) / rate)), 6);
-    else suf += " ".repeat(8);
+    const moving = running && rate > 0;
+    const rateText = moving ? "  " + lpad(humanBytes(Math.trunc(rate)), 6) + "/s" : " ".repeat(10);
+    const etaText = moving ? "  " + lpad(formatEta(Math.trunc((this.max - this.current) / rate)), 6) : " ".repeat(8);
 
-    const f = termWidth - pre.length - suf.length - 5;
-    const n = Math.trunc((f * this.percent()) / 100);
-    const mid = " ▕" + "█".repeat(Math.max(n, 0)) + " ".repeat(Math.max(f - n, 0)) + "▏ ";
-    return pre + mid + suf;
+    // Ollama's layout when it fits; narrower, the ETA goes, then the rate, then the bar itself
+    const pre = (message.length > 0 ? message + " " : "") + pct;
+    for (const suf of [sizes + rateText + etaText, sizes + rateText, sizes]) {
+      const f = termWidth - displayWidth(pre) - displayWidth(suf) - 5;
+      if (f < MIN_BAR) continue;
+      const n = Math.trunc((f * this.percent()) / 100);
+      return pre + " ▕" + "█".repeat(Math.max(n, 0)) + " ".repeat(Math.max(f - n, 0)) + "▏ " + suf;
+    }
+    return fitLine(message, `${message.length > 0 ? " " : ""}${pct} ${sizes.trim()}`, termWidth - 1);
   }
 }
 
@@ -148,7 +169,8 @@ export class Progress {
   private readonly states: ProgressState[] = [];
   private readonly tty: boolean;
   private timer: NodeJS.Timeout | undefined;
-  private pos = 0;
+  /** The lines drawn last, to count the rows they take now. */
+  private drawn: string[] = [];
   private flushed = 0;
   private stopped = false;
 
@@ -184,10 +206,12 @@ export class Progress {
   /** Stop and erase every line this progress drew. Returns false if already stopped. */
   stopAndClear(): boolean {
     if (!this.finish()) return false;
-    if (this.tty && this.pos > 0) {
+    if (this.tty && this.drawn.length > 0) {
+      const rows = this.rowsDrawn(this.width());
       let s = "\x1b[?25l";
-      for (let i = 0; i < this.pos; i++) s += (i > 0 ? "\x1b[A" : "") + "\x1b[2K\x1b[1G";
+      for (let i = 0; i < rows; i++) s += (i > 0 ? "\x1b[A" : "") + "\x1b[2K\x1b[1G";
       this.out.write(s + "\x1b[?25h");
+      this.drawn = [];
     }
     return true;
   }
@@ -201,29 +225,37 @@ export class Progress {
   }
 
   private flushPlain(upTo: number): void {
-    const width = this.out.columns || 80;
     for (; this.flushed < upTo; this.flushed++) {
       const state = this.states[this.flushed];
       state?.stop(); // printed once, so in its final form (no spinner frame)
-      const line = (state?.plain ? state.plain() : (state?.render(width) ?? "")).trimEnd();
+      // a file or a pipe has no width: nothing is shortened
+      const line = (state?.plain ? state.plain() : (state?.render(Number.MAX_SAFE_INTEGER) ?? "")).trimEnd();
       if (line !== "") this.out.write(line + "\n");
     }
   }
 
+  private width(): number {
+    return this.out.columns || 80;
+  }
+
+  /** Rows the last drawing takes at `width` (a terminal may have reflowed it since). */
+  private rowsDrawn(width: number): number {
+    return this.drawn.reduce((rows, line) => rows + Math.max(1, Math.ceil(displayWidth(line) / width)), 0);
+  }
+
   private render(): void {
-    if (this.states.length === 0 && this.pos === 0) return;
-    const width = this.out.columns || 80;
+    if (this.states.length === 0 && this.drawn.length === 0) return;
+    const width = this.width();
     const height = this.out.rows || 24;
     let s = "\x1b[?2026h\x1b[?25l";
-    for (let i = 0; i < this.pos - 1; i++) s += "\x1b[A";
+    const up = this.rowsDrawn(width) - 1;
+    if (up > 0) s += `\x1b[${up}A`;
     s += "\x1b[1G";
     const first = Math.max(0, this.states.length - height);
-    for (let i = first; i < this.states.length; i++) {
-      s += this.states[i]!.render(width) + "\x1b[K";
-      if (i < this.states.length - 1) s += "\n";
-    }
+    const lines = this.states.slice(first).map((st) => st.render(width));
+    s += lines.map((l) => l + "\x1b[K").join("\n");
     s += "\x1b[?25h\x1b[?2026l";
     this.out.write(s);
-    this.pos = this.states.length;
+    this.drawn = lines;
   }
 }

@@ -139,6 +139,11 @@ export class ReplInput {
     private readonly parseParameter: ParameterParser,
   ) {}
 
+  /** Inside a `"""` block (a message or /set system): only a closing `"""` ends it. */
+  inBlock(): boolean {
+    return this.multiline !== "none";
+  }
+
   /** Ctrl+C at the prompt: drop what was being typed (Ollama's readline always reports an empty line). */
   interrupt(): LineResult {
     this.buffer = "";

@@ -1,4 +1,4 @@
-// The interactive `run` session on a terminal: reads lines with node:readline (history in
+// The interactive `run` session on a terminal: reads lines with the line editor (history in
 // ~/.ollama/history, 100 entries, unless OLLAMA_NOHISTORY), hands them to ReplInput, and runs the
 // effects it asks for. Ctrl+C while the model answers cancels that answer; at the prompt it clears
 // the line; Ctrl+D on an empty line or /bye exits.
@@ -8,7 +8,6 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import readline from "node:readline";
 import type { Client } from "../api/client.js";
 import type { KeepAlive, ShowResponse, ThinkValue } from "../api/types.js";
 import { parseModelName } from "../registry/name.js";
@@ -18,10 +17,15 @@ import { loadOrUnload } from "./model-load.js";
 import { formatListTable } from "./model-tables.js";
 import { extractFileData } from "./images.js";
 import { isMultiModal, ReplInput, saveRequest, showCommandOutput, type SessionState } from "./repl-input.js";
-import { COLOR_DEFAULT, COLOR_GREY } from "./response-writer.js";
+import { LineEditor } from "./line-editor.js";
 import { chatAnswer } from "./stream-answer.js";
 
 const HISTORY_LIMIT = 100;
+
+/** Ollama's hints on an empty line: at the prompt, inside a `"""` block, after a paste. */
+export const PLACEHOLDER = "Send a message (/? for help)";
+export const MULTILINE_PLACEHOLDER = 'Use """ to end multi-line input';
+export const PASTE_PLACEHOLDER = "Press Enter to send";
 
 class History {
   entries: string[] = [];
@@ -53,121 +57,6 @@ class History {
     } catch {
       // history is best effort
     }
-  }
-}
-
-type ReadResult =
-  | { kind: "line"; line: string; pasting: boolean }
-  | { kind: "interrupt"; line: string }
-  | { kind: "edit"; line: string }
-  | { kind: "eof" };
-
-const BRACKETED_PASTE_ON = "\x1b[?2004h";
-const BRACKETED_PASTE_OFF = "\x1b[?2004l";
-
-/**
- * One readline interface for the session. Lines are queued (a paste arrives as several lines at
- * once); bracketed paste marks the lines that were pasted. Between reads the terminal is put back
- * in cooked mode, so Ctrl+C while the model answers is a real SIGINT, which cancels the request.
- */
-class LineReader {
-  private readonly rl: readline.Interface;
-  private readonly queue: ReadResult[] = [];
-  private waiter: ((r: ReadResult) => void) | undefined;
-  private pasting = false;
-  private prefill = "";
-  private readonly clearPlaceholder = () => void process.stdout.write("\x1b[K");
-  private readonly onKeypress = (_s: string | undefined, key: readline.Key | undefined) => {
-    if (key?.name === "paste-start") this.pasting = true;
-    else if (key?.name === "paste-end") this.pasting = false;
-    else if (key?.ctrl && key.name === "g" && this.waiter) {
-      // Ctrl+G: compose the message in an editor, starting from what was typed
-      const state = this.rl as unknown as { line: string; cursor: number };
-      const line = state.line ?? "";
-      state.line = "";
-      state.cursor = 0;
-      process.stdout.write("\r\x1b[K");
-      this.push({ kind: "edit", line });
-    }
-  };
-
-  constructor(history: string[]) {
-    this.rl = readline.createInterface({
-      input: process.stdin,
-      output: process.stdout,
-      terminal: true,
-      history: [...history].reverse(),
-      historySize: HISTORY_LIMIT,
-    });
-    process.stdin.on("keypress", this.onKeypress);
-    process.stdout.write(BRACKETED_PASTE_ON);
-    this.rl.on("line", (line) => {
-      // the rest of a paste is echoed by readline before we read it: show it as continuation lines
-      if (this.pasting) {
-        this.rl.setPrompt("... ");
-        process.stdout.write("... ");
-      }
-      this.push({ kind: "line", line, pasting: this.pasting });
-    });
-    this.rl.on("SIGINT", () => {
-      // Ctrl+C at the prompt drops what was typed (readline itself would keep it)
-      const state = this.rl as unknown as { line: string; cursor: number };
-      const line = state.line ?? "";
-      state.line = "";
-      state.cursor = 0;
-      this.push({ kind: "interrupt", line });
-    });
-    this.rl.on("close", () => this.push({ kind: "eof" }));
-    this.suspend();
-  }
-
-  private push(r: ReadResult): void {
-    const w = this.waiter;
-    if (!w) {
-      this.queue.push(r);
-      return;
-    }
-    this.waiter = undefined;
-    process.stdin.off("keypress", this.clearPlaceholder);
-    this.suspend();
-    w(r);
-  }
-
-  private suspend(): void {
-    this.rl.pause();
-    if (process.stdin.isTTY) process.stdin.setRawMode(false);
-  }
-
-  read(prompt: string, placeholder: string): Promise<ReadResult> {
-    const queued = this.queue.shift();
-    if (queued) return Promise.resolve(queued);
-    return new Promise((resolve) => {
-      this.waiter = resolve;
-      if (process.stdin.isTTY) process.stdin.setRawMode(true);
-      this.rl.resume();
-      this.rl.setPrompt(prompt);
-      // keep the cursor after text that arrived while we were not reading (the end of a paste)
-      this.rl.prompt(true);
-      const typed = (this.rl as unknown as { line: string }).line ?? "";
-      if (this.prefill) {
-        this.rl.write(this.prefill);
-        this.prefill = "";
-      } else if (placeholder && !this.pasting && typed === "") {
-        process.stdout.write(`${COLOR_GREY}${placeholder}\x1b[${placeholder.length}D${COLOR_DEFAULT}`);
-        process.stdin.once("keypress", this.clearPlaceholder);
-      }
-    });
-  }
-
-  /** Text to put on the next prompt line, as if typed. */
-  setPrefill(text: string): void {
-    this.prefill = text;
-  }
-
-  close(): void {
-    process.stdin.off("keypress", this.onKeypress);
-    process.stdout.write(BRACKETED_PASTE_OFF);
-    this.rl.close();
   }
 }
 
@@ -208,14 +97,15 @@ export async function runRepl(client: Client, state: SessionState, opts: ReplOpt
   let current: AbortController | undefined;
   const onSigint = () => current?.abort();
   process.on("SIGINT", onSigint);
-  const reader = new LineReader(history.entries);
+  const reader = new LineEditor({ input: process.stdin, output: process.stdout }, history.entries);
   let continuation = false;
   try {
     for (;;) {
-      const read = await reader.read(
-        continuation ? "... " : ">>> ",
-        continuation ? "Press Enter to send" : "Send a message (/? for help)",
-      );
+      const read = await reader.read({
+        prompt: continuation ? "... " : ">>> ",
+        placeholder: input.inBlock() ? MULTILINE_PLACEHOLDER : continuation ? PASTE_PLACEHOLDER : PLACEHOLDER,
+        placeholderWhilePasting: input.inBlock(),
+      });
       if (read.kind === "eof") {
         process.stdout.write("\n");
         return;

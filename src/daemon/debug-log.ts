@@ -1,11 +1,10 @@
 // What OLLAMA_DEBUG adds to the log, in one place: a request's rendered prompt and resolved
 // options, a load's full memory plan, and a request's time per phase. Prompt text is written
 // only here and only at debug level: never at info (docs/operations.md).
-import type { LoadOptions } from "../backends/backend.js";
+import type { Placement } from "../backends/backend.js";
 import { formatDurationMs, type Logger } from "./log.js";
 import type { RequestRunOptions } from "./options.js";
 import { currentRequest, type RequestContext } from "./request-context.js";
-import type { MemoryPlan } from "./scheduler/memory.js";
 
 const DEBUG = -4;
 
@@ -31,16 +30,11 @@ export function debugCompletion(prompt: string, options: RequestRunOptions): voi
   log.debug("rendered prompt", { prompt });
 }
 
-/** Every figure of a load's memory plan (the info line "loading …" has the summary). */
-export function debugLoadPlan(log: Logger, model: string, opts: LoadOptions, plan: MemoryPlan): void {
+/** Everything the backend planned for a load (the info line "loading …" has the summary). */
+export function debugLoadPlan(log: Logger, model: string, placement: Placement): void {
   if (log.level > DEBUG) return;
-  const { devices, ...figures } = plan;
-  log.debug("load plan", {
-    model,
-    ...ollamaNames(figures),
-    devices: devices.map((d) => `${d.id}:${d.layers}`).join(",") || undefined,
-    options: ollamaNames(opts),
-  });
+  const { describe: _summary, ...plan } = placement;
+  log.debug("load plan", { model, ...ollamaNames(plan) });
 }
 
 /** One line per request at its end: where its time went. */

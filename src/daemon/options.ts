@@ -2,18 +2,12 @@
 // Unknown keys are ignored; a value of the wrong JSON type is rejected; every number is brought
 // into its range (backends/option-ranges.ts), and a value with no meaning is refused with a 400.
 import os from "node:os";
-import type { SamplingOptions } from "../backends/backend.js";
+import type { RunnerOptions, SamplingOptions } from "../backends/backend.js";
 import { boundOption, optionRefusal, type RangeLimits } from "../backends/option-ranges.js";
 import { OPTION_TYPES } from "../registry/modelfile.js";
 import { badRequest } from "./errors.js";
 
-export interface RunnerOptions {
-  numCtx: number;
-  numBatch: number;
-  numGpu: number;
-  numThread: number;
-  useMmap: boolean | undefined;
-}
+export type { RunnerOptions };
 
 export interface RequestRunOptions {
   runner: RunnerOptions;
@@ -21,6 +15,9 @@ export interface RequestRunOptions {
   numPredict: number;
   numKeep: number;
   stop: string[];
+  /** Only what the model's PARAMETERs and the request set (typed, in range), without defaults:
+   *  for engines that apply defaults of their own (a remote upstream). */
+  explicit: Record<string, unknown>;
 }
 
 const TYPE_WORD: Record<string, string> = { int: "integer", float: "float", bool: "boolean", "string[]": "array of strings" };
@@ -121,5 +118,6 @@ export function resolveOptions(
     numPredict: num("num_predict", -1),
     numKeep: num("num_keep", 4),
     stop: Array.isArray(stop) ? (stop as string[]) : [],
+    explicit: Object.fromEntries([...merged].map(([k, { value }]) => [k, typeof value === "number" ? boundOption(k, value, limits) : value])),
   };
 }

@@ -6,19 +6,20 @@ import type { ApiKey } from "../api-keys.js";
 import type { Config } from "../config.js";
 import { notifyReady } from "../service/notify.js";
 import { pruneAtStartup } from "../registry/prune.js";
-import { LlamaCppBackend } from "../backends/llamacpp/backend.js";
+import { createBackends } from "../backends/index.js";
+import { sweepAtStartup } from "../registry/store-sweep.js";
 import { ModelResolver } from "../registry/model-spec.js";
 import { Store } from "../registry/store.js";
 import type { Deps } from "./deps.js";
 import { createLogger } from "./log.js";
-import { PrometheusMetrics } from "./metrics/prometheus.js";
-import { requestLogFields } from "./request-context.js";
 import { createStateDir } from "./state-dir.js";
 import type { StateStore } from "../backends/llamacpp/protocol.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import { loadApiKeys } from "./keys-file.js";
 import { logAccessPolicy } from "./middleware/api-access.js";
 import { createApp } from "./server.js";
+import { PrometheusMetrics } from "./metrics/prometheus.js";
+import { requestLogFields } from "./request-context.js";
 
 export function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -28,15 +29,15 @@ export function packageVersion(): string {
 export function buildDeps(config: Config, states?: StateStore, keys: readonly ApiKey[] = config.apiKeys): Deps {
   const log = createLogger(config.debug, undefined, { format: config.logFormat, context: requestLogFields });
   const store = new Store(config.models);
-  const backend = new LlamaCppBackend({
-    debug: config.debug >= 1,
-    cpuOnly: config.llmLibrary.toLowerCase() === "cpu",
+  const backends = createBackends({
+    config,
     ...(states ? { states } : {}),
+    warn: (m) => log.warn(m),
     log: (level, msg, fields) => log[level](msg, fields),
   });
   const version = packageVersion();
   const metrics = new PrometheusMetrics(version);
-  const scheduler = new Scheduler({ backend, config, log, observer: metrics });
+  const scheduler = new Scheduler({ backends, config, log, observer: metrics });
   metrics.watch(scheduler);
   return {
     config,
@@ -66,6 +67,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const stateDir = createStateDir();
   const deps = buildDeps(config, stateDir.store, keys);
   logAccessPolicy(deps.log, config, keys);
+  await sweepAtStartup(deps.store.blobsDir, deps.log); // never throws; what killed writes left
   await pruneAtStartup(deps.store, config, deps.log); // never throws; skipped with OLLAMA_NOPRUNE
   const app = createApp(deps);
   const hostname = config.host.host === "" ? "0.0.0.0" : config.host.host;

@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import { allowedOrigins } from "../config.js";
 import type { Deps } from "./deps.js";
-import { ApiError, errorMessage } from "./errors.js";
+import { ApiError, failure } from "./errors.js";
 import { apiAccess } from "./middleware/api-access.js";
 import { cors } from "./middleware/cors.js";
 import { hostGuard } from "./middleware/host-guard.js";
@@ -17,6 +17,7 @@ import { modelRoutes } from "./routes/models.js";
 import { psRoutes } from "./routes/ps.js";
 import { tokenizeRoutes } from "./routes/tokenize.js";
 import { embedRoutes } from "./routes/embed.js";
+import { rerankRoutes } from "./routes/rerank.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { openaiRoutes } from "./routes/openai/index.js";
 import { transferRoutes } from "./routes/transfer.js";
@@ -28,7 +29,7 @@ export function createApp(deps: Deps): Hono {
   app.use("*", hostGuard(deps.config.host.host));
   app.use("*", cors(allowedOrigins(deps.config)));
   app.use("*", apiAccess({ keys: deps.keys, noManagement: deps.config.noManagement }));
-  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes, transferRoutes, embedRoutes, openaiRoutes, tokenizeRoutes, metricsRoutes]) {
+  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes, transferRoutes, embedRoutes, rerankRoutes, openaiRoutes, tokenizeRoutes, metricsRoutes]) {
     app.route("/", routes(deps));
   }
   app.notFound((c) => {
@@ -39,12 +40,9 @@ export function createApp(deps: Deps): Hono {
     return c.text("404 page not found", 404);
   });
   app.onError((err, c) => {
-    if (err instanceof ApiError) {
-      if (err.status >= 500) deps.log.error(err.message);
-      return c.json({ error: err.message }, err.status as 400);
-    }
-    deps.log.error(`internal error: ${errorMessage(err)}`, { stack: deps.log.level < 0 ? (err as Error).stack : undefined });
-    return c.json({ error: errorMessage(err) }, 500);
+    const f = failure(err, c.req.raw.signal.aborted);
+    if (f.logLine) deps.log.error(f.logLine, { stack: deps.log.level < 0 && !(err instanceof ApiError) ? (err as Error).stack : undefined });
+    return c.json({ error: f.error.message }, f.error.status as 400);
   });
   return app;
 }

@@ -10,10 +10,14 @@ import path from "node:path";
 import lockfile from "proper-lockfile";
 import type { ProgressResponse } from "../api/types.js";
 import { GgufError, ggufFacts, readGgufInfo, type GgufInfo } from "./gguf.js";
-import type { ModelResolver } from "./model-spec.js";
+import { ggufSource, type ModelResolver } from "./model-spec.js";
 import { optionRefusal } from "../backends/option-ranges.js";
+import { parseRemoteHosts, RemoteHostError } from "./remote-host.js";
+import { OllamaTemplate } from "../template/ollama.js";
+import { describeRemote, RemoteModelUnknownError, type RemoteDescription } from "./remote-describe.js";
 import { OPTION_TYPES } from "./modelfile.js";
 import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
+import { LOCK_STALE_MS } from "./store-sweep.js";
 import { parseQuantizeType, QuantizeError, quantizeGguf, sourceFileType, type QuantizeTarget } from "./quantize.js";
 import {
   MEDIA_TYPE_ADAPTER,
@@ -55,6 +59,9 @@ export interface CreateInput {
   requires?: string;
   renderer?: string;
   parser?: string;
+  /** A remote model: its upstream(s) (remote-host.ts) and its name there (default: `from`). */
+  remoteHost?: string;
+  remoteModel?: string;
 }
 
 type Progress = (p: ProgressResponse) => void;
@@ -64,6 +71,8 @@ export interface CreateContext {
   pull?: (name: ModelName, progress: Progress) => Promise<void>;
   /** OLLAMA_NOPRUNE */
   noPrune?: boolean;
+  /** Bearer keys of remote upstreams (OLLAMATS_REMOTE_KEYS), to ask them about a remote model. */
+  remoteKeys?: Readonly<Record<string, string>>;
   signal?: AbortSignal;
 }
 
@@ -155,9 +164,10 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
   // line, so a bad request gets its real status even when streamed.
   const files = checkFiles(input.files);
   const adapters = checkFiles(input.adapters);
+  const remote = input.remoteHost !== undefined ? checkRemote(input, files.length + adapters.length > 0) : undefined;
   let fromBlob: string | undefined;
   let fromName: ModelName | undefined;
-  if (input.from) {
+  if (input.from && !remote) {
     const m = BLOB_REF.exec(input.from);
     if (m) fromBlob = parseDigest(m[1] as string) as string;
     else {
@@ -166,7 +176,7 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
       fromName = n;
     }
   }
-  if (!fromName && !fromBlob && files.length === 0) throw new CreateError(400, "neither 'from' or 'files' was specified");
+  if (!remote && !fromName && !fromBlob && files.length === 0) throw new CreateError(400, "neither 'from' or 'files' was specified");
   if (adapters.length > 1) throw new CreateError(400, "only one adapter is currently supported");
   for (const m of input.messages ?? []) {
     if (!ROLES.has(m.role)) throw new CreateError(400, `invalid message role '${m.role}' (use system, user or assistant)`);
@@ -184,7 +194,7 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
   const written: string[] = [...files, ...adapters].map(([, d]) => parseDigest(d) as string);
   if (fromBlob) written.push(fromBlob);
   try {
-    await build(store, models, input, { files, adapters, fromBlob, fromName, newParams, quantize }, progress, written, ctx);
+    await build(store, models, input, { files, adapters, fromBlob, fromName, newParams, quantize, remote }, progress, written, ctx);
   } catch (err) {
     await store.pruneUnreferencedBlobs(written).catch(() => undefined);
     throw err;
@@ -198,6 +208,54 @@ interface Plan {
   fromName?: ModelName;
   newParams: Record<string, unknown>;
   quantize?: QuantizeTarget;
+  remote?: { host: string; model: string };
+}
+
+/** A remote model has no weights here: its upstream(s) must parse, and it needs a name upstream. */
+function checkRemote(input: CreateInput, hasFiles: boolean): { host: string; model: string } {
+  const host = input.remoteHost ?? "";
+  try {
+    parseRemoteHosts(host);
+  } catch (err) {
+    if (err instanceof RemoteHostError) throw new CreateError(400, err.message);
+    throw err;
+  }
+  const model = (input.remoteModel ?? input.from ?? "").trim();
+  if (model === "") throw new CreateError(400, "a remote model needs its name upstream: set 'from' (or 'remote_model') with 'remote_host'");
+  if (hasFiles || input.quantize) throw new CreateError(400, "a remote model has no local weights: leave out 'files', 'adapters' and 'quantize' with 'remote_host'");
+  return { host, model };
+}
+
+/** A Go template (an upstream's /api/show may answer a GGUF's Jinja template, which is no TEMPLATE). */
+function isGoTemplate(text: string): boolean {
+  try {
+    OllamaTemplate.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A remote model's config: where it runs, and what its upstream says it is. */
+async function remoteConfig(remote: { host: string; model: string }, ctx: CreateContext): Promise<{ config: Partial<ModelConfigBlob>; description?: RemoteDescription }> {
+  let d: RemoteDescription | undefined;
+  try {
+    d = await describeRemote(remote.host, remote.model, ctx.remoteKeys ?? {});
+  } catch (err) {
+    if (err instanceof RemoteModelUnknownError) throw new CreateError(400, err.message);
+    throw err;
+  }
+  const config: Partial<ModelConfigBlob> = {
+    model_format: d?.format ?? "",
+    model_family: d?.family ?? "",
+    model_families: d?.families ?? [],
+    model_type: d?.parameterSize ?? "",
+    file_type: d?.quantizationLevel ?? "",
+    remote_host: remote.host,
+    remote_model: remote.model,
+    ...(d?.capabilities?.length ? { capabilities: d.capabilities } : {}),
+  };
+  return { config, ...(d ? { description: d } : {}) };
 }
 
 async function build(store: Store, models: ModelResolver, input: CreateInput, plan: Plan, progress: Progress, written: string[], ctx: CreateContext): Promise<void> {
@@ -207,7 +265,14 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
   let modelInfo: GgufInfo | undefined;
 
   const fromFiles = plan.fromBlob ? ([["model.gguf", plan.fromBlob]] as Array<[string, string]>) : plan.files;
-  if (fromFiles.length > 0) {
+  if (plan.remote) {
+    const r = await remoteConfig(plan.remote, ctx);
+    config = r.config;
+    // The upstream's template and system, unless the request sets its own (then shown by `show`).
+    const d = r.description;
+    if (d?.template !== undefined && input.template === undefined && isGoTemplate(d.template)) input = { ...input, template: d.template };
+    if (d?.system !== undefined && input.system === undefined) input = { ...input, system: d.system };
+  } else if (fromFiles.length > 0) {
     // All files are parsed (and a bad one refused with 400) before the first progress line.
     const parsed = await ggufLayers(store, fromFiles);
     const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);
@@ -241,34 +306,37 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
       .map((l) => ({ ...l, from: source }));
     inheritedParams = base.params;
     config = { ...base.config };
-    modelInfo = base.gguf;
-    if (plan.quantize) checkQuantizable(base.gguf, plan.quantize);
+    modelInfo = ggufSource(base)?.gguf;
+    if (plan.quantize) {
+      if (!modelInfo) throw new CreateError(400, "quantization is only supported for F16, BF16 and F32 models");
+      checkQuantizable(modelInfo, plan.quantize);
+    }
     const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);
     for (const p of adapterParsed) {
       progress({ status: "parsing GGUF" });
       if (!layers.some((l) => l.digest === p.layer.digest)) layers.push(p.layer);
     }
   }
-  if (!layers.some((l) => l.mediaType === MEDIA_TYPE_MODEL)) throw new CreateError(400, "no base model was found");
+  if (!plan.remote && !config.remote_host && !layers.some((l) => l.mediaType === MEDIA_TYPE_MODEL)) throw new CreateError(400, "no base model was found");
 
   if (plan.quantize && modelInfo && sourceFileType(modelInfo) !== plan.quantize) {
     const i = layers.findIndex((l) => l.mediaType === MEDIA_TYPE_MODEL);
     const old = layers[i] as Layer;
-    const q = await quantizeLayer(store, old, modelInfo, plan.quantize, progress, ctx.signal);
+    const { layer: q, created } = await quantizeLayer(store, old, modelInfo, plan.quantize, progress, ctx.signal);
     written.push(q.digest);
     layers[i] = q;
     config = { ...config, ...configFromGguf(await readGgufInfo(store.blobPath(q.digest))) };
-    progress({ status: `creating new layer ${q.digest}` });
+    progress({ status: `${layerStatus(created)} ${q.digest}` });
   }
   for (const l of layers) {
     if (!(plan.quantize && l.mediaType === MEDIA_TYPE_MODEL && !l.from)) progress({ status: `using existing layer ${l.digest}` });
   }
 
   const addText = async (mediaType: string, text: string) => {
-    const { digest, size } = await store.writeBlobBytes(text);
+    const { digest, size, created } = await store.writeBlobBytes(text);
     written.push(digest);
     layers.push({ mediaType, digest, size });
-    progress({ status: `creating new layer ${digest}` });
+    progress({ status: `${layerStatus(created)} ${digest}` });
   };
   if (input.template !== undefined) await addText(MEDIA_TYPE_TEMPLATE, input.template);
   if (input.system !== undefined) await addText(MEDIA_TYPE_SYSTEM, input.system);
@@ -332,11 +400,19 @@ function checkQuantizable(info: GgufInfo, target: QuantizeTarget): void {
   if (!QUANTIZABLE_SOURCES.includes(ft)) throw new CreateError(400, "quantization is only supported for F16, BF16 and F32 models");
 }
 
-/** Quantize the model layer into a new blob, with Ollama's progress lines. */
-async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target: QuantizeTarget, progress: Progress, signal?: AbortSignal): Promise<Layer> {
+/** Ollama's words for a layer a create wrote, or found in the store already (NewLayer). */
+function layerStatus(created: boolean): string {
+  return created ? "creating new layer" : "using existing layer";
+}
+
+/** Quantize the model layer into a blob (`created` false if the store had it), with Ollama's progress lines. */
+async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target: QuantizeTarget, progress: Progress, signal?: AbortSignal): Promise<{ layer: Layer; created: boolean }> {
   const status = `quantizing ${sourceFileType(info)} model to ${target}`;
   await makeDirs(store.blobsDir);
   const tmp = path.join(store.blobsDir, `.quantize-${randomBytes(6).toString("hex")}.tmp`);
+  // Written under a lock of its own, so the startup sweep (store-sweep.ts) can tell a live
+  // quantizer in another process from one that was killed.
+  const release = await lockfile.lock(tmp, { realpath: false, stale: LOCK_STALE_MS, onCompromised: () => undefined });
   let last = 0;
   try {
     progress({ status, digest: "0000000000000000000", total: layer.size, completed: 0 });
@@ -356,10 +432,12 @@ async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target:
     await readGgufInfo(tmp).catch((e: Error) => {
       throw new Error(`quantized model does not verify: ${e.message}`);
     });
+    const existed = await store.hasBlob(res.digest);
     await adoptBlob(store, tmp, res.digest);
-    return { mediaType: MEDIA_TYPE_MODEL, digest: res.digest, size: res.size };
+    return { layer: { mediaType: MEDIA_TYPE_MODEL, digest: res.digest, size: res.size }, created: !existed };
   } finally {
     await fs.rm(tmp, { force: true });
+    await release().catch(() => undefined);
   }
 }
 

@@ -1,7 +1,8 @@
 // Resolves a model name to a ModelSpec: the immutable description of a model that the rest of
-// the daemon consumes (weights path, template, system, params, messages, GGUF facts).
-import { OllamaTemplate } from "../daemon/prompt/gotemplate/ollama.js";
-import { inferThinkingTagsFromTree } from "../daemon/prompt/thinking.js";
+// the daemon consumes (its source — local GGUF weights or remote engines —, template, system,
+// params, messages, capabilities).
+import { OllamaTemplate } from "../template/ollama.js";
+import { inferThinkingTagsFromTree } from "../template/thinking-tags.js";
 import { GgufError, readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
 import { parseModelName, displayName, type ModelName } from "./name.js";
 import {
@@ -21,23 +22,45 @@ export interface SpecMessage {
   content: string;
 }
 
+/** Weights in the store: a GGUF blob, with its (slim) header and the facts Ollama derives. */
+export interface GgufSource {
+  kind: "gguf";
+  path: string;
+  digest: string;
+  /** Blob paths of the ADAPTER (LoRA) layers, in manifest order. */
+  adapters: string[];
+  gguf: GgufInfo;
+  facts: GgufFacts;
+}
+
+/** Ollama's remote stub: the model runs on other engines (config `remote_host`, `remote_model`). */
+export interface RemoteSource {
+  kind: "remote";
+  /** `remote_host` as stored: one upstream URL, or several replicas separated by commas. */
+  host: string;
+  /** The model's name upstream. */
+  model: string;
+}
+
+export type ModelSource = GgufSource | RemoteSource;
+
 export interface ModelSpec {
   name: ModelName;
   shortName: string;
   manifest: StoredManifest;
-  modelPath: string;
-  modelDigest: string;
-  /** Blob paths of the ADAPTER (LoRA) layers, in manifest order. */
-  adapterPaths: string[];
+  source: ModelSource;
   template?: string;
   system?: string;
   params: Record<string, unknown>;
   messages: SpecMessage[];
   licenses: string[];
   config: Partial<ModelConfigBlob>;
-  gguf: GgufInfo;
-  facts: GgufFacts;
   capabilities: string[];
+}
+
+/** The GGUF source of a local model; undefined for a remote one. */
+export function ggufSource(spec: Pick<ModelSpec, "source">): GgufSource | undefined {
+  return spec.source.kind === "gguf" ? spec.source : undefined;
 }
 
 export class InvalidModelNameError extends Error {
@@ -82,16 +105,13 @@ export class ModelResolver {
 
   private async buildSpec(stored: StoredManifest): Promise<ModelSpec> {
     const layers = stored.manifest.layers;
-    const modelLayer = layers.find((l) => l.mediaType === MEDIA_TYPE_MODEL);
-    if (!modelLayer) throw new Error(`model ${displayName(stored.name)} has no GGUF weights layer`);
-    const modelPath = this.store.blobPath(modelLayer.digest);
-    const gguf = await this.gguf(modelLayer.digest, modelPath).catch((err: unknown) => {
-      // A model stored before its file was checked (or by another program): say what to do.
-      if (!(err instanceof GgufError)) throw err;
-      const name = displayName(stored.name);
-      throw new GgufError(`model '${name}' cannot be used: ${err.message}; remove it with 'ollamats rm ${name}' and create or pull it again`);
-    });
-    const facts = ggufFacts(gguf);
+    let config: Partial<ModelConfigBlob> = {};
+    try {
+      config = (await this.store.readBlobJson(stored.manifest.config.digest)) as Partial<ModelConfigBlob>;
+    } catch {
+      // A missing config blob only loses the details shown by /api/tags; the model still runs.
+    }
+    const source = await this.sourceOf(stored, config);
 
     const textOf = async (mediaTypes: string[]) => {
       const layer = [...layers].reverse().find((l) => mediaTypes.includes(l.mediaType));
@@ -105,32 +125,47 @@ export class ModelResolver {
     const messages = messagesLayer ? ((await this.store.readBlobJson(messagesLayer.digest)) as SpecMessage[]) : [];
     const licenses: string[] = [];
     for (const l of layers) if (l.mediaType === MEDIA_TYPE_LICENSE) licenses.push(await this.store.readBlobText(l.digest));
-    let config: Partial<ModelConfigBlob> = {};
-    try {
-      config = (await this.store.readBlobJson(stored.manifest.config.digest)) as Partial<ModelConfigBlob>;
-    } catch {
-      // A missing config blob only loses the details shown by /api/tags; the model still runs.
-    }
 
     const spec: ModelSpec = {
       name: stored.name,
       shortName: displayName(stored.name),
       manifest: stored,
-      modelPath,
-      modelDigest: modelLayer.digest,
-      adapterPaths: layers.filter((l) => l.mediaType === MEDIA_TYPE_ADAPTER).map((l) => this.store.blobPath(l.digest)),
+      source,
       template,
       system,
       params: params ?? {},
       messages: Array.isArray(messages) ? messages : [],
       licenses,
       config,
-      gguf,
-      facts,
       capabilities: [],
     };
     spec.capabilities = capabilitiesOf(spec);
     return spec;
+  }
+
+  /** A remote stub when the config names a remote host; else the GGUF weights layer. */
+  private async sourceOf(stored: StoredManifest, config: Partial<ModelConfigBlob>): Promise<ModelSource> {
+    if (typeof config.remote_host === "string" && config.remote_host !== "") {
+      return { kind: "remote", host: config.remote_host, model: typeof config.remote_model === "string" && config.remote_model !== "" ? config.remote_model : displayName(stored.name) };
+    }
+    const layers = stored.manifest.layers;
+    const modelLayer = layers.find((l) => l.mediaType === MEDIA_TYPE_MODEL);
+    if (!modelLayer) throw new Error(`model ${displayName(stored.name)} has no GGUF weights layer`);
+    const path = this.store.blobPath(modelLayer.digest);
+    const gguf = await this.gguf(modelLayer.digest, path).catch((err: unknown) => {
+      // A model stored before its file was checked (or by another program): say what to do.
+      if (!(err instanceof GgufError)) throw err;
+      const name = displayName(stored.name);
+      throw new GgufError(`model '${name}' cannot be used: ${err.message}; remove it with 'ollamats rm ${name}' and create or pull it again`);
+    });
+    return {
+      kind: "gguf",
+      path,
+      digest: modelLayer.digest,
+      adapters: layers.filter((l) => l.mediaType === MEDIA_TYPE_ADAPTER).map((l) => this.store.blobPath(l.digest)),
+      gguf,
+      facts: ggufFacts(gguf),
+    };
   }
 
   private gguf(digest: string, path: string): Promise<GgufInfo> {
@@ -151,9 +186,11 @@ export class ModelResolver {
  * gives none of those. Without one, the GGUF's Jinja template: `tools`/`tool_call` → tools,
  * `<think>` and `</think>` → thinking. Never `vision`: this engine has no multimodal support.
  */
-export function capabilitiesOf(spec: Pick<ModelSpec, "facts" | "template">): string[] {
+export function capabilitiesOf(spec: Pick<ModelSpec, "source" | "template" | "config">): string[] {
+  if (spec.source.kind === "remote") return remoteCapabilities(spec.config);
+  const facts = spec.source.facts;
   const caps: string[] = [];
-  caps.push(spec.facts.isEmbedding ? "embedding" : "completion");
+  caps.push(facts.isEmbedding ? "embedding" : "completion");
   const goTemplate = spec.template;
   if (goTemplate !== undefined && goTemplate !== "") {
     let t: OllamaTemplate | undefined;
@@ -171,8 +208,18 @@ export function capabilitiesOf(spec: Pick<ModelSpec, "facts" | "template">): str
     }
     return caps;
   }
-  const jinja = spec.facts.chatTemplate ?? "";
+  const jinja = facts.chatTemplate ?? "";
   if (/tools|tool_call/.test(jinja)) caps.push("tools");
   if (jinja.includes("<think>") && jinja.includes("</think>")) caps.push("thinking");
   return caps;
+}
+
+/**
+ * A remote model has what its config says (Ollama: the capabilities stored at create, from the
+ * upstream's /api/show); an OpenAI-API upstream does not say, so anything it may offer is let
+ * through and the upstream refuses what it cannot do.
+ */
+function remoteCapabilities(config: Partial<ModelConfigBlob>): string[] {
+  if (Array.isArray(config.capabilities) && config.capabilities.length > 0) return config.capabilities.filter((c) => typeof c === "string");
+  return ["completion", "tools", "thinking", "embedding"];
 }

@@ -15,7 +15,9 @@ function paramValue(v: unknown): string {
 
 export function modelfileCommands(spec: ModelSpec, store: Store, system: string | undefined, params: Record<string, unknown>): ModelfileCommand[] {
   const layers = spec.manifest.manifest.layers;
-  const cmds: ModelfileCommand[] = [{ name: "model", args: store.blobPath(spec.modelDigest) }];
+  // A remote model is re-created from its name upstream (with remote_host, as Ollama's FROM).
+  const from = spec.source.kind === "gguf" ? store.blobPath(spec.source.digest) : spec.source.model;
+  const cmds: ModelfileCommand[] = [{ name: "model", args: from }];
   for (const l of layers) if (l.mediaType === MEDIA_TYPE_ADAPTER) cmds.push({ name: "adapter", args: store.blobPath(l.digest) });
   for (const l of layers) if (l.mediaType === MEDIA_TYPE_PROJECTOR) cmds.push({ name: "model", args: store.blobPath(l.digest) });
   // Only a TEMPLATE layer is printed: without one the model uses its GGUF chat template, and

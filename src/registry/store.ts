@@ -160,11 +160,12 @@ export class Store {
   }
 
   /** Content-addressed write of an in-memory blob (template, params, config …). */
-  async writeBlobBytes(data: Uint8Array | string): Promise<{ digest: string; size: number }> {
+  /** `created` is false when the blob was there already (Ollama's "using existing layer"). */
+  async writeBlobBytes(data: Uint8Array | string): Promise<{ digest: string; size: number; created: boolean }> {
     const buf = typeof data === "string" ? Buffer.from(data, "utf8") : data;
     const digest = `sha256:${createHash("sha256").update(buf).digest("hex")}`;
-    await this.writeBlobStream(digest, [buf]);
-    return { digest, size: buf.byteLength };
+    const { created } = await this.writeBlobStream(digest, [buf]);
+    return { digest, size: buf.byteLength, created };
   }
 
   async readBlobText(digest: string): Promise<string> {

@@ -280,9 +280,11 @@ export async function installService(ctx: ServiceContext, opts: InstallOptions):
   }
   if (layout.logDir) {
     const dir = onDisk(ctx, layout.logDir);
-    makeDirs(dir).catch((err: unknown) => {
+    try {
+      await makeDirs(dir);
+    } catch (err) {
       throw fsError(err, dir);
-    });
+    }
   }
 
   const lines = env.map(([k, v]) => `  ${displayEnv(k, v)}`);

@@ -65,7 +65,31 @@ export function expectAnswer(value: unknown): void {
   expect(value).toEqual({ answer: expect.stringMatching(/^(yes|no)$/), sure: expect.any(Boolean) });
 }
 
+/**
+ * The daemon the clients talk to. With OLLAMATS_COMPAT_REMOTE=1 (test/compat-remote) every model
+ * is a remote model of a second daemon that holds the real ones, so the same tests check that a
+ * remote model behaves, to each client, exactly as a local one.
+ */
 export async function startCompatDaemon(): Promise<TestDaemon> {
+  const local = await startLocalCompatDaemon();
+  if (process.env.OLLAMATS_COMPAT_REMOTE !== "1") return local;
+  let front: TestDaemon | undefined;
+  try {
+    front = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1" });
+    for (const name of Object.values(MODELS)) {
+      const r = await fetch(`${front.url}/api/create`, { method: "POST", body: JSON.stringify({ model: name, from: name, remote_host: local.url, stream: false }) });
+      expect(r.status, await r.clone().text()).toBe(200);
+    }
+  } catch (err) {
+    await front?.stop();
+    await local.stop();
+    throw err;
+  }
+  const f = front;
+  return { ...f, stop: async () => (await f.stop(), await local.stop()) };
+}
+
+async function startLocalCompatDaemon(): Promise<TestDaemon> {
   const d = await startDaemon();
   try {
     const tiny = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 });

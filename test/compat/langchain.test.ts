@@ -57,7 +57,7 @@ describe("@langchain/ollama", () => {
   });
 
   it("bindTools: the tool call comes back in tool_calls with object args; the tool result is accepted", async () => {
-    const chat = new ChatOllama({ model: MODELS.tools, baseUrl: d.url, seed: 11, numPredict: 64, format: CALL_FORMAT });
+    const chat = new ChatOllama({ model: MODELS.tools, baseUrl: d.url, seed: 11, numPredict: 128, format: CALL_FORMAT });
     const withTools = chat.bindTools([WEATHER_TOOL]);
     const question = new HumanMessage("What is the weather in Rome?");
     const r = await withTools.invoke([question]);

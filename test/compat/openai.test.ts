@@ -95,7 +95,7 @@ describe("openai: chat completions", () => {
       tools: [WEATHER_TOOL],
       response_format: { type: "json_schema" as const, json_schema: { name: "call", schema: CALL_FORMAT } },
       seed: 5,
-      max_tokens: 64,
+      max_tokens: 128, // JSON whitespace may be newlines and indentation, as in Ollama
     };
     const r = await client.chat.completions.create(params);
     const choice = r.choices[0]!;
@@ -274,10 +274,6 @@ describe("openai: bad input gets OpenAI's status and message", () => {
     await expect(client.chat.completions.create({ model: MODELS.chat, messages: [{ role: "user", content: "x" }], tools: [WEATHER_TOOL] })).rejects.toMatchObject({
       status: 400,
       message: expect.stringMatching(/does not support tools$/),
-    });
-    await expect(client.chat.completions.create({ model: MODELS.chat, messages: [{ role: "user", content: "x" }], logprobs: true })).rejects.toMatchObject({
-      status: 400,
-      message: expect.stringMatching(/logprobs are not supported/),
     });
   });
 });

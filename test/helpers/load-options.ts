@@ -1,6 +1,6 @@
 // Runner load options for tests that drive a runner directly (no daemon): CPU, f16 cache,
 // flash attention off, no adapters; each test states only what it changes.
-import type { LoadOptions } from "../../src/backends/backend.js";
+import type { LoadOptions } from "../../src/backends/llamacpp/protocol.js";
 
 export function testLoadOptions(overrides: Partial<LoadOptions> = {}): LoadOptions {
   return {

@@ -1,6 +1,6 @@
 // The inference API end to end on the real daemon and runner (tiny random-weight model): format /
 // JSON schema, tools (a schema forces a tool-call shape so the parser sees a real call), thinking,
-// options (shift/truncate), logprobs and images refused, tokenize/detokenize, heartbeats.
+// options (shift/truncate), images refused, tokenize/detokenize, heartbeats.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Ollama } from "ollama";
@@ -89,16 +89,19 @@ describe("structured output", () => {
     if (r.done_reason === "stop") expect(() => JSON.parse(text)).not.toThrow();
   });
 
-  it("invalid formats are 400s with Ollama's message; unsupported schemas name the keyword", async () => {
+  it("invalid formats and schemas no value satisfies are 400s; pattern and bounds are enforced", async () => {
     const a = await post("/api/generate", { model: "tiny", prompt: "x", format: "xml" });
     expect(a.status).toBe(400);
     expect(a.json()).toEqual({ error: 'invalid format: "\\"xml\\""; expected "json" or a valid JSON Schema object' });
     const b = await post("/api/chat", { model: "tiny", messages: [{ role: "user", content: "x" }], format: { type: "nope" } });
     expect(b.status).toBe(400);
     expect(b.json()).toEqual({ error: 'invalid JSON schema in format: invalid type "nope"' });
-    const c = await post("/api/chat", { model: "tiny", messages: [{ role: "user", content: "x" }], format: { type: "string", pattern: "^a$" } });
+    const c = await post("/api/chat", { model: "tiny", messages: [{ role: "user", content: "x" }], format: { type: "integer", minimum: 5, maximum: 1 } });
     expect(c.status).toBe(400);
-    expect(c.json().error).toMatch(/"pattern" is not supported/);
+    expect(c.json()).toEqual({ error: "invalid JSON schema in format: no integer lies between 5 and 1" });
+    const d = await post("/api/chat", { model: "tiny", messages: [{ role: "user", content: "x" }], format: { type: "string", pattern: "^a[bc]{2}$" }, stream: false, options: opts });
+    expect(d.status).toBe(200);
+    expect(JSON.parse((d.json().message as { content: string }).content)).toMatch(/^a[bc]{2}$/);
   });
 });
 
@@ -112,7 +115,9 @@ describe("tools", () => {
   // Forces the shape of a Llama 3.2 JSON tool call, so the random-weight model "calls" the tool.
   const callShape = {
     type: "object",
-    properties: { name: { const: "get_weather" }, parameters: { type: "object", properties: { city: { type: "string", maxLength: 12 } } } },
+    properties: { name: { const: "get_weather" }, parameters: { type: "object", properties: { city: { type: "string", maxLength: 12 } }, required: ["city"] } },
+    // Optional properties may be left out (as in Ollama's converter): a call needs both.
+    required: ["name", "parameters"],
   };
 
   it("capabilities come from the template", async () => {
@@ -251,13 +256,10 @@ describe("options and the context", () => {
 });
 
 describe("refused inputs", () => {
-  it("top_logprobs out of range first, then logprobs not supported", async () => {
+  it("top_logprobs out of range first, before the model is looked up (logprobs: logprobs.test.ts)", async () => {
     const a = await post("/api/chat", { model: "nope", messages: [], top_logprobs: 50 });
     expect(a.status).toBe(400);
     expect(a.json()).toEqual({ error: "top_logprobs must be between 0 and 20" });
-    const b = await post("/api/generate", { model: "tiny", prompt: "x", logprobs: true });
-    expect(b.status).toBe(400);
-    expect(b.json().error).toMatch(/^logprobs are not supported by this backend/);
     const c = await post("/api/generate", { model: "tiny", prompt: "x", logprobs: false, top_logprobs: 0, options: { num_predict: 1 }, stream: false });
     expect(c.status).toBe(200);
   });

@@ -46,7 +46,7 @@ async function run(j: GenerateJob, signal = new AbortController().signal, onText
     if (ev.type === "text") {
       r.text += ev.text;
       onText?.(r.text);
-    } else {
+    } else if (ev.type === "done") {
       r.evalCount = ev.evalCount;
       r.doneReason = ev.doneReason;
     }
@@ -68,7 +68,7 @@ function longPrompt(n: number, salt: number): string {
 
 beforeAll(async () => {
   const file = await makeTestModel({ shape: "small", type: "Q4_0", seed: 1 });
-  runner = await new LlamaCppBackend({ debug: false, cpuOnly: true }).load(file, opts, { gpuLayers: 0 }, new AbortController().signal);
+  runner = await new LlamaCppBackend({ debug: false, cpuOnly: true }).start(file, opts, { gpuLayers: 0 }, new AbortController().signal);
 }, 120_000);
 
 afterAll(async () => {

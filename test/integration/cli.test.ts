@@ -1,17 +1,18 @@
 // The CLI against the real daemon: create from a Modelfile (blob upload first), run one-shot and
 // from piped stdin, list, show, ps, stop, and the error paths.
 import { execFile } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
-import { CLI, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { CLI, createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 
 const exec = promisify(execFile);
 let d: TestDaemon;
 let dir: string;
+let gguf: string;
 
 async function cli(args: string[], input?: string): Promise<{ stdout: string; stderr: string; code: number }> {
   return new Promise((resolve) => {
@@ -24,7 +25,7 @@ async function cli(args: string[], input?: string): Promise<{ stdout: string; st
 }
 
 beforeAll(async () => {
-  const gguf = await makeTestModel({ shape: "tiny", type: "Q8_0", seed: 1 });
+  gguf = await makeTestModel({ shape: "tiny", type: "Q8_0", seed: 1 });
   d = await startDaemon();
   dir = await mkdtemp(path.join(os.tmpdir(), "ollamats-cli-"));
   await writeFile(
@@ -45,6 +46,19 @@ describe("ollamats CLI", () => {
     const list = await cli(["list"]);
     expect(list.stdout).toMatch(/^NAME\s+ID\s+SIZE\s+MODIFIED/);
     expect(list.stdout).toMatch(/cli-model:latest\s+[0-9a-f]{12}\s+\d+(\.\d)? KB\s+(Less than a second|\d+ seconds?) ago/);
+  });
+
+  it("creating the same model again uses the existing layers, and says so", async () => {
+    const r = await cli(["create", "cli-model", "-f", path.join(dir, "Modelfile")]);
+    expect(r.code).toBe(0);
+    const out = r.stderr + r.stdout;
+    // the weights, the system prompt, the parameters and the license: all in the store already
+    expect(out.match(/^using existing layer sha256:[0-9a-f]{64}$/gm)?.length, out).toBe(4);
+    expect(out).not.toMatch(/creating new layer/);
+    // a changed Modelfile makes exactly the changed layer new
+    await writeFile(path.join(dir, "Modelfile.2"), (await readFile(path.join(dir, "Modelfile"), "utf8")).replace("You are a test.", "You are another test."));
+    const changed = await cli(["create", "cli-model-2", "-f", path.join(dir, "Modelfile.2")]);
+    expect((changed.stderr + changed.stdout).match(/^creating new layer sha256:[0-9a-f]{64}$/gm)?.length).toBe(1);
   });
 
   it("run answers a one-shot prompt, and the same prompt piped on stdin, identically", async () => {
@@ -88,6 +102,18 @@ describe("ollamats CLI", () => {
     const noFile = await cli(["create", "x", "-f", path.join(dir, "missing")]);
     expect(noFile.code).toBe(1);
     expect(noFile.stderr.trim().split("\n")).toHaveLength(1);
+  });
+
+  it("a reader that goes away ends the command quietly: no EPIPE, no stack trace, exit code 0", async () => {
+    expect((await createModelFromFile(d.url, "long-answer", gguf, { parameters: { seed: 3, num_predict: 2000 } })).status).toBe(200);
+    const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    const node = `${q(process.execPath)} ${q(CLI)}`;
+    // the reader is gone before the first write (the sleep), or after 20 bytes of a long answer
+    const pipelines = [`(sleep 0.3; exec ${node} list) | head -n 0`, `${node} run long-answer "Tell me a long story" </dev/null | head -c 20 >/dev/null`];
+    for (const line of pipelines) {
+      const r = await exec("bash", ["-c", `${line}; echo "status=\${PIPESTATUS[0]}" >&2`], { env: d.env, timeout: 60_000 });
+      expect(r.stderr, line).toBe("status=0\n");
+    }
   });
 
   it("says how to start the daemon when it is not running", async () => {

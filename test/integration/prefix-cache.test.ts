@@ -9,7 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
-import type { GenerateJob, LoadOptions, Runner, RunnerEvent } from "../../src/backends/backend.js";
+import type { GenerateJob, Runner, RunnerEvent } from "../../src/backends/backend.js";
+import type { LoadOptions } from "../../src/backends/llamacpp/protocol.js";
 import { LlamaCppBackend } from "../../src/backends/llamacpp/backend.js";
 import { testLoadOptions } from "../helpers/load-options.js";
 import type { StateStore } from "../../src/backends/llamacpp/protocol.js";
@@ -42,7 +43,7 @@ async function run(runner: Runner, j: GenerateJob, onText?: () => void): Promise
     if (ev.type === "text") {
       text += ev.text;
       onText?.();
-    } else return { text, done: ev };
+    } else if (ev.type === "done") return { text, done: ev };
   }
   throw new Error("no done event");
 }
@@ -62,7 +63,7 @@ afterAll(async () => {
 });
 
 async function load(opts = baseOpts): Promise<Runner> {
-  return new LlamaCppBackend({ debug: false, cpuOnly: true, states }).load(modelFile, opts, { gpuLayers: 0 }, new AbortController().signal);
+  return new LlamaCppBackend({ debug: false, cpuOnly: true, states }).start(modelFile, opts, { gpuLayers: 0 }, new AbortController().signal);
 }
 
 describe("prefix reuse across slots and unloads", () => {

@@ -28,11 +28,11 @@ function tmux(...args: string[]): string {
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** Start `ollamats run <args>` in a fresh tmux window; the shell prints EXITED:<code> when it ends. */
-function startRun(session: string, args: string[], extraEnv: Record<string, string> = {}): void {
+function startRun(session: string, args: string[], extraEnv: Record<string, string> = {}, width = WIDTH): void {
   const env = { OLLAMA_HOST: d.host, HOME: home, TERM: "xterm-256color", PATH: process.env.PATH ?? "/usr/bin:/bin", ...extraEnv };
   const envWords = Object.entries(env).map(([k, v]) => shellQuote(`${k}=${v}`));
   const cmd = `env -i ${envWords.join(" ")} ${shellQuote(process.execPath)} ${shellQuote(CLI)} run ${args.map(shellQuote).join(" ")}; echo EXITED:$?; sleep 600`;
-  tmux("new-session", "-d", "-s", session, "-x", String(WIDTH), "-y", "200", cmd);
+  tmux("new-session", "-d", "-s", session, "-x", String(width), "-y", "200", cmd);
 }
 
 function screen(session: string): string {
@@ -101,9 +101,11 @@ describe.skipIf(!haveTmux && !process.env.CI)("ollamats run in a terminal (tmux)
     type(s, "/set parameter temperature 0.5");
     await waitFor(s, (t) => t.includes("Set parameter 'temperature' to '0.5'"), "the /set confirmation");
 
-    // a """ block: the first line opens it, the continuation prompt shows, the closing line sends it
+    // a """ block: the first line opens it, the continuation prompt says how it ends (Ollama's
+    // words: Enter does not send here), the closing line sends it
     type(s, '"""first line');
-    await waitFor(s, (t) => /\n\.\.\. Press Enter to send\s*$/.test(t) || /\n\.\.\. \s*$/.test(t), "the continuation prompt");
+    await waitFor(s, (t) => /\n\.\.\. Use """ to end multi-line input\s*$/.test(t), "the continuation prompt");
+    expect(screen(s)).not.toContain("Press Enter to send");
     type(s, 'second line"""');
     await idlePrompt(s, "the answer to the multi-line message");
     expect(lines(s)).toContain('>>> """first line');
@@ -183,6 +185,59 @@ describe.skipIf(!haveTmux && !process.env.CI)("ollamats run in a terminal (tmux)
     keys(s, "C-d");
     await waitFor(s, (t) => t.includes("EXITED:0"), "the REPL to exit on Ctrl+D");
   }, 120_000);
+
+  // Text inserted in the middle of a line lands at the cursor however it arrives: a bracketed
+  // paste, fast typing (several characters in one read), IME text (wide characters); a line longer
+  // than the terminal wraps and is redrawn in place.
+  for (const width of [40, 60, 120]) {
+    it(`edits at the cursor at ${width} columns: pasted, fast-typed and wide text, a wrapped line`, async () => {
+      const s = `edit${width}`;
+      startRun(s, ["repl-model"], {}, width);
+      await idlePrompt(s, "the first prompt");
+      const send = async (what: string) => {
+        keys(s, "Enter");
+        await idlePrompt(s, `the answer to ${what}`);
+      };
+
+      tmux("send-keys", "-t", s, "-l", "short line here");
+      keys(s, "Left", "Left", "Left", "Left");
+      tmux("set-buffer", "-b", "xyz", "xyz");
+      tmux("paste-buffer", "-p", "-b", "xyz", "-t", s);
+      await waitFor(s, (t) => t.includes(">>> short line xyzhere"), "the paste at the cursor");
+      await send("the pasted line");
+
+      tmux("send-keys", "-t", s, "-l", "fast typed");
+      keys(s, "Left", "Left", "Left", "Left", "Left");
+      tmux("send-keys", "-t", s, "-l", "and "); // one write: the way fast typing arrives
+      await waitFor(s, (t) => t.includes(">>> fast and typed"), "the typed text at the cursor");
+      await send("the typed line");
+
+      tmux("send-keys", "-t", s, "-l", "日本語テキスト");
+      keys(s, "Home", "Right", "Right");
+      tmux("send-keys", "-t", s, "-l", "中文");
+      await waitFor(s, (t) => t.includes(">>> 日本中文語テキスト"), "the wide text at the cursor");
+      await send("the wide line");
+
+      // longer than the terminal: wraps; an edit near its start redraws it in place, once
+      const long = Array.from({ length: Math.ceil((width * 1.5) / 6) }, (_, i) => `w${String(i).padStart(3, "0")}`).join(" ");
+      tmux("send-keys", "-t", s, "-l", long);
+      keys(s, "Home", "Right", "Right", "Right", "Right");
+      tmux("send-keys", "-t", s, "-l", "[x]");
+      const edited = long.slice(0, 4) + "[x]" + long.slice(4);
+      await waitFor(s, (t) => t.replace(/\n/g, "").includes(`>>> ${edited}`), "the wrapped line edited");
+      const joined = tmux("capture-pane", "-p", "-J", "-t", s, "-S", "-1000");
+      expect(joined.split(long.slice(-10)).length - 1, joined).toBe(1); // drawn once, no stale copies
+      for (const l of lines(s)) expect(l.length, l).toBeLessThanOrEqual(width);
+      await send("the long line");
+
+      type(s, `/save edited-${width}`);
+      await waitFor(s, (t) => t.includes(`Created new model 'edited-${width}'`), "the /save confirmation");
+      const users = ((await show(`edited-${width}`)).messages ?? []).filter((m) => m.role === "user").map((m) => m.content);
+      expect(users).toEqual(["short line xyzhere", "fast and typed", "日本中文語テキスト", edited]);
+      type(s, "/bye");
+      await waitFor(s, (t) => t.includes("EXITED:0"), "the REPL to exit");
+    }, 120_000);
+  }
 
   it("prints an embedding model's vector, and the server version for -v", async () => {
     const v = spawnSync(process.execPath, [CLI, "-v"], { encoding: "utf8", env: { ...process.env, OLLAMA_HOST: d.host } });

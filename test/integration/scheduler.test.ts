@@ -347,7 +347,7 @@ describe("the runner: longest-prefix slot choice and prompt reuse", () => {
   }
 
   beforeAll(async () => {
-    runner = await new LlamaCppBackend({ debug: false, cpuOnly: true }).load(tiny, opts, { gpuLayers: 0 }, new AbortController().signal);
+    runner = await new LlamaCppBackend({ debug: false, cpuOnly: true }).start(tiny, opts, { gpuLayers: 0 }, new AbortController().signal);
   }, 60_000);
   afterAll(async () => {
     await runner?.close();

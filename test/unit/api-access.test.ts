@@ -11,6 +11,7 @@ import { createLogger } from "../../src/daemon/log.js";
 import { INFERENCE_SCOPE, INVALID_KEY, MISSING_KEY, NO_MANAGEMENT } from "../../src/daemon/middleware/api-access.js";
 import { routeAccess } from "../../src/daemon/routes/access.js";
 import { createApp } from "../../src/daemon/server.js";
+import { OLLAMA_API_VERSION } from "../../src/daemon/api-version.js";
 
 const ALL = "all-0123456789abcdef0123456789";
 const INFER = "inf-0123456789abcdef0123456789";
@@ -63,7 +64,7 @@ describe("the route access table", () => {
 describe("off by default", () => {
   it("without OLLAMA_API_KEYS or OLLAMA_NO_MANAGEMENT nothing asks for a key or refuses a route", async () => {
     const { req } = app({});
-    expect(await (await req("/api/version")).json()).toEqual({ version: "0.0.0-test" });
+    expect(await (await req("/api/version")).json()).toEqual({ version: OLLAMA_API_VERSION, ollamats_version: "0.0.0-test" });
     const pull = await req("/api/pull", { method: "POST", body: "{" });
     expect(pull.status).toBe(400); // the route's own validation answered
     expect((await req("/nope")).status).toBe(404);

@@ -53,6 +53,11 @@ describe("Client", () => {
     expect(seen.at(-1)?.headers["user-agent"]).toBe("ollamats/test");
   });
 
+  it("the server's version is ollamats' own when it answers one (the Ollama API version otherwise)", async () => {
+    routes.set("GET /api/version", (_q, _b, res) => json(res, 200, { version: "0.13.2", ollamats_version: "1.2.3" }));
+    expect(await new Client(base).version()).toBe("1.2.3");
+  });
+
   it("streams NDJSON split anywhere across chunks", async () => {
     routes.set("POST /api/generate", async (_q, body, res) => {
       expect(JSON.parse(body.toString())).toEqual({ model: "m", prompt: "hi" });

@@ -1,11 +1,12 @@
 // The built CLI without a daemon: usage errors on one line with exit code 1, `-v` without a
 // server, "could not connect" with how to start the daemon (serve, or the installed service),
 // and help text.
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseQuantizeType } from "../../src/registry/quantize.js";
 import { serviceStartHint } from "../../src/service/manage.js";
 import { CLI } from "../helpers/daemon.js";
 
@@ -32,6 +33,11 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: 
 describe("usage errors: one line, exit code 1", () => {
   const cases: [string[], string][] = [
     [["frobnicate"], 'Error: unknown command "frobnicate" for "ollamats"'],
+    [["lsit"], 'Error: unknown command "lsit" for "ollamats"\n\nDid you mean this?\n\tlist\n'],
+    [["rnu", "m"], 'Error: unknown command "rnu" for "ollamats"\n\nDid you mean this?\n\trun\n\trm\n'],
+    [["service", "unistall"], 'Error: unknown command "unistall" for "ollamats service"\n\nDid you mean this?\n\tinstall\n\tuninstall\n'],
+    [["run", "m", "--nowordrap"], "Error: unknown flag: --nowordrap\n\nDid you mean this?\n\t--nowordwrap\n"],
+    [["run", "m", "--format"], "Error: flag needs an argument: --format"],
     [["run", "m", "--bogus"], "Error: unknown flag: --bogus"],
     [["list", "-z"], "Error: unknown shorthand flag: 'z' in -z"],
     [["run"], "Error: requires at least 1 arg(s), only received 0"],
@@ -98,6 +104,40 @@ describe("without a daemon", () => {
   });
 });
 
+describe("serve checks the models directory at start", () => {
+  const stops = (models: string) => cli(["serve"], { OLLAMA_MODELS: models, OLLAMA_HOST: "127.0.0.1:0" });
+  const tail = "; set OLLAMA_MODELS to a directory ollamats can create and write\n";
+
+  it("refuses a file, a path under a file, and /proc, before listening", async () => {
+    const file = path.join(home, "a-file");
+    await writeFile(file, "");
+    for (const [models, reason, at] of [
+      [file, "a part of the path is a file, not a directory", path.join(file, "blobs")],
+      [path.join(file, "sub"), "a part of the path is a file, not a directory", path.join(file, "sub", "blobs")],
+      ["/proc/ollamats-models", "the directory cannot be created there", "/proc/ollamats-models/blobs"],
+    ] as const) {
+      const r = await stops(models);
+      expect(r.code, models).toBe(1);
+      expect(r.stderr).toBe(`Error: the models directory ${models} (OLLAMA_MODELS) cannot be used: ${reason} (${at})${tail}`);
+      expect(r.stdout).not.toContain("Listening");
+    }
+  });
+
+  it.skipIf(process.getuid?.() !== 0 || spawnSync("sh", ["-c", "command -v runuser"]).status !== 0)("refuses a directory it may not write", async () => {
+    const models = path.join(home, "root-only");
+    await mkdir(path.join(models, "blobs"), { recursive: true, mode: 0o755 });
+    await mkdir(path.join(models, "manifests"), { recursive: true, mode: 0o755 });
+    const r = spawnSync("runuser", ["-u", "nobody", "--", process.execPath, CLI, "serve"], {
+      encoding: "utf8",
+      cwd: "/",
+      timeout: 20_000,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent", OLLAMA_HOST: "127.0.0.1:0", OLLAMA_MODELS: models },
+    });
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^Error: the models directory ${models} \\(OLLAMA_MODELS\\) cannot be used: permission denied \\(${models}/blobs[/)]`));
+  });
+});
+
 describe("help", () => {
   it("lists every command, with service", async () => {
     const r = await cli(["--help"]);
@@ -116,5 +156,13 @@ describe("help", () => {
     }
     expect(r.stdout).toMatch(/^ {6}OLLAMA_HOST {19}IP Address for the ollama server \(default 127\.0\.0\.1:11434\)$/m);
     expect(r.stdout).toMatch(/^ {6}OLLAMA_NOHISTORY {14}Do not preserve readline history$/m);
+  });
+
+  it("`create --help` suggests only quantization levels the daemon accepts", async () => {
+    const r = await cli(["create", "--help"]);
+    const line = r.stdout.split("\n").find((l) => l.includes("--quantize")) ?? "";
+    const levels = line.match(/\b[qQfF]\d+(_[0-9A-Za-z]+)*\b/g) ?? [];
+    expect(levels.length, line).toBeGreaterThan(0);
+    for (const level of levels) expect(() => parseQuantizeType(level), level).not.toThrow();
   });
 });

@@ -1,7 +1,7 @@
 // Terminal display: `show` sections (cmd_test.go TestShowInfo), progress lines and the streamed
 // answer (word wrap, thinking block).
 import { describe, expect, it } from "vitest";
-import { Bar, formatEta, Progress, Spinner } from "../../src/cli/progress.js";
+import { Bar, fitLine, formatEta, Progress, Spinner } from "../../src/cli/progress.js";
 import { ResponseWriter, WrapWriter } from "../../src/cli/response-writer.js";
 import { formatShowInfo, type ShowInfo } from "../../src/cli/show-info.js";
 import type { ModelDetails } from "../../src/api/types.js";
@@ -223,6 +223,54 @@ describe("progress", () => {
     expect(line.length).toBe(79);
   });
 
+  it("fits a bar to the terminal: drops the ETA, then the rate, then the bar, then shortens the label", () => {
+    const bar = new Bar("pulling 0123456789ab:", 4_700_000_000, 0);
+    bar.set(1_200_000_000);
+    // a rate: two buckets a second apart
+    (bar as unknown as { buckets: { updated: number; value: number }[] }).buckets.unshift({ updated: Date.now() - 2000, value: 0 });
+    const at = (w: number) => bar.render(w);
+    expect(at(120)).toMatch(/^pulling 0123456789ab:  26% ▕█+ +▏ 1\.2 GB\/4\.7 GB +\d+ MB\/s +\S+$/);
+    expect(at(120).length).toBe(119);
+    expect(at(66)).toMatch(/▏ 1\.2 GB\/4\.7 GB +\d+ MB\/s$/); // no ETA
+    expect(at(56)).toMatch(/▏ 1\.2 GB\/4\.7 GB$/); // no rate
+    expect(at(41)).toBe("pulling 0123456789ab:  26% 1.2 GB/4.7 GB"); // no bar
+    expect(at(30)).toBe("pulling 0…  26% 1.2 GB/4.7 GB");
+    for (let w = 10; w <= 200; w++) expect(displayWidthOf(at(w)), `width ${w}`).toBeLessThan(w);
+  });
+
+  it("shortens a spinner's message to the width, keeping the frame", () => {
+    const s = new Spinner("using existing layer sha256:" + "a".repeat(64));
+    const line = s.render(40);
+    expect(line.length).toBe(39);
+    expect(line).toMatch(/^using existing layer sha256:a+… [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] $/);
+    expect(fitLine("abc", "12345", 4)).toBe("abc1"); // not even the tail fits: the start, cut
+  });
+
+  it("moves up over the rows the last drawing takes now, wrapped lines included", () => {
+    class TtySink {
+      text = "";
+      isTTY = true;
+      columns = 80;
+      rows = 24;
+      write(s: string) {
+        this.text += s;
+        return true;
+      }
+    }
+    const sink = new TtySink();
+    const p = new Progress(sink as unknown as NodeJS.WritableStream, { tty: true });
+    p.add(new Spinner("pulling manifest"));
+    const bar = new Bar("pulling 0123456789ab:", 100, 0);
+    p.add(bar);
+    (p as unknown as { render(): void }).render();
+    // the terminal shrinks to 30 columns and reflows the 79-column bar line onto 3 rows
+    sink.columns = 30;
+    sink.text = "";
+    (p as unknown as { render(): void }).render();
+    expect(sink.text).toContain("\x1b[3A"); // 1 row + 3 rows, less the one the cursor is on
+    p.stopAndClear();
+  });
+
   it("formats ETAs with two units at most", () => {
     expect(formatEta(3599)).toBe("59m59s");
     expect(formatEta(3720)).toBe("1h2m");
@@ -230,6 +278,10 @@ describe("progress", () => {
     expect(formatEta(5)).toBe("5s");
   });
 });
+
+function displayWidthOf(s: string): number {
+  return [...s].length;
+}
 
 describe("response display", () => {
   it("wraps at width − 5, moving the partial word to the next line", () => {

@@ -6,6 +6,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { normalizeArgs, usageError } from "../../src/cli/args.js";
+import { fastRoute } from "../../src/cli/fast-path.js";
+import { editDistance, suggestionsFor } from "../../src/cli/suggest.js";
 import { inferThink, parseFormatFlag, parseKeepAliveFlag, parseThinkFlag } from "../../src/cli/commands/run.js";
 import { buildCreatePlan, expandPath, requestFileNames } from "../../src/cli/modelfile-request.js";
 import { ReplInput, saveRequest, showCommandOutput, type SessionState } from "../../src/cli/repl-input.js";
@@ -396,4 +398,36 @@ describe("command line", () => {
     expect(usageError("Unknown arguments: a, b", "cp", ["cp", "s", "d", "a", "b"])).toBe('unexpected argument "a" for "ollamats cp"');
     expect(usageError("Not enough non-option arguments: got 0, need at least 1", "show")).toBe("requires at least 1 arg(s), only received 0");
   });
+
+  it("flag values that are missing, in cobra's words", () => {
+    expect(usageError("Not enough arguments following: format", "run")).toBe("flag needs an argument: --format");
+    expect(usageError("Not enough arguments following: f", "create")).toBe("flag needs an argument: 'f' in -f");
+  });
+
+  it("suggests what a mistyped command or flag probably meant (cobra: distance <= 2, or a prefix)", () => {
+    const commands = ["serve", "create", "show", "run", "stop", "pull", "push", "list", "ps", "cp", "rm", "service", "help"];
+    expect(usageError("Unknown argument: lsit", undefined, ["lsit"], { commands })).toBe('unknown command "lsit" for "ollamats"\n\nDid you mean this?\n\tlist\n');
+    expect(usageError("Unknown argument: serv", undefined, ["serv"], { commands })).toBe('unknown command "serv" for "ollamats"\n\nDid you mean this?\n\tserve\n\tservice\n');
+    expect(usageError("Unknown argument: PULLL", undefined, ["PULLL"], { commands })).toBe('unknown command "PULLL" for "ollamats"\n\nDid you mean this?\n\tpull\n');
+    expect(usageError("Unknown argument: frobnicate", undefined, ["frobnicate"], { commands })).toBe('unknown command "frobnicate" for "ollamats"');
+    expect(usageError("Unknown argument: instal", "service", ["service", "instal"])).toBe('unknown command "instal" for "ollamats service"\n\nDid you mean this?\n\tinstall\n');
+    expect(usageError("Unknown argument: verbos", "run", ["run", "m", "--verbos"], { flags: ["verbose", "insecure"] })).toBe("unknown flag: --verbos\n\nDid you mean this?\n\t--verbose\n");
+    expect(editDistance("kitten", "SITTING")).toBe(3);
+    expect(suggestionsFor("", ["list"])).toEqual([]);
+  });
+
+  it("takes only flagless list, ps, run and a lone -v without yargs", () => {
+    expect(fastRoute(["-v"])).toEqual({ kind: "version" });
+    expect(fastRoute(["--version"])).toEqual({ kind: "version" });
+    expect(fastRoute(["ls"])).toEqual({ kind: "list" });
+    expect(fastRoute(["list", "llama"])).toEqual({ kind: "list", prefix: "llama" });
+    expect(fastRoute(["ps"])).toEqual({ kind: "ps" });
+    expect(fastRoute(["run", "m", "why", "is", "the", "sky", "blue?"])).toEqual({ kind: "run", model: "m", prompt: ["why", "is", "the", "sky", "blue?"] });
+    expect(fastRoute(["run", "m"])).toEqual({ kind: "run", model: "m", prompt: [] });
+    // anything else is yargs' to read: flags, help, mistakes, other commands
+    for (const args of [[], ["run"], ["run", "m", "--verbose"], ["run", "m", "--", "x"], ["list", "a", "b"], ["-v", "list"], ["help"], ["show", "m"], ["lsit"], ["run", "-h"]]) {
+      expect(fastRoute(args), args.join(" ")).toBeUndefined();
+    }
+  });
+
 });

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
 import { embedInputs, embeddingContextOptions } from "../../src/backends/llamacpp/embed.js";
 import { ApiError } from "../../src/daemon/errors.js";
-import { applyDimensions, inputTokenLimit, normalize, parseEmbedInput, specialTokenAllowance } from "../../src/daemon/routes/embed.js";
+import { inputTokenLimit, specialTokenAllowance } from "../../src/backends/llamacpp/embed-inputs.js";
+import { applyDimensions, normalize, parseEmbedInput } from "../../src/daemon/services/embed.js";
 
 const norm = (v: number[]) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 

@@ -65,6 +65,19 @@ describe("cases", () => {
     expect(magic).toBeGreaterThan(gguf * 0.8);
   });
 
+  it("no request declares a Content-Length above its body, except one over the daemon's limit", () => {
+    const lies: string[] = [];
+    for (let k = 0; k < 1000; k++) {
+      for (const s of planCase(1, k, fx, doc).steps) {
+        const declared = s.req.headers["content-length"];
+        if (declared === undefined) continue;
+        const n = Number(declared);
+        if (n > (s.req.body?.length ?? 0) && n <= 64 << 20) lies.push(`case ${k} ${s.label}: ${declared} for ${s.req.body?.length ?? 0} bytes`);
+      }
+    }
+    expect(lies).toEqual([]);
+  });
+
   it("pull, push and create name no registry but 127.0.0.1:1 in 1,000 cases", () => {
     const names: string[] = [];
     for (let k = 0; k < 1000; k++) {

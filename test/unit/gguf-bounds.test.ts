@@ -9,7 +9,7 @@ import { GgufValueType, tensorBytes, writeGguf, type KvEntry, type TensorSpec } 
 import { buildModel } from "../../scripts/make-test-model.js";
 import { GgufError, ggufFacts, readGgufInfo } from "../../src/registry/gguf.js";
 import { ggufArrayLength, ggufTokenText } from "../../src/registry/gguf-slim.js";
-import { modelShape } from "../../src/daemon/scheduler/memory.js";
+import { modelShape } from "../../src/backends/llamacpp/memory.js";
 
 let dir: string;
 let n = 0;

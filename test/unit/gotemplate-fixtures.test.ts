@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { OllamaTemplate, type ApiMessage, type ApiTool, type OllamaValues } from "../../src/daemon/prompt/gotemplate/ollama.js";
+import { OllamaTemplate, type ApiMessage, type ApiTool, type OllamaValues } from "../../src/template/ollama.js";
 
 const dir = join(import.meta.dirname, "../fixtures/templates");
 const load = (name: string): OllamaTemplate => OllamaTemplate.parse(readFileSync(join(dir, name), "utf8"));

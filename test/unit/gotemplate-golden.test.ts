@@ -3,7 +3,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { OllamaTemplate, type ApiMessage } from "../../src/daemon/prompt/gotemplate/ollama.js";
+import { OllamaTemplate, type ApiMessage } from "../../src/template/ollama.js";
 
 const dir = join(import.meta.dirname, "../fixtures/templates/ollama-repo");
 

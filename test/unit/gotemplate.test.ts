@@ -13,8 +13,8 @@ import {
   parseTemplate,
   type ExecuteOptions,
   type StructType,
-} from "../../src/daemon/prompt/gotemplate/index.js";
-import { toolPropertyValue } from "../../src/daemon/prompt/gotemplate/ollama.js";
+} from "../../src/template/index.js";
+import { toolPropertyValue } from "../../src/template/ollama.js";
 
 const render = (text: string, data: unknown = {}, opts?: ExecuteOptions): string => parseTemplate(text, "t").execute(data, opts);
 const parseErr = (text: string): string => {

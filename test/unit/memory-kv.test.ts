@@ -1,7 +1,7 @@
 // Flash attention and KV cache types per model: OLLAMA_FLASH_ATTENTION, OLLAMA_KV_CACHE_TYPE and
 // the _K/_V extension against what the model can do.
 import { describe, expect, it } from "vitest";
-import { checkKvSettings, KvConfigError, resolveKvCache, type AttentionFacts, type KvSettings } from "../../src/daemon/scheduler/kv-cache.js";
+import { checkKvSettings, KvConfigError, resolveKvCache, type AttentionFacts, type KvSettings } from "../../src/backends/llamacpp/kv-cache.js";
 
 const llama: AttentionFacts = { architecture: "llama", headDimK: 128, headDimV: 128, isEmbedding: false };
 const hd16: AttentionFacts = { ...llama, headDimK: 16, headDimV: 16 };

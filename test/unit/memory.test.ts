@@ -15,7 +15,7 @@ import {
   type GpuDevice,
   type ModelShape,
   type PlanInput,
-} from "../../src/daemon/scheduler/memory.js";
+} from "../../src/backends/llamacpp/memory.js";
 
 const GiB = 1024 ** 3;
 const Q4_0 = 18 / 32; // bytes per weight

@@ -2,7 +2,7 @@
 // parser. Counts and sums must be exactly what was reported; label values stay bounded; the
 // state of the loaded models is read at scrape time (a runner that does not answer is left out).
 import { describe, expect, it } from "vitest";
-import type { Runner, RunnerStats } from "../../src/backends/backend.js";
+import type { Runner, RunnerStats, UpstreamState } from "../../src/backends/backend.js";
 import { PrometheusMetrics, type MetricsSource } from "../../src/daemon/metrics/prometheus.js";
 import { meterTransfer } from "../../src/daemon/metrics/transfer-meter.js";
 import type { GenerationRecord } from "../../src/daemon/request-context.js";
@@ -23,11 +23,15 @@ async function scrape(m: PrometheusMetrics): Promise<Scrape> {
   return new Scrape(await m.render());
 }
 
-function loaded(name: string, opts: { slots: number; ctx: number; refCount: number; size: number; vram: number; stats?: () => Promise<RunnerStats> }): LoadedModel {
+function loaded(
+  name: string,
+  opts: { slots: number; ctx: number; refCount: number; size: number; vram: number; stats?: () => Promise<RunnerStats>; upstreams?: () => UpstreamState[] },
+): LoadedModel {
   const runner = {
     slots: opts.slots,
     info: { contextLength: opts.ctx, gpuLayers: 0, sizeBytes: opts.size, vramBytes: opts.vram, threads: 2 },
     ...(opts.stats ? { stats: opts.stats } : {}),
+    ...(opts.upstreams ? { upstreams: opts.upstreams } : {}),
   } as unknown as Runner;
   return { spec: { shortName: name }, runner, refCount: opts.refCount, expiresAt: new Date(Date.now() + 60_000) } as unknown as LoadedModel;
 }
@@ -99,7 +103,6 @@ describe("PrometheusMetrics", () => {
     expect([wait.count, wait.sum]).toEqual([1, 0.25]);
     expect(s.value("ollamats_registry_transfer_bytes_total", { direction: "pull" })).toBe(1000);
     expect(s.samples("ollamats_registry_transfer_bytes_total", { direction: "push" })).toEqual([]);
-    expect(s.value("ollamats_upstream_up", { upstream: "gpu-box" })).toBe(0);
     expect(s.value("ollamats_upstream_requests_total", { upstream: "gpu-box", result: "error" })).toBe(1);
   });
 
@@ -109,6 +112,18 @@ describe("PrometheusMetrics", () => {
       loaded("a:latest", { slots: 4, ctx: 512, refCount: 3, size: 900, vram: 300, stats: async () => ({ slotsBusy: 2, kvCellsUsed: 700 }) }),
       // a runner that never answers is left out of the slot and KV figures, not waited for
       loaded("b:latest", { slots: 1, ctx: 256, refCount: 0, size: 100, vram: 0, stats: () => new Promise<RunnerStats>(() => undefined) }),
+      // a remote model: its upstreams' health and load, as /api/ps has them
+      loaded("r:latest", {
+        slots: 4,
+        ctx: 8192,
+        refCount: 1,
+        size: 0,
+        vram: 0,
+        upstreams: () => [
+          { url: "http://gpu-1:8080", api: "openai", state: "healthy", outstanding: 1 },
+          { url: "http://gpu-2:8080", api: "openai", state: "open", outstanding: 0 },
+        ],
+      }),
     ];
     let depth = 2;
     const source: MetricsSource = {
@@ -122,7 +137,10 @@ describe("PrometheusMetrics", () => {
     const s = await scrape(m);
     expect(Date.now() - t0).toBeLessThan(5000);
     expect(s.problems("ollamats_")).toEqual([]);
-    expect(s.value("ollamats_models_loaded")).toBe(2);
+    expect(s.value("ollamats_models_loaded")).toBe(3);
+    expect(s.value("ollamats_upstream_up", { model: "r:latest", upstream: "http://gpu-1:8080" })).toBe(1);
+    expect(s.value("ollamats_upstream_up", { model: "r:latest", upstream: "http://gpu-2:8080" })).toBe(0);
+    expect(s.value("ollamats_upstream_requests_outstanding", { model: "r:latest" })).toBe(1);
     expect(s.value("ollamats_queue_depth")).toBe(2);
     expect(s.value("ollamats_model_ram_bytes", { model: "a:latest" })).toBe(600);
     expect(s.value("ollamats_model_vram_bytes", { model: "a:latest" })).toBe(300);
@@ -139,6 +157,7 @@ describe("PrometheusMetrics", () => {
     const after = await scrape(m);
     expect(after.value("ollamats_models_loaded")).toBe(0);
     expect(after.samples("ollamats_model_slots")).toEqual([]);
+    expect(after.samples("ollamats_upstream_up")).toEqual([]);
     expect(after.value("ollamats_queue_depth")).toBe(0);
   });
 

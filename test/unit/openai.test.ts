@@ -264,8 +264,8 @@ describe("embeddings and errors", () => {
   });
 
   it("the OpenAI error shape", () => {
-    expect(openaiError(400, "bad")).toEqual({ error: { message: "bad", type: "invalid_request_error", param: null, code: null } });
-    expect(openaiError(404, "x").error.type).toBe("not_found_error");
-    expect(openaiError(500, "x").error.type).toBe("api_error");
+    expect(openaiError(new ApiError(400, "bad"))).toEqual({ error: { message: "bad", type: "invalid_request_error", param: null, code: null } });
+    expect(openaiError(new ApiError(404, "x")).error.type).toBe("not_found_error");
+    expect(openaiError(new ApiError(500, "x")).error.type).toBe("api_error");
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { GenerateJob, LoadOptions } from "../../src/backends/backend.js";
+import type { LoadOptions, RunnerJob as GenerateJob } from "../../src/backends/llamacpp/protocol.js";
 import { boundJob, boundLoadOptions } from "../../src/backends/option-ranges.js";
 import { resolveOptions } from "../../src/daemon/options.js";
 

@@ -1,7 +1,7 @@
 // Fitting a rendered prompt into the context (Ollama's truncate / shift rules, runner side).
 import { describe, expect, it } from "vitest";
 import type { Token } from "node-llama-cpp";
-import { PROMPT_TOO_LONG } from "../../src/backends/backend.js";
+import { PROMPT_TOO_LONG } from "../../src/backends/errors.js";
 import { fitPrompt } from "../../src/backends/llamacpp/generate.js";
 
 const seq = (n: number) => Array.from({ length: n }, (_, i) => i as Token); // token 0 plays BOS

@@ -2,7 +2,11 @@ import os from "node:os";
 // The scheduler with a fake backend: eviction, waiting, the load queue, keep-alive, reloads,
 // memory-driven placement and shutdown, without any runner process.
 import { afterEach, describe, expect, it } from "vitest";
-import type { Backend, DeviceInfo, LoadedInfo, LoadOptions, LoadPlan, Runner, RunnerExit } from "../../src/backends/backend.js";
+import type { DeviceInfo, LoadedInfo, Runner, RunnerExit } from "../../src/backends/backend.js";
+import { LlamaCppBackend } from "../../src/backends/llamacpp/backend.js";
+import type { LoadOptions, LoadPlan } from "../../src/backends/llamacpp/protocol.js";
+import { LLAMACPP_FEATURES, type RunnerProcess } from "../../src/backends/llamacpp/runner-process.js";
+import { Backends } from "../../src/backends/registry.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { ApiError } from "../../src/daemon/errors.js";
 import { createLogger } from "../../src/daemon/log.js";
@@ -17,6 +21,7 @@ const GiB = 1024 ** 3;
 
 class FakeRunner implements Runner {
   readonly slots = 1;
+  readonly features = LLAMACPP_FEATURES;
   closed = false;
   readonly budgets: number[] = [];
   setThreadBudget(threads: number) {
@@ -44,8 +49,8 @@ class FakeRunner implements Runner {
   }
 }
 
-class FakeBackend implements Backend {
-  readonly name = "fake";
+/** The real llama.cpp backend (planner, reload rule) with fake devices and runners. */
+class FakeBackend extends LlamaCppBackend {
   readonly loads: Array<{ path: string; opts: LoadOptions; plan: LoadPlan }> = [];
   readonly runners: FakeRunner[] = [];
   ramBytes = 64 * GiB;
@@ -53,17 +58,17 @@ class FakeBackend implements Backend {
   /** Loads wait for this when set. */
   gate: Promise<void> | null = null;
 
-  live(): FakeRunner[] {
+  liveRunners(): FakeRunner[] {
     return this.runners.filter((r) => !r.closed);
   }
 
-  async devices(): Promise<DeviceInfo[]> {
-    const used = this.live().reduce((a, r) => a + r.info.sizeBytes - r.info.vramBytes, 0);
+  override async devices(): Promise<DeviceInfo[]> {
+    const used = this.liveRunners().reduce((a, r) => a + r.info.sizeBytes - r.info.vramBytes, 0);
     const cpu: DeviceInfo = { id: "cpu", kind: "cpu", name: "CPU", totalBytes: this.ramBytes, freeBytes: this.ramBytes - used };
     return [cpu, ...this.gpus];
   }
 
-  async load(path: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal): Promise<Runner> {
+  override async start(path: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal): Promise<RunnerProcess> {
     this.loads.push({ path, opts, plan });
     if (this.gate) {
       await Promise.race([this.gate, new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted"))))]);
@@ -71,7 +76,7 @@ class FakeBackend implements Backend {
     const size = MODEL_BYTES.get(path) ?? GiB;
     const r = new FakeRunner({ contextLength: opts.numCtx, gpuLayers: plan.gpuLayers, sizeBytes: size, vramBytes: 0, threads: 2 }, path);
     this.runners.push(r);
-    return r;
+    return r as unknown as RunnerProcess;
   }
 }
 
@@ -103,10 +108,7 @@ function spec(name: string, bytes = GiB): ModelSpec {
   };
   return {
     shortName: `${name}:latest`,
-    modelPath: path,
-    adapterPaths: [],
-    gguf,
-    facts: { contextLength: 4096, isEmbedding: false },
+    source: { kind: "gguf", path, adapters: [], gguf, facts: { contextLength: 4096, isEmbedding: false } },
   } as unknown as ModelSpec;
 }
 
@@ -115,8 +117,8 @@ const runnerOpts = (o: Partial<RunnerOptions> = {}): RunnerOptions => ({ numCtx:
 let scheduler: Scheduler | undefined;
 function setup(env: Record<string, string> = {}, observer?: SchedulerObserver): { s: Scheduler; b: FakeBackend; config: Config } {
   const config = loadConfig({ OLLAMA_MODELS: "/tmp/none", ...env });
-  const b = new FakeBackend();
-  const s = new Scheduler({ backend: b, config, log: createLogger(0, () => {}), ...(observer ? { observer } : {}) });
+  const b = new FakeBackend({ debug: false, cpuOnly: true, config });
+  const s = new Scheduler({ backends: new Backends([b]), config, log: createLogger(0, () => {}), ...(observer ? { observer } : {}) });
   scheduler = s;
   return { s, b, config };
 }

@@ -286,8 +286,8 @@ process.stdout.write(JSON.stringify(r));`,
   it("writeBlobBytes is content-addressed", async () => {
     const a = await store.writeBlobBytes("{{ .Prompt }}");
     const b = await store.writeBlobBytes(Buffer.from("{{ .Prompt }}"));
-    expect(a).toEqual({ digest: `sha256:${sha("{{ .Prompt }}")}`, size: 13 });
-    expect(b).toEqual(a);
+    expect(a).toEqual({ digest: `sha256:${sha("{{ .Prompt }}")}`, size: 13, created: true });
+    expect(b).toEqual({ ...a, created: false }); // the second write found the blob ("using existing layer")
     expect(await store.readBlobText(a.digest)).toBe("{{ .Prompt }}");
   });
 });

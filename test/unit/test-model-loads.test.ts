@@ -77,3 +77,21 @@ describe("tiny embedding model", () => {
     }
   });
 });
+
+describe("tiny reranker (--ranking)", () => {
+  it("is a ranking model to node-llama-cpp: scores in (0, 1) that differ by document and repeat exactly", async () => {
+    const model = await load({ type: "F32", ranking: true });
+    expect(model.fileInsights.supportsRanking).toBe(true);
+    expect(model.fileInfo.metadata.general.architecture).toBe("qwen3");
+    const ctx = await model.createRankingContext({ contextSize: 256, threads: 1 });
+    try {
+      const docs = ["cats eat fish", "stock prices fell", "a small animal"];
+      const scores = await ctx.rankAll("what do cats eat", docs);
+      expect(scores.every((s) => s > 0 && s < 1)).toBe(true);
+      expect(new Set(scores).size).toBe(3);
+      expect(await ctx.rankAll("what do cats eat", docs)).toEqual(scores);
+    } finally {
+      await ctx.dispose();
+    }
+  });
+});

@@ -4,8 +4,9 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { PROMPT_TOO_LONG, RunnerError, type GenerateJob, type Runner, type RunnerEvent } from "../../src/backends/backend.js";
-import { startCompletion, type CompletionEvent, type CompletionRequest } from "../../src/daemon/completion.js";
+import type { GenerateJob, Logprob, PromptJob, Runner, RunnerEvent } from "../../src/backends/backend.js";
+import { EngineError, PROMPT_TOO_LONG } from "../../src/backends/errors.js";
+import { startCompletion, type CompletionEvent, type CompletionRequest } from "../../src/daemon/services/completion.js";
 import { resolveOptions } from "../../src/daemon/options.js";
 import { selectTemplate, type RenderInput } from "../../src/daemon/prompt/render.js";
 import type { Scheduler } from "../../src/daemon/scheduler/scheduler.js";
@@ -18,7 +19,7 @@ const qwen25 = selectTemplate(readFileSync(path.join(FIXTURES, "qwen2.5.gotmpl")
 const DONE: RunnerEvent = { type: "done", doneReason: "stop", promptEvalCount: 5, promptEvalDurationNs: 10, evalCount: 3, evalDurationNs: 20 };
 
 /** A runner whose output is chosen per job; records every job it ran. */
-function fakeRunner(script: (job: GenerateJob) => string[] | Error, opts: { delayMs?: number } = {}) {
+function fakeRunner(script: (job: GenerateJob) => Array<string | { text: string; logprobs: Logprob[] }> | Error, opts: { delayMs?: number } = {}) {
   const jobs: GenerateJob[] = [];
   const runner = {
     slots: 1,
@@ -27,7 +28,7 @@ function fakeRunner(script: (job: GenerateJob) => string[] | Error, opts: { dela
       jobs.push(job);
       const out = script(job);
       if (out instanceof Error) throw out;
-      for (const text of out) yield { type: "text", text };
+      for (const t of out) yield typeof t === "string" ? { type: "text", text: t } : { type: "text", ...t };
       yield DONE;
     },
     tokenize: async (t: string) => [...t].map((_, i) => i),
@@ -114,21 +115,40 @@ describe("completion event stream", () => {
   });
 
   it("format on a thinking model: generation restarts with the grammar once thinking ends, from prompt + thinking", async () => {
-    const f = fakeRunner((job) => (job.grammar ? ['{"a": true}'] : ["<think>plan</think>", "Sure! Here"]));
-    const format = { kind: "schema" as const, schema: { type: "object", properties: { a: { type: "boolean" } } } };
+    const f = fakeRunner((job) => ("format" in job && job.format ? ['{"a": true}'] : ["<think>plan</think>", "Sure! Here"]));
+    const format = { backend: "fake", value: { kind: "schema" as const, schema: { type: "object", properties: { a: { type: "boolean" } } } } };
     const evs = await all((await startCompletion(f.scheduler, request(qwen3, { think: true, format, formatAfterThinking: true }))).events);
     expect(textOf(evs, "thinking")).toBe("plan");
     expect(textOf(evs, "content")).toBe('{"a": true}');
     expect(f.jobs).toHaveLength(2);
-    expect(f.jobs[0]?.grammar).toBeUndefined();
-    expect(f.jobs[1]?.grammar).toEqual(format);
-    expect(f.jobs[1]?.prompt).toBe(f.jobs[0]!.prompt + "<think>plan</think>");
+    const prompts = f.jobs as PromptJob[];
+    expect(prompts[0]?.format).toBeUndefined();
+    expect(prompts[1]?.format).toEqual(format);
+    expect(prompts[1]?.prompt).toBe(prompts[0]!.prompt + "<think>plan</think>");
   });
 
   it("format without thinking applies at once", async () => {
     const f = fakeRunner(() => ["{}"]);
-    await all((await startCompletion(f.scheduler, request(qwen3, { think: false, format: { kind: "json" }, formatAfterThinking: true }))).events);
-    expect(f.jobs.map((j) => j.grammar)).toEqual([{ kind: "json" }]);
+    await all((await startCompletion(f.scheduler, request(qwen3, { think: false, format: { backend: "fake", value: { kind: "json" } }, formatAfterThinking: true }))).events);
+    expect(f.jobs.map((j) => j.format)).toEqual([{ backend: "fake", value: { kind: "json" } }]);
+  });
+
+  it("logprobs go with the events their text became; a parser holding text back sends them on an empty content event", async () => {
+    const lp = (token: string): Logprob[] => [{ token, logprob: -1, bytes: [...Buffer.from(token)] }];
+    const tools = [{ type: "function", function: { name: "get_weather" } }];
+    const parts = ["<think>hm</think>", '<tool_call>\n{"name": "get_weather", ', '"arguments": {}}\n</tool_call>'];
+    const f = fakeRunner(() => parts.map((text) => ({ text, logprobs: lp(text) })));
+    const req = request(qwen3, { think: true, tools, prompt: { template: qwen3, input: input({ tools }) }, logprobs: 2 });
+    const evs = await all((await startCompletion(f.scheduler, req)).events);
+    expect(f.jobs[0]?.logprobs).toBe(2);
+    expect(evs.map((e) => [e.type, "logprobs" in e ? (e.logprobs as Logprob[])[0]!.token : undefined])).toEqual([
+      ["thinking", parts[0]],
+      ["content", parts[1]],
+      ["content", parts[2]],
+      ["tool_calls", undefined],
+      ["done", undefined],
+    ]);
+    expect(evs.filter((e) => e.type === "content").map((e) => (e as { text: string }).text)).toEqual(["", ""]);
   });
 
   it("truncate/shift/num_keep reach the runner job", async () => {
@@ -138,7 +158,7 @@ describe("completion event stream", () => {
   });
 
   it("a prompt that does not fit (runner error before the first token) is a 400 thrown at start", async () => {
-    const f = fakeRunner(() => new RunnerError(PROMPT_TOO_LONG));
+    const f = fakeRunner(() => new EngineError("prompt_too_long", PROMPT_TOO_LONG));
     await expect(startCompletion(f.scheduler, request(qwen3, { shift: false }))).rejects.toMatchObject({ status: 400, message: PROMPT_TOO_LONG });
     expect(f.released()).toBe(1);
   });
@@ -156,7 +176,7 @@ describe("completion event stream", () => {
 
   it("an error after committing to the stream comes out of the events", async () => {
     process.env.OLLAMATS_HEARTBEAT_MS = "0";
-    const f = fakeRunner(() => new RunnerError(PROMPT_TOO_LONG), { delayMs: 20 });
+    const f = fakeRunner(() => new EngineError("prompt_too_long", PROMPT_TOO_LONG), { delayMs: 20 });
     const c = await startCompletion(f.scheduler, request(qwen25, { heartbeat: true }));
     await expect(all(c.events)).rejects.toMatchObject({ status: 400 });
   });

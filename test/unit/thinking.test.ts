@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { OllamaTemplate } from "../../src/daemon/prompt/gotemplate/ollama.js";
+import { OllamaTemplate } from "../../src/template/ollama.js";
 import { selectTemplate } from "../../src/daemon/prompt/render.js";
 import { ThinkingParser, inferThinkingTagsFromTree, stripHistoryThinking, thinkingTags } from "../../src/daemon/prompt/thinking.js";
 import { capabilitiesOf } from "../../src/registry/model-spec.js";
@@ -38,19 +38,19 @@ describe("thinking tags inferred from templates (thinking/template.go)", () => {
     expect(tagsOf("{{ range .Messages }}{{ if .Thinking }}<r>{{ .Thinking }}</r>{{ end }}{{ end }}")).toEqual({ open: "<r>", close: "</r>" });
   });
   it("capabilities: thinking exactly when both tags are inferred; tools from .Tools; insert from .Suffix", () => {
-    const caps = (template: string) => capabilitiesOf({ template, facts: { isEmbedding: false } as never });
+    const caps = (template: string) => capabilitiesOf({ template, config: {}, source: { kind: "gguf", facts: { isEmbedding: false } } as never });
     expect(caps(fixture("qwen3"))).toEqual(["completion", "tools", "thinking"]);
     expect(caps(fixture("deepseek-r1"))).toEqual(["completion", "thinking"]);
     expect(caps(fixture("qwen2.5"))).toEqual(["completion", "tools"]);
     expect(caps("{{ .Prompt }}{{ .Suffix }}")).toEqual(["completion", "insert"]);
     expect(caps("{{ if .X }")).toEqual(["completion"]); // does not parse: nothing derived
     // Jinja (no Go template): tool and think markers
-    expect(capabilitiesOf({ template: undefined, facts: { isEmbedding: false, chatTemplate: "{% if tools %}<think></think>{% endif %}" } as never })).toEqual([
+    expect(capabilitiesOf({ template: undefined, config: {}, source: { kind: "gguf", facts: { isEmbedding: false, chatTemplate: "{% if tools %}<think></think>{% endif %}" } } as never })).toEqual([
       "completion",
       "tools",
       "thinking",
     ]);
-    expect(capabilitiesOf({ template: undefined, facts: { isEmbedding: true } as never })).toEqual(["embedding"]);
+    expect(capabilitiesOf({ template: undefined, config: {}, source: { kind: "gguf", facts: { isEmbedding: true } } as never })).toEqual(["embedding"]);
   });
   it("the tags of a selected template (Go or Jinja)", () => {
     expect(thinkingTags(selectTemplate(fixture("qwen3"), undefined, "", ""))).toEqual({ open: "<think>", close: "</think>" });

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ToolCall } from "../../src/api/types.js";
-import { OllamaTemplate } from "../../src/daemon/prompt/gotemplate/ollama.js";
+import { OllamaTemplate } from "../../src/template/ollama.js";
 import { selectTemplate } from "../../src/daemon/prompt/render.js";
 import {
   ToolCallParser,

@@ -1,9 +1,22 @@
-// The llama.cpp backend: one runner child process per loaded model (node-llama-cpp inside).
+// The llama.cpp backend: local GGUF models, one runner child process per loaded model
+// (node-llama-cpp inside). It owns its memory planner (memory.ts), its KV-cache policy
+// (kv-cache.ts), its reload rule (placement.ts) and its grammar compiler (json-schema.ts).
 import { readFile } from "node:fs/promises";
 import os from "node:os";
-import type { Backend, DeviceInfo, LoadOptions, LoadPlan, Runner } from "../backend.js";
-import type { GpuProbe, StateStore } from "./protocol.js";
-import { RunnerProcess, type RunnerLogSink } from "./runner-process.js";
+import { loadConfig, type Config } from "../../config.js";
+import { ggufSource, type GgufSource, type ModelSpec } from "../../registry/model-spec.js";
+import type { Backend, CompiledFormat, DeviceInfo, Placement, Runner, RunnerFeatures, RunnerOptions, StructuredOutput } from "../backend.js";
+import { specialTokenAllowance } from "./embed-inputs.js";
+import { FormatCompiler } from "./format-compiler.js";
+import { compileLlamaFormat } from "./json-schema.js";
+import { checkKvSettings } from "./kv-cache.js";
+import { humanBytes2, ramShortMessage, type MemoryPlan } from "./memory.js";
+import { FactsCache, loadOptionsFor, needsReload, planFor } from "./placement.js";
+import type { GpuProbe, LoadOptions, LoadPlan, StateStore } from "./protocol.js";
+import { LLAMACPP_FEATURES, RunnerProcess, type RunnerLogSink } from "./runner-process.js";
+
+/** llama.cpp's LLAMA_POOLING_TYPE_RANK: a reranker (Ollama's rule still calls it "embedding"). */
+const POOLING_RANK = 4;
 
 /** Which environment variable restricts a runner to some GPUs, per ggml backend. */
 const VISIBLE_ENV: Record<string, string> = { cuda: "CUDA_VISIBLE_DEVICES", vulkan: "GGML_VK_VISIBLE_DEVICES" };
@@ -13,10 +26,26 @@ interface Live {
   gpus: string[]; // GPU ids it may use
 }
 
-export class LlamaCppBackend implements Backend {
+/** A local model's placement: its load options and the memory plan for them. */
+export interface LlamaPlacement extends Placement {
+  opts: LoadOptions;
+  memory: MemoryPlan;
+  source: GgufSource;
+}
+
+/** What a request wants of a local runner: its load options. */
+interface LlamaWant {
+  opts: LoadOptions;
+  source: GgufSource;
+}
+
+export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
   readonly name = "llamacpp";
   private probed: Promise<GpuProbe> | null = null;
   private readonly live = new Set<Live>();
+  private readonly config: Config;
+  private readonly facts: FactsCache;
+  private readonly formats = new FormatCompiler();
 
   constructor(
     private readonly opts: {
@@ -25,10 +54,100 @@ export class LlamaCppBackend implements Backend {
       cpuOnly?: boolean;
       /** where runners keep their slots' prompt caches across unloads (none: not kept) */
       states?: StateStore;
+      config?: Config;
       /** the daemon's log, for the runners' lines */
       log?: RunnerLogSink;
     },
-  ) {}
+  ) {
+    this.config = opts.config ?? loadConfig(process.env);
+    checkKvSettings(this.config); // contradicting cache settings stop the daemon at start
+    this.facts = new FactsCache(this.config);
+  }
+
+  handles(spec: ModelSpec): boolean {
+    return spec.source.kind === "gguf";
+  }
+
+  /** One runner per weights file, as Ollama's scheduler keys runners by model path. */
+  modelKey(spec: ModelSpec): string {
+    return `gguf:${this.source(spec).path}`;
+  }
+
+  /** A reranker (pooling_type rank) ranks documents and does not embed. */
+  features(spec: ModelSpec): RunnerFeatures {
+    if (ggufSource(spec)?.facts.poolingType !== POOLING_RANK) return LLAMACPP_FEATURES;
+    return { ...LLAMACPP_FEATURES, rank: true, embed: { missing: "this model is a reranker (pooling_type rank); rank documents with /api/rerank" } };
+  }
+
+  compileFormat(format: StructuredOutput): CompiledFormat | Promise<CompiledFormat> {
+    if (format.kind === "json") return { backend: this.name, value: compileLlamaFormat(format) };
+    const compiled = this.formats.compile(format.schema);
+    return compiled instanceof Promise ? compiled.then((value) => ({ backend: this.name, value })) : { backend: this.name, value: compiled };
+  }
+
+  private source(spec: ModelSpec): GgufSource {
+    const src = ggufSource(spec);
+    if (!src) throw new Error(`${spec.shortName} is not a local GGUF model`);
+    return src;
+  }
+
+  want(spec: ModelSpec, runner: RunnerOptions): LlamaWant {
+    const source = this.source(spec);
+    return { source, opts: loadOptionsFor(this.config, source, runner, this.facts.get(source).kv) };
+  }
+
+  needsReload(loaded: LlamaPlacement, wanted: LlamaWant): boolean {
+    return needsReload(loaded.opts, wanted.opts);
+  }
+
+  async plan(_spec: ModelSpec, { source, opts }: LlamaWant): Promise<LlamaPlacement> {
+    const facts = this.facts.get(source);
+    const devices = await this.devices();
+    const memory = planFor(this.config, devices, facts.shape, opts);
+    const gpuNames = new Map(devices.map((d) => [d.id, d.name]));
+    return {
+      fits: memory.fitsRam && memory.fitsGpu,
+      ...(memory.fitsRam ? {} : { refusal: ramShortMessage(memory) }),
+      local: true,
+      sharesCpu: (!memory.fullOffload || memory.gpuLayers === 0) && opts.numThread === 0,
+      warnings: facts.kv.warnings,
+      describe: {
+        layers: `${memory.gpuLayers}/${facts.shape.blockCount + 1} on GPU`,
+        gpus: memory.devices.length > 0 ? memory.devices.map((d) => `${gpuNames.get(d.id) ?? d.id}:${d.layers}`).join(",") : undefined,
+        "memory.required": humanBytes2(memory.totalBytes),
+        "memory.vram": humanBytes2(memory.vramBytes),
+        "memory.kv": humanBytes2(memory.kvBytes),
+        "memory.graph": humanBytes2(memory.graphBytes),
+        ctx: `${opts.numCtx}x${opts.slots}`,
+        kv: `${opts.kvCacheTypeK}/${opts.kvCacheTypeV}`,
+        flash_attention: opts.flashAttention,
+      },
+      opts,
+      memory,
+      source,
+    };
+  }
+
+  async load(spec: ModelSpec, p: LlamaPlacement, signal: AbortSignal): Promise<Runner> {
+    const plan: LoadPlan = {
+      gpuLayers: p.memory.gpuLayers,
+      ...(p.memory.devices.length > 0 ? { gpus: p.memory.devices.map((d) => d.id) } : {}),
+      ...(Number.isFinite(this.config.loadTimeoutMs) ? { loadTimeoutMs: this.config.loadTimeoutMs } : {}),
+    };
+    const runner = await this.start(p.source.path, p.opts, plan, signal);
+    runner.embedAllowance = specialTokenAllowance(p.source.gguf.metadata);
+    return runner;
+  }
+
+  warmUp(log: (msg: string) => void): void {
+    void this.devices().then(
+      (d) => {
+        const gpus = d.filter((x) => x.kind === "gpu").map((g) => `${g.library} ${g.name} ${humanBytes2(g.totalBytes)}`);
+        log(gpus.length > 0 ? `GPUs: ${gpus.join(", ")}` : "no GPU found, models run on the CPU");
+      },
+      (err: unknown) => log(`device discovery failed: ${(err as Error).message}`),
+    );
+  }
 
   /**
    * GPUs come from a short-lived runner child, once (the daemon never loads the native addon
@@ -75,7 +194,8 @@ export class LlamaCppBackend implements Backend {
     return [cpu, ...gpus];
   }
 
-  async load(modelPath: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal): Promise<Runner> {
+  /** Starts a runner child for a weights file (what load does once the plan is made). */
+  async start(modelPath: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal): Promise<RunnerProcess> {
     const gpu = plan.gpuLayers !== 0 ? await this.probe() : null;
     const all = gpu && gpu.library !== false ? gpu.names.map((_, i) => String(i)) : [];
     const gpus = plan.gpus ?? all;

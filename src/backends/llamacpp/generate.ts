@@ -1,16 +1,20 @@
 // One generation on one context sequence, inside the runner process: tokenize, fit the prompt
 // into the context (Ollama's truncate/shift rules), reuse the cached prefix, evaluate with the
 // request's sampling options and grammar, decode text incrementally, apply Ollama's stop and
-// num_predict rules, shift the context (keeping num_keep tokens) or stop when it is full.
+// num_predict rules, shift the context (keeping num_keep tokens) or stop when it is full; with
+// `logprobs`, each token's log probability (logprobs.ts) goes out with its text.
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
-import { PROMPT_TOO_LONG, type GenerateJob, type GenerateStats } from "../backend.js";
+import type { GenerateStats, Logprob } from "../backend.js";
+import { EngineError, PROMPT_TOO_LONG } from "../errors.js";
+import type { RunnerJob } from "./protocol.js";
 import { StopMatcher } from "../stop-matcher.js";
 import { grammarCacheFor } from "./grammar.js";
+import { tokenLogprob } from "./logprobs.js";
 import type { StepGate } from "./step-gate.js";
 
 const DEFAULT_NUM_KEEP = 4; // Ollama's default num_keep
 
-export function promptTokens(model: LlamaModel, job: GenerateJob): Token[] {
+export function promptTokens(model: LlamaModel, job: RunnerJob): Token[] {
   const body = model.tokenize(job.prompt, true) as Token[];
   const bos = model.tokens.bos;
   if (job.prefixTokens && job.prefixTokens.length > 0) return [...(job.prefixTokens as Token[]), ...body];
@@ -37,7 +41,7 @@ export function fitPrompt(
 ): Token[] {
   const fullLimit = contextSize - 1;
   if (tokens.length <= fullLimit) return tokens;
-  if (opts.truncate === false || opts.shift === false) throw new Error(PROMPT_TOO_LONG);
+  if (opts.truncate === false || opts.shift === false) throw new EngineError("prompt_too_long", PROMPT_TOO_LONG);
   const keep = keepCount(tokens, opts.numKeep ?? DEFAULT_NUM_KEEP, opts.bos, contextSize);
   const limit = contextSize - Math.max(Math.floor((contextSize - keep) / 2), 1);
   const tail = Math.max(0, limit - keep);
@@ -62,11 +66,12 @@ class TrailingWhitespace {
 export async function runGeneration(
   model: LlamaModel,
   seq: LlamaContextSequence,
-  job: GenerateJob,
+  job: RunnerJob,
   /** The job's prompt as tokens (promptTokens), already computed to choose the slot. */
   prompt: Token[],
   signal: AbortSignal,
-  onText: (text: string) => void,
+  /** Text as it is decided; with `job.logprobs`, the entries of the tokens that made it. */
+  onText: (text: string, logprobs?: Logprob[]) => void,
   /** The runner's lockstep (step-gate.ts), this sequence's id in it, and what to do once the
    *  prompt is evaluated (let go of a hold on the other sequences). */
   lockstep?: { gate: StepGate; id: number; onFirstToken?: () => void },
@@ -97,9 +102,18 @@ export async function runGeneration(
   let doneReason: "stop" | "length" = "stop";
   let tFirst: bigint | null = null;
 
+  // Log probabilities wait for the text their tokens make and go out with it (tokens whose text
+  // a stop sequence or the trailing whitespace swallows have none).
+  const top = job.logprobs;
+  let logprobs: Logprob[] = [];
   const send = (text: string): void => {
     const t = trailing ? trailing.push(text) : text;
-    if (t) onText(t);
+    if (!t) return;
+    if (top === undefined) onText(t);
+    else {
+      onText(t, logprobs);
+      logprobs = [];
+    }
   };
   const emit = (text: string): boolean => {
     const step = stops.push(text);
@@ -108,7 +122,8 @@ export async function runGeneration(
   };
 
   if (limit > 0) {
-    const gen = seq.evaluate(tokens.slice(keep), {
+    const metadata = { confidence: top !== undefined, probabilities: top !== undefined && top > 0 };
+    const gen = seq.evaluateWithMetadata(tokens.slice(keep), metadata, {
       temperature: s.temperature,
       topK: s.topK,
       topP: s.topP,
@@ -131,13 +146,17 @@ export async function runGeneration(
     });
     let stopped = false;
     try {
-      for await (const token of gen) {
+      for await (const out of gen) {
+        // The metadata flags are not literal types, so the output's fields are typed by hand.
+        const item = out as { token: Token; confidence?: number; probabilities?: Map<Token, number> };
+        const token = item.token;
         if (tFirst === null) {
           tFirst = hrNow();
           lockstep?.onFirstToken?.();
           lockstep?.gate.join(lockstep.id);
         }
         if (signal.aborted) break;
+        if (top !== undefined) logprobs.push(tokenLogprob(model, token, item.confidence, item.probabilities, top, history.slice(-8)));
         output.push(token);
         history.push(token);
         pending.push(token);

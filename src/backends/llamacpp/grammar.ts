@@ -1,13 +1,15 @@
-// Grammars for `format` inside the runner: node-llama-cpp's generic JSON grammar or a JSON
-// schema compiled to GBNF, cached per schema (compiling parses the GBNF in llama.cpp).
+// Grammars for `format` inside the runner: node-llama-cpp's generic JSON grammar, or the GBNF the
+// backend compiled from a JSON schema (json-schema.ts), cached per text (creating one parses the
+// GBNF in llama.cpp).
 import type { Llama, LlamaGrammar } from "node-llama-cpp";
-import { INVALID_SCHEMA_PREFIX, type GrammarSpec } from "../backend.js";
+import { EngineError, INVALID_SCHEMA_PREFIX } from "../errors.js";
+import type { GrammarSpec } from "./protocol.js";
 
 const MAX_CACHED = 32;
 
 export interface CompiledGrammar {
   grammar: LlamaGrammar;
-  /** Text that ends the output (the grammars end with a run of newlines). */
+  /** Text that ends the output (the generic JSON grammar ends with a run of newlines). */
   stops: string[];
 }
 
@@ -25,24 +27,13 @@ function stopStrings(g: LlamaGrammar): string[] {
   return out.filter((s) => s.length > 0);
 }
 
-/**
- * node-llama-cpp's number rules allow exponents of up to 16 digits: an "integer" may come out as
- * `1e-5` or `3e+4040404040404043` (Infinity), which no longer validates. Integers get no exponent
- * (and at most 15 digits, so they stay exact); other numbers a two-digit exponent.
- */
-export function patchNumberRules(gbnf: string): string {
-  return gbnf
-    .replace(/^integer-number-rule ::= .*$/m, 'integer-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,14})')
-    .replace(/^fractional-number-rule ::= .*$/m, 'fractional-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? ("0" | [1-9] [0-9]?))?');
-}
-
 export class GrammarCache {
   private readonly cache = new Map<string, Promise<CompiledGrammar>>();
 
   constructor(private readonly llama: Llama) {}
 
   get(spec: GrammarSpec): Promise<CompiledGrammar> {
-    const key = spec.kind === "json" ? "json" : JSON.stringify(spec.schema);
+    const key = spec.kind === "json" ? "json" : spec.grammar;
     let p = this.cache.get(key);
     if (p) {
       // Most recently used last.
@@ -61,22 +52,19 @@ export class GrammarCache {
   }
 
   private async compile(spec: GrammarSpec): Promise<CompiledGrammar> {
-    let grammar: LlamaGrammar;
-    if (spec.kind === "json") grammar = await this.llama.getGrammarFor("json");
-    else {
-      try {
-        const base = await this.llama.createGrammarForJsonSchema(spec.schema as never);
-        const text = patchNumberRules(base.grammar);
-        grammar =
-          text === base.grammar
-            ? base
-            : await this.llama.createGrammar({ grammar: text, stopGenerationTriggers: base.stopGenerationTriggers, trimWhitespaceSuffix: true });
-      } catch (err) {
-        throw new Error(INVALID_SCHEMA_PREFIX + (err instanceof Error ? err.message : String(err)));
-      }
+    if (spec.kind === "json") {
+      const grammar = await this.llama.getGrammarFor("json");
+      const stops = stopStrings(grammar);
+      return { grammar, stops: stops.length > 0 ? stops : ["\n\n\n\n"] };
     }
-    const stops = stopStrings(grammar);
-    return { grammar, stops: stops.length > 0 ? stops : ["\n\n\n\n"] };
+    try {
+      // The grammar ends with the value: the model can only end its turn after it.
+      return { grammar: await this.llama.createGrammar({ grammar: spec.grammar }), stops: [] };
+    } catch (err) {
+      // llama.cpp refuses left recursion: a $ref that reaches itself before any text.
+      const why = err instanceof Error ? err.message : String(err);
+      throw new EngineError("invalid_schema", `${INVALID_SCHEMA_PREFIX}its grammar does not parse (${why}); a $ref may refer to itself without a value in between`);
+    }
   }
 }
 

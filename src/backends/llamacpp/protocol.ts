@@ -1,7 +1,54 @@
 // Messages between the daemon (host) and a runner child process over Node's IPC channel.
-import type { GenerateJob, GenerateStats, LoadedInfo, LoadOptions } from "../backend.js";
+import type { GenerateStats, LoadedInfo, Logprob, SamplingOptions } from "../backend.js";
+import type { EngineErrorCode } from "../errors.js";
 
 export type RunnerLogLevel = "debug" | "info" | "warn" | "error";
+
+/** Options fixed when a runner is loaded; a request that differs forces a reload. */
+export interface LoadOptions {
+  numCtx: number; // per slot
+  numBatch: number;
+  numGpu: number; // -1 = automatic
+  numThread: number; // 0 = all cores
+  useMmap: boolean | undefined;
+  slots: number;
+  flashAttention: boolean | undefined; // undefined = auto
+  kvCacheTypeK: string; // "" | f16 | q8_0 | q4_0
+  kvCacheTypeV: string;
+  embedding: boolean;
+  /** LoRA adapter GGUF paths (Modelfile ADAPTER), applied to every sequence. */
+  adapters: string[];
+}
+
+export interface LoadPlan {
+  gpuLayers: number;
+  /** GPU ids (DeviceInfo.id) the runner may use; absent = all. */
+  gpus?: string[];
+  /** Stall timeout of the load (OLLAMA_LOAD_TIMEOUT): reset by load progress; absent = none. */
+  loadTimeoutMs?: number;
+}
+
+/** `format` for the runner: node-llama-cpp's generic JSON grammar, or a schema already compiled
+ *  to GBNF by the backend (json-schema.ts, before any load). */
+export type GrammarSpec = { kind: "json" } | { kind: "gbnf"; grammar: string };
+
+/** A generation as the runner child takes it: a rendered prompt. */
+export interface RunnerJob {
+  prompt: string;
+  prefixTokens?: number[];
+  sampling: SamplingOptions;
+  numPredict: number;
+  stop: string[];
+  wantContext: boolean;
+  grammar?: GrammarSpec;
+  shift?: boolean;
+  truncate?: boolean;
+  numKeep?: number;
+  /** Log probabilities with this many alternatives per token (0..20); absent: none. */
+  logprobs?: number;
+  /** The daemon's id of the request, for the runner's log line about it. */
+  requestId?: string;
+}
 
 /** What a probe child found: node-llama-cpp reports the sum over its GPUs, and their names. */
 export interface GpuProbe {
@@ -21,9 +68,10 @@ export interface StateStore {
 export type HostMessage =
   | { type: "probe" }
   | { type: "load"; modelPath: string; opts: LoadOptions; gpuLayers: number; states?: StateStore }
-  | { type: "generate"; id: number; job: GenerateJob }
+  | { type: "generate"; id: number; job: RunnerJob }
   | { type: "abort"; id: number }
   | { type: "embed"; id: number; inputs: string[] }
+  | { type: "rank"; id: number; query: string; documents: string[]; truncate: boolean }
   | { type: "tokenize"; id: number; text: string }
   | { type: "detokenize"; id: number; tokens: number[] }
   | { type: "threads"; threads: number }
@@ -38,9 +86,9 @@ export type ChildMessage =
   | { type: "loaded"; info: LoadedInfo }
   | { type: "load-error"; message: string }
   /** Text produced since the last message; several tokens may be joined into one message. */
-  | { type: "text"; id: number; text: string }
+  | { type: "text"; id: number; text: string; logprobs?: Logprob[] }
   | ({ type: "done"; id: number } & GenerateStats)
   | { type: "result"; id: number; value: unknown }
   /** A line for the daemon's log (request_id among the fields when it is about a request). */
   | { type: "log"; level: RunnerLogLevel; msg: string; fields?: Record<string, string | number | boolean> }
-  | { type: "error"; id: number; message: string };
+  | { type: "error"; id: number; message: string; code?: EngineErrorCode };

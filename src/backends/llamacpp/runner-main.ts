@@ -14,10 +14,13 @@ import {
   type LlamaContextSequence,
   type LlamaEmbeddingContext,
   type LlamaModel,
+  type LlamaRankingContext,
 } from "node-llama-cpp";
-import type { EmbedResult, GenerateJob, GenerateStats, LoadOptions, RunnerStats } from "../backend.js";
+import type { EmbedResult, GenerateStats, RankResult, RunnerStats } from "../backend.js";
+import { EngineError } from "../errors.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
-import type { ChildMessage, GpuProbe, HostMessage, RunnerLogLevel, StateStore } from "./protocol.js";
+import { isRankingModel, rankDocuments } from "./rank.js";
+import type { ChildMessage, GpuProbe, HostMessage, LoadOptions, RunnerJob, RunnerLogLevel, StateStore } from "./protocol.js";
 import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
@@ -34,6 +37,7 @@ let llama: Llama | undefined;
 let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
+let ranker: LlamaRankingContext | undefined;
 let slots: SlotPool<LlamaContextSequence> | undefined;
 let prefixes: PrefixReuse | undefined;
 const stepPause = new StepPause();
@@ -143,7 +147,9 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
   });
   const contextSize = Math.max(4, Math.min(opts.numCtx, model.trainContextSize));
   const warnings: string[] = [];
-  if (opts.embedding) {
+  if (opts.embedding && isRankingModel(model)) {
+    ranker = await model.createRankingContext(embeddingContextOptions(contextSize, threads));
+  } else if (opts.embedding) {
     embedder = await model.createEmbeddingContext(embeddingContextOptions(contextSize, threads));
   } else {
     const base: LlamaContextOptions = {
@@ -208,7 +214,7 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
   });
 }
 
-async function generate(id: number, job: GenerateJob, ac: AbortController): Promise<void> {
+async function generate(id: number, job: RunnerJob, ac: AbortController): Promise<void> {
   if (!model || !slots || !prefixes) throw new Error("model is not loaded for generation");
   const reuse = prefixes;
   const m = model;
@@ -235,7 +241,7 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
     const held = seq.nextTokenIndex;
     try {
       cachedTokens = reusable(seq, tokens);
-      stats = await runGeneration(m, seq, job, tokens, ac.signal, (text) => send({ type: "text", id, text }), {
+      stats = await runGeneration(m, seq, job, tokens, ac.signal, (text, logprobs) => send({ type: "text", id, text, ...(logprobs ? { logprobs } : {}) }), {
         gate: lockstep,
         id: allSeqs.indexOf(seq),
         onFirstToken: resume,
@@ -270,6 +276,7 @@ async function generate(id: number, job: GenerateJob, ac: AbortController): Prom
 }
 
 async function embed(inputs: string[]): Promise<EmbedResult> {
+  if (ranker) throw new Error("this model is a reranker: it scores documents for a query (/api/rerank) and does not embed");
   if (!model || !embedder) throw new Error("this model does not support embeddings");
   embedding++;
   try {
@@ -277,6 +284,11 @@ async function embed(inputs: string[]): Promise<EmbedResult> {
   } finally {
     embedding--;
   }
+}
+
+async function rank(query: string, documents: string[], truncate: boolean): Promise<RankResult> {
+  if (!ranker) throw new Error("this model does not support reranking");
+  return rankDocuments(ranker, query, documents, truncate);
 }
 
 /** Stops every generation, waits for them to leave their sequences, then frees everything.
@@ -296,6 +308,7 @@ async function dispose(keepPromptCache: boolean): Promise<void> {
   }
   await context?.dispose();
   await embedder?.dispose();
+  await ranker?.dispose();
   await model?.dispose();
   await llama?.dispose();
 }
@@ -303,7 +316,7 @@ async function dispose(keepPromptCache: boolean): Promise<void> {
 function startGeneration(msg: Extract<HostMessage, { type: "generate" }>): void {
   const ac = new AbortController();
   const done = generate(msg.id, msg.job, ac)
-    .catch((err: unknown) => send({ type: "error", id: msg.id, message: message(err) }))
+    .catch((err: unknown) => send({ type: "error", id: msg.id, message: message(err), ...(err instanceof EngineError ? { code: err.code } : {}) }))
     .finally(() => running.delete(msg.id));
   running.set(msg.id, { ac, done });
 }
@@ -329,6 +342,9 @@ async function handle(msg: HostMessage): Promise<void> {
     case "embed":
       send({ type: "result", id: msg.id, value: await embed(msg.inputs) });
       return;
+    case "rank":
+      send({ type: "result", id: msg.id, value: await rank(msg.query, msg.documents, msg.truncate) });
+      return;
     case "tokenize":
       send({ type: "result", id: msg.id, value: model ? [...model.tokenize(msg.text, true)] : [] });
       return;
@@ -352,7 +368,7 @@ async function handle(msg: HostMessage): Promise<void> {
 process.on("message", (raw) => {
   const msg = raw as HostMessage;
   handle(msg).catch((err: unknown) => {
-    if ("id" in msg) send({ type: "error", id: msg.id, message: message(err) });
+    if ("id" in msg) send({ type: "error", id: msg.id, message: message(err), ...(err instanceof EngineError ? { code: err.code } : {}) });
     else process.stderr.write(`runner: ${message(err)}\n`);
   });
 });

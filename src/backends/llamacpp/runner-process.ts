@@ -2,20 +2,33 @@
 import os from "node:os";
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type {
-  EmbedResult,
-  GenerateJob,
-  LoadedInfo,
-  LoadOptions,
-  LoadPlan,
-  Runner,
-  RunnerEvent,
-  RunnerExit,
-  RunnerStats,
+import {
+  isPromptJob,
+  type EmbedOptions,
+  type EmbedResult,
+  type GenerateJob,
+  type LoadedInfo,
+  type RankResult,
+  type Runner,
+  type RunnerEvent,
+  type RunnerExit,
+  type RunnerFeatures,
+  type RunnerStats,
 } from "../backend.js";
-import { RunnerError } from "../backend.js";
+import { EngineError, RunnerError } from "../errors.js";
 import { AsyncQueue } from "../async-queue.js";
-import type { ChildMessage, GpuProbe, HostMessage, RunnerLogLevel, StateStore } from "./protocol.js";
+import { fitEmbedInputs, inputTokenLimit, isInputLimitError } from "./embed-inputs.js";
+import type { ChildMessage, GpuProbe, GrammarSpec, HostMessage, LoadOptions, LoadPlan, RunnerJob, RunnerLogLevel, StateStore } from "./protocol.js";
+
+/** What node-llama-cpp 3.21.1 can do, and why not where it cannot. */
+export const LLAMACPP_FEATURES: RunnerFeatures = {
+  messages: false,
+  tokenize: true,
+  logprobs: true,
+  images: { missing: "this engine version (node-llama-cpp 3.21.1) has no multimodal (vision) support" },
+  embed: true,
+  rank: { missing: "it needs a reranking model (a GGUF with pooling_type rank)" },
+};
 
 const STDERR_LINES = 20;
 
@@ -63,6 +76,9 @@ function lowerPriority(pid: number | undefined): void {
 
 export class RunnerProcess implements Runner {
   readonly exited: Promise<RunnerExit>;
+  readonly features = LLAMACPP_FEATURES;
+  /** Special tokens the engine adds around an embedding input (embed-inputs.ts). */
+  embedAllowance = 0;
   info: LoadedInfo = { contextLength: 0, gpuLayers: 0, sizeBytes: 0, vramBytes: 0, threads: 0 };
   private readonly child: ChildProcess;
   private nextId = 1;
@@ -208,7 +224,7 @@ export class RunnerProcess implements Runner {
         this.onProgress?.(m.progress);
         return;
       case "text":
-        this.streams.get(m.id)?.push({ type: "text", text: m.text });
+        this.streams.get(m.id)?.push({ type: "text", text: m.text, ...(m.logprobs ? { logprobs: m.logprobs } : {}) });
         return;
       case "done": {
         const q = this.streams.get(m.id);
@@ -226,7 +242,7 @@ export class RunnerProcess implements Runner {
         this.calls.delete(m.id);
         return;
       case "error": {
-        const err = new RunnerError(m.message);
+        const err = m.code ? new EngineError(m.code, m.message) : new RunnerError(m.message);
         this.streams.get(m.id)?.fail(err);
         this.streams.delete(m.id);
         this.calls.get(m.id)?.reject(err);
@@ -247,7 +263,7 @@ export class RunnerProcess implements Runner {
     };
     signal.addEventListener("abort", onAbort, { once: true });
     try {
-      this.post({ type: "generate", id, job });
+      this.post({ type: "generate", id, job: runnerJob(job) });
       yield* q;
     } finally {
       signal.removeEventListener("abort", onAbort);
@@ -269,8 +285,19 @@ export class RunnerProcess implements Runner {
     });
   }
 
-  embed(inputs: string[]): Promise<EmbedResult> {
-    return this.call((id) => ({ type: "embed", id, inputs }));
+  rank(query: string, documents: string[], truncate: boolean): Promise<RankResult> {
+    return this.call((id) => ({ type: "rank", id, query, documents, truncate }));
+  }
+
+  /** Embeds the inputs as they are; with opts, each is first fitted to the context. */
+  async embed(inputs: string[], opts?: EmbedOptions): Promise<EmbedResult> {
+    const texts = opts ? await fitEmbedInputs(this, inputs, inputTokenLimit(this.info.contextLength, this.embedAllowance), opts.truncate) : inputs;
+    try {
+      return await this.call((id) => ({ type: "embed", id, inputs: texts }));
+    } catch (err) {
+      if (opts && err instanceof EngineError && isInputLimitError(err.message)) throw new EngineError("input_too_long", "the input length exceeds the context length");
+      throw err;
+    }
   }
   tokenize(text: string): Promise<number[]> {
     return this.call((id) => ({ type: "tokenize", id, text }));
@@ -296,4 +323,11 @@ export class RunnerProcess implements Runner {
     await this.exited;
     clearTimeout(timer);
   }
+}
+
+/** The child takes a rendered prompt, and `format` compiled into its grammar (json-schema.ts). */
+function runnerJob(job: GenerateJob): RunnerJob {
+  if (!isPromptJob(job)) throw new EngineError("unsupported", "this runner takes a rendered prompt, not messages");
+  const { format, options: _defaultless, ...rest } = job;
+  return { ...rest, ...(format ? { grammar: format.value as GrammarSpec } : {}) };
 }

@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { readdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import type { LlamaContextSequence } from "node-llama-cpp";
-import type { LoadOptions } from "../backend.js";
+import type { LoadOptions } from "./protocol.js";
 
 /** A copy pays only for a prefix this much longer than what the slot already holds. */
 export const MIN_COPY_GAIN_TOKENS = 64;

@@ -55,8 +55,8 @@ export const CreateCommand: CommandModule<object, CreateArgs> = {
   builder: (yargs) =>
     yargs
       .positional("model", { type: "string", demandOption: true })
-      .option("file", { alias: "f", type: "string", describe: 'Name of the Modelfile (default "Modelfile")' })
-      .option("quantize", { alias: "q", type: "string", describe: "Quantize model to this level (e.g. q4_K_M)" }),
+      .option("file", { alias: "f", type: "string", requiresArg: true, describe: 'Name of the Modelfile (default "Modelfile")' })
+      .option("quantize", { alias: "q", type: "string", requiresArg: true, describe: "Quantize model to this level (q8_0 or q4_0, from an F32, F16 or BF16 model)" }),
   handler: action(async (argv: CreateArgs) => {
     const model = String(argv.model);
     if (parseModelName(model) === null) throw new CliError(`invalid model name: ${model}`);

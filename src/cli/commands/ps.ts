@@ -7,13 +7,16 @@ interface PsArgs {
   prefix?: string;
 }
 
+/** The command's work (also main.ts's fast path, which passes no flags). */
+export const listRunning = action(async (argv: PsArgs) => {
+  const client = await connectChecked();
+  const { models } = await client.ps();
+  process.stdout.write(formatPsTable(models, argv.prefix));
+});
+
 export const PsCommand: CommandModule<object, PsArgs> = {
   command: "ps [prefix]",
   describe: "List running models",
   builder: (yargs) => yargs.positional("prefix", { type: "string", describe: "Only models whose name starts with this" }),
-  handler: action(async (argv: PsArgs) => {
-    const client = await connectChecked();
-    const { models } = await client.ps();
-    process.stdout.write(formatPsTable(models, argv.prefix));
-  }),
+  handler: listRunning,
 };

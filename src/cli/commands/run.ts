@@ -10,21 +10,21 @@ import { formatEmbedding } from "../format.js";
 import { loadOrUnload } from "../model-load.js";
 import { isMissingRoute, pullWithProgress } from "../pull-progress.js";
 import { extractFileData } from "../images.js";
-import { runRepl } from "../repl.js";
 import { isMultiModal, type SessionState } from "../repl-input.js";
 import { WrapWriter } from "../response-writer.js";
 import { generateAnswer } from "../stream-answer.js";
 
-interface RunArgs {
+/** run's arguments; a flag not given is absent (main.ts's fast path passes none). */
+export interface RunArgs {
   model: string;
   prompt?: (string | number)[];
-  verbose: boolean;
+  verbose?: boolean;
   format?: string;
   keepalive?: string;
-  nowordwrap: boolean;
+  nowordwrap?: boolean;
   think?: string;
-  hidethinking: boolean;
-  insecure: boolean;
+  hidethinking?: boolean;
+  insecure?: boolean;
   truncate?: boolean;
   dimensions?: string;
 }
@@ -105,6 +105,107 @@ async function showOrPull(client: Client, model: string, insecure: boolean): Pro
   }
 }
 
+/** The command's work (also main.ts's fast path for `run MODEL [PROMPT...]` without flags). */
+export const runModel = action(async (argv: RunArgs) => {
+  const model = String(argv.model);
+  const thinkSet = argv.think !== undefined;
+  const explicitThink = parseThinkFlag(argv.think);
+  const keepAlive = parseKeepAliveFlag(argv.keepalive);
+  const format = parseFormatFlag(argv.format);
+  const dimensions = parseDimensionsFlag(argv.dimensions);
+  checkModelName(model);
+
+  let interactive = true;
+  const prompts = (argv.prompt ?? []).map(String);
+  if (!process.stdin.isTTY) {
+    const piped = await readStdin();
+    if (piped.length > 0) prompts.unshift(piped);
+    interactive = false;
+  }
+  const prompt = prompts.join(" ");
+  if (prompts.length > 0) interactive = false;
+  if (!process.stdout.isTTY) interactive = false;
+  // Ollama wraps even into pipes; we wrap only on a terminal so redirected output stays clean.
+  const wordWrap = !argv.nowordwrap && process.stdout.isTTY === true;
+
+  const client = await connectChecked();
+  const info = await showOrPull(client, model, argv.insecure === true);
+  const capabilities = info.capabilities ?? [];
+  const think = inferThink(capabilities, explicitThink, thinkSet);
+
+  if (capabilities.includes("embedding")) {
+    if (prompt === "") throw new CliError(`embedding models require input text. Usage: ollamats run ${model} "your text here"`);
+    const resp = await client.embed({
+      model,
+      input: prompt,
+      ...(keepAlive !== undefined ? { keep_alive: keepAlive } : {}),
+      ...(argv.truncate !== undefined ? { truncate: argv.truncate } : {}),
+      ...(dimensions !== undefined && dimensions > 0 ? { dimensions } : {}),
+    });
+    const first = resp.embeddings?.[0];
+    if (!first) throw new CliError("no embeddings returned");
+    process.stdout.write(formatEmbedding(first) + "\n");
+    return;
+  }
+  if (capabilities.includes("image")) throw new CliError("image generation models are not currently supported");
+  const multiModal = isMultiModal(info);
+
+  const common = {
+    model,
+    ...(format !== undefined ? { format } : {}),
+    ...(keepAlive !== undefined ? { keepAlive } : {}),
+    ...(think !== undefined ? { think } : {}),
+    hideThinking: argv.hidethinking === true,
+    verbose: argv.verbose === true,
+  };
+
+  if (!interactive) {
+    const controller = new AbortController();
+    const onSigint = () => controller.abort();
+    process.once("SIGINT", onSigint);
+    try {
+      const { text, images } = multiModal ? await extractFileData(prompt) : { text: prompt, images: [] };
+      await generateAnswer(client, { ...common, prompt: text, ...(images.length > 0 ? { images } : {}), wordWrap }, controller.signal);
+    } finally {
+      process.off("SIGINT", onSigint);
+    }
+    return;
+  }
+
+  await loadOrUnload(client, { model, ...(keepAlive !== undefined ? { keepAlive } : {}), ...(think !== undefined ? { think } : {}) });
+  for (const msg of info.messages ?? []) {
+    if (msg.role === "user") process.stdout.write(`>>> ${msg.content}\n`);
+    else if (msg.role === "assistant") {
+      new WrapWriter((s) => void process.stdout.write(s), () => process.stdout.columns ?? 80).display(msg.content, wordWrap);
+      process.stdout.write("\n\n");
+    }
+  }
+  const state: SessionState = {
+    model,
+    parentModel: info.details?.parent_model ?? "",
+    loadedMessages: [...(info.messages ?? [])],
+    messages: [],
+    system: "",
+    options: {},
+    wordWrap,
+    verbose: argv.verbose === true,
+    format: format ?? "",
+    think,
+    thinkExplicit: thinkSet,
+    multiModal,
+  };
+  // the REPL (and its line editor) is loaded only for an interactive session
+  const { runRepl } = await import("../repl.js");
+  await runRepl(client, state, {
+    hideThinking: argv.hidethinking === true,
+    ...(keepAlive !== undefined ? { keepAlive } : {}),
+    noHistory: cliConfig().noHistory,
+    editor: cliConfig().editor,
+    parseParameter: parseParameterValue,
+    inferThink: (caps, s) => inferThink(caps, s.think, s.thinkExplicit),
+  });
+});
+
 export const RunCommand: CommandModule<object, RunArgs> = {
   command: "run <model> [prompt..]",
   describe: "Run a model",
@@ -112,116 +213,20 @@ export const RunCommand: CommandModule<object, RunArgs> = {
     yargs
       .positional("model", { type: "string", demandOption: true })
       .positional("prompt", { type: "string", array: true })
-      .option("keepalive", { type: "string", describe: "Duration to keep a model loaded (e.g. 5m)" })
+      .option("keepalive", { type: "string", requiresArg: true, describe: "Duration to keep a model loaded (e.g. 5m)" })
       .option("verbose", { type: "boolean", default: false, describe: "Show timings for response" })
       .option("insecure", { type: "boolean", default: false, describe: "Use an insecure registry" })
       .option("nowordwrap", { type: "boolean", default: false, describe: "Don't wrap words to the next line automatically" })
-      .option("format", { type: "string", describe: "Response format (e.g. json)" })
+      .option("format", { type: "string", requiresArg: true, describe: "Response format (e.g. json)" })
       .option("think", { type: "string", describe: "Enable thinking mode: true/false or high/medium/low for supported models" })
       .option("hidethinking", { type: "boolean", default: false, describe: "Hide thinking output (if provided)" })
       .option("truncate", { type: "boolean", describe: "For embedding models: truncate inputs exceeding context length (default: true)" })
-      .option("dimensions", { type: "string", describe: "Truncate output embeddings to specified dimension (embedding models only)" })
+      .option("dimensions", { type: "string", requiresArg: true, describe: "Truncate output embeddings to specified dimension (embedding models only)" })
       .epilogue(
         "Environment Variables:\n" +
           "      OLLAMA_EDITOR                 Path to editor for interactive prompt editing (Ctrl+G)\n" +
           "      OLLAMA_HOST                   IP Address for the ollama server (default 127.0.0.1:11434)\n" +
           "      OLLAMA_NOHISTORY              Do not preserve readline history",
       ),
-  handler: action(async (argv: RunArgs) => {
-    const model = String(argv.model);
-    const thinkSet = argv.think !== undefined;
-    const explicitThink = parseThinkFlag(argv.think);
-    const keepAlive = parseKeepAliveFlag(argv.keepalive);
-    const format = parseFormatFlag(argv.format);
-    const dimensions = parseDimensionsFlag(argv.dimensions);
-    checkModelName(model);
-
-    let interactive = true;
-    const prompts = (argv.prompt ?? []).map(String);
-    if (!process.stdin.isTTY) {
-      const piped = await readStdin();
-      if (piped.length > 0) prompts.unshift(piped);
-      interactive = false;
-    }
-    const prompt = prompts.join(" ");
-    if (prompts.length > 0) interactive = false;
-    if (!process.stdout.isTTY) interactive = false;
-    // Ollama wraps even into pipes; we wrap only on a terminal so redirected output stays clean.
-    const wordWrap = !argv.nowordwrap && process.stdout.isTTY === true;
-
-    const client = await connectChecked();
-    const info = await showOrPull(client, model, argv.insecure);
-    const capabilities = info.capabilities ?? [];
-    const think = inferThink(capabilities, explicitThink, thinkSet);
-
-    if (capabilities.includes("embedding")) {
-      if (prompt === "") throw new CliError(`embedding models require input text. Usage: ollamats run ${model} "your text here"`);
-      const resp = await client.embed({
-        model,
-        input: prompt,
-        ...(keepAlive !== undefined ? { keep_alive: keepAlive } : {}),
-        ...(argv.truncate !== undefined ? { truncate: argv.truncate } : {}),
-        ...(dimensions !== undefined && dimensions > 0 ? { dimensions } : {}),
-      });
-      const first = resp.embeddings?.[0];
-      if (!first) throw new CliError("no embeddings returned");
-      process.stdout.write(formatEmbedding(first) + "\n");
-      return;
-    }
-    if (capabilities.includes("image")) throw new CliError("image generation models are not currently supported");
-    const multiModal = isMultiModal(info);
-
-    const common = {
-      model,
-      ...(format !== undefined ? { format } : {}),
-      ...(keepAlive !== undefined ? { keepAlive } : {}),
-      ...(think !== undefined ? { think } : {}),
-      hideThinking: argv.hidethinking,
-      verbose: argv.verbose,
-    };
-
-    if (!interactive) {
-      const controller = new AbortController();
-      const onSigint = () => controller.abort();
-      process.once("SIGINT", onSigint);
-      try {
-        const { text, images } = multiModal ? await extractFileData(prompt) : { text: prompt, images: [] };
-        await generateAnswer(client, { ...common, prompt: text, ...(images.length > 0 ? { images } : {}), wordWrap }, controller.signal);
-      } finally {
-        process.off("SIGINT", onSigint);
-      }
-      return;
-    }
-
-    await loadOrUnload(client, { model, ...(keepAlive !== undefined ? { keepAlive } : {}), ...(think !== undefined ? { think } : {}) });
-    for (const msg of info.messages ?? []) {
-      if (msg.role === "user") process.stdout.write(`>>> ${msg.content}\n`);
-      else if (msg.role === "assistant") {
-        new WrapWriter((s) => void process.stdout.write(s), () => process.stdout.columns ?? 80).display(msg.content, wordWrap);
-        process.stdout.write("\n\n");
-      }
-    }
-    const state: SessionState = {
-      model,
-      parentModel: info.details?.parent_model ?? "",
-      loadedMessages: [...(info.messages ?? [])],
-      messages: [],
-      system: "",
-      options: {},
-      wordWrap,
-      verbose: argv.verbose,
-      format: format ?? "",
-      think,
-      thinkExplicit: thinkSet,
-      multiModal,
-    };
-    await runRepl(client, state, {
-      hideThinking: argv.hidethinking,
-      ...(keepAlive !== undefined ? { keepAlive } : {}),
-      noHistory: cliConfig().noHistory,
-      editor: cliConfig().editor,
-      parseParameter: parseParameterValue,
-      inferThink: (caps, s) => inferThink(caps, s.think, s.thinkExplicit),
-    });
-  }),
+  handler: runModel,
 };

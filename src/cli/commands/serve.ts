@@ -37,6 +37,9 @@ export const ServeCommand: CommandModule<object, object> = {
     // after creating the 622 MB bench model 105 → 90 MB). Set at run time, it applies from the
     // next growth on; nothing on the token path allocates enough to notice.
     setFlagsFromString("--semi-space-growth-factor=1");
+    // a models directory that cannot be used stops the start, not the first pull or create
+    const { checkModelsDir } = await import("../../registry/models-dir.js");
+    await checkModelsDir(config.models);
     const { serveForever } = await import("../../daemon/serve.js");
     await serveForever(config);
   }),

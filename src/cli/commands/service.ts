@@ -75,17 +75,17 @@ function context(argv: ServiceArgs): ServiceContext {
 const common = (y: Argv<object>) =>
   y
     .option("user", { type: "boolean", default: false, describe: "The current user's service (systemd --user, or a LaunchAgent) instead of the system-wide one" })
-    .option("root", { type: "string", describe: "Write the files under this directory and run no systemctl/launchctl (packaging, tests)" })
-    .option("platform", { type: "string", choices: ["linux", "darwin"], describe: "Service manager to write for (default: this machine's)" });
+    .option("root", { type: "string", requiresArg: true, describe: "Write the files under this directory and run no systemctl/launchctl (packaging, tests)" })
+    .option("platform", { type: "string", requiresArg: true, choices: ["linux", "darwin"], describe: "Service manager to write for (default: this machine's)" });
 
 const install: CommandModule<object, ServiceArgs> = {
   command: "install",
   describe: "Install and start the service",
   builder: (y) =>
     common(y)
-      .option("env", { type: "string", array: true, describe: "Set KEY=VALUE in the service's environment (KEY= removes it, KEY copies it from here); repeatable" })
+      .option("env", { type: "string", requiresArg: true, array: true, describe: "Set KEY=VALUE in the service's environment (KEY= removes it, KEY copies it from here); repeatable" })
       .option("start", { type: "boolean", default: true, describe: "Start (or restart) the service after installing; --no-start to only enable it" })
-      .option("run-as", { type: "string", describe: "macOS system-wide service: the account to run as (default: the sudo user)" }) as unknown as Argv<ServiceArgs>,
+      .option("run-as", { type: "string", requiresArg: true, describe: "macOS system-wide service: the account to run as (default: the sudo user)" }) as unknown as Argv<ServiceArgs>,
   handler: action(async (argv: ServiceArgs) => {
     await installService(context(argv), { env: (argv.env ?? []).map(String), start: argv.start });
   }),
@@ -114,7 +114,7 @@ const print: CommandModule<object, ServiceArgs> = {
   command: "print",
   describe: "Print the files install would write",
   builder: (y) =>
-    common(y).option("env", { type: "string", array: true, describe: "KEY=VALUE for the service's environment; repeatable" }) as unknown as Argv<ServiceArgs>,
+    common(y).option("env", { type: "string", requiresArg: true, array: true, describe: "KEY=VALUE for the service's environment; repeatable" }) as unknown as Argv<ServiceArgs>,
   handler: action(async (argv: ServiceArgs) => {
     const ctx = context(argv);
     const env = mergeEnv([], (argv.env ?? []).map((a) => parseEnvArg(String(a), process.env)));

@@ -54,7 +54,9 @@ export class PrometheusMetrics implements DaemonObserver, MetricsEndpoint {
   private readonly transfer = this.counter("ollamats_registry_transfer_bytes_total", "Bytes moved to or from a registry by pulls and pushes.", ["direction"]);
   private readonly upstreamRequests = this.counter("ollamats_upstream_requests_total", "Requests to remote models' upstream engines, by result (ok or error).", ["upstream", "result"]);
   private readonly upstreamSeconds = this.histogram("ollamats_upstream_request_duration_seconds", "Latency of requests to remote models' upstream engines.", ["upstream"], SECONDS_FAST);
-  private readonly upstreamUp = this.gauge("ollamats_upstream_up", "1 when the last request to the upstream succeeded, else 0.", ["upstream"]);
+  // Read at scrape time from the remote runners.
+  private readonly upstreamUp = this.gauge("ollamats_upstream_up", "1 while a remote model's upstream engine is healthy, else 0 (unhealthy, or its circuit open).", ["model", "upstream"]);
+  private readonly upstreamOutstanding = this.gauge("ollamats_upstream_requests_outstanding", "Requests a remote model's upstream engine is answering now.", ["model", "upstream"]);
 
   // Read at scrape time.
   private readonly queueDepthGauge = this.gauge("ollamats_queue_depth", "Requests waiting for a model to load (the one loading included).", []);
@@ -95,7 +97,7 @@ export class PrometheusMetrics implements DaemonObserver, MetricsEndpoint {
     const stats = new Map(asked.map((m, i) => [m.runner, answers[i]]));
     // Read again after the wait: a model unloaded (or crashed) meanwhile is not shown as loaded.
     const loaded = source.loaded();
-    for (const g of [this.ramBytes, this.vramBytes, this.contextTokens, this.slots, this.slotsBusy, this.kvCells, this.kvCellsUsed, this.activeRequests, this.expiresAt]) {
+    for (const g of [this.ramBytes, this.vramBytes, this.contextTokens, this.slots, this.slotsBusy, this.kvCells, this.kvCellsUsed, this.activeRequests, this.expiresAt, this.upstreamUp, this.upstreamOutstanding]) {
       g.reset();
     }
     this.queueDepthGauge.set(source.queueDepth);
@@ -110,6 +112,10 @@ export class PrometheusMetrics implements DaemonObserver, MetricsEndpoint {
       this.kvCells.set(labels, info.contextLength * m.runner.slots);
       this.activeRequests.set(labels, m.refCount);
       if (m.refCount === 0 && m.expiresAt.getTime() < 8.64e15) this.expiresAt.set(labels, m.expiresAt.getTime() / 1000);
+      for (const u of m.runner.upstreams?.() ?? []) {
+        this.upstreamUp.set({ ...labels, upstream: u.url }, u.state === "healthy" ? 1 : 0);
+        this.upstreamOutstanding.set({ ...labels, upstream: u.url }, u.outstanding);
+      }
       const s = stats.get(m.runner);
       if (s) {
         this.slotsBusy.set(labels, s.slotsBusy);
@@ -169,7 +175,6 @@ export class PrometheusMetrics implements DaemonObserver, MetricsEndpoint {
     const labels = { upstream: r.upstream };
     this.upstreamRequests.inc({ ...labels, result: r.ok ? "ok" : "error" });
     this.upstreamSeconds.observe(labels, r.seconds);
-    this.upstreamUp.set(labels, r.ok ? 1 : 0);
   }
 
   /** A model label value; past MAX_MODELS distinct names, "other" (series are never unbounded). */

@@ -7,6 +7,7 @@
 // request log, so refusals are logged (the log never holds headers, so never a key).
 import type { Context, MiddlewareHandler } from "hono";
 import { findApiKey, MIN_STRONG_KEY_LENGTH, type ApiKey } from "../../api-keys.js";
+import { ApiError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { openaiError } from "../routes/openai/errors.js";
 import { routeAccess } from "../routes/access.js";
@@ -37,7 +38,7 @@ function refuse(c: Context, status: 401 | 403, message: string, challenge?: stri
   // connection, so a keep-alive client must not send its next request on this one.
   if (c.req.method !== "GET" && c.req.method !== "HEAD" && c.req.method !== "OPTIONS") c.header("Connection", "close");
   // /v1 clients read OpenAI's error shape (a wrong key has OpenAI's code "invalid_api_key").
-  if (c.req.path.startsWith("/v1/")) return c.json(openaiError(status, message, openaiCode), status);
+  if (c.req.path.startsWith("/v1/")) return c.json(openaiError(new ApiError(status, message), openaiCode), status);
   return c.json({ error: message }, status);
 }
 

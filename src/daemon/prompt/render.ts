@@ -2,9 +2,10 @@
 // the Go TEMPLATE layer (or request `template`) wins; else the GGUF's Jinja chat template;
 // else Ollama's default `{{ .Prompt }}` pass-through.
 import { Template as JinjaTemplate } from "@huggingface/jinja";
-import { OllamaTemplate, type ApiMessage, type ApiTool } from "./gotemplate/ollama.js";
+import { OllamaTemplate, type ApiMessage, type ApiTool } from "../../template/ollama.js";
 import { JsonDepthError, parseJson } from "../bounded-json.js";
 import { badRequest } from "../errors.js";
+import { withinBudget } from "./time-budget.js";
 
 export interface RenderMessage {
   role: string;
@@ -29,18 +30,25 @@ export type PromptTemplate =
   | { kind: "jinja"; source: string; template: JinjaTemplate; bos: string; eos: string }
   | { kind: "default" };
 
+// Request `template`s are parsed here too: the caches are bounded so distinct ones cannot grow them.
+const CACHE_MAX = 64;
 const goCache = new Map<string, OllamaTemplate>();
 const jinjaCache = new Map<string, JinjaTemplate>();
+
+function remember<T>(cache: Map<string, T>, key: string, value: T): void {
+  if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
+  cache.set(key, value);
+}
 
 export function goTemplate(source: string): OllamaTemplate {
   let t = goCache.get(source);
   if (!t) {
     try {
-      t = OllamaTemplate.parse(source);
+      t = withinBudget(() => OllamaTemplate.parse(source));
     } catch (err) {
       throw badRequest(`template error: ${(err as Error).message}`);
     }
-    goCache.set(source, t);
+    remember(goCache, source, t);
   }
   return t;
 }
@@ -50,8 +58,13 @@ export function selectTemplate(go: string | undefined, jinja: string | undefined
   if (jinja) {
     let t = jinjaCache.get(jinja);
     if (!t) {
-      t = new JinjaTemplate(jinja);
-      jinjaCache.set(jinja, t);
+      try {
+        t = withinBudget(() => new JinjaTemplate(jinja));
+      } catch (err) {
+        // The model's own template: the client cannot fix it, but a request TEMPLATE can replace it.
+        throw badRequest(`template error: the model's chat template does not parse (${(err as Error).message}); give the model a TEMPLATE in its Modelfile`);
+      }
+      remember(jinjaCache, jinja, t);
     }
     return { kind: "jinja", source: jinja, template: t, bos, eos };
   }
@@ -121,15 +134,17 @@ export function renderPrompt(t: PromptTemplate, input: RenderInput): string {
   try {
     switch (t.kind) {
       case "go":
-        return t.template.execute({
-          messages: input.messages.map(apiMessage),
-          tools: (input.tools ?? []) as ApiTool[],
-          think: input.think,
-          thinkLevel: input.thinkLevel,
-          isThinkSet: input.isThinkSet,
-        });
+        return withinBudget(() =>
+          t.template.execute({
+            messages: input.messages.map(apiMessage),
+            tools: (input.tools ?? []) as ApiTool[],
+            think: input.think,
+            thinkLevel: input.thinkLevel,
+            isThinkSet: input.isThinkSet,
+          }),
+        );
       case "jinja":
-        return renderJinja(t, input);
+        return withinBudget(() => renderJinja(t, input));
       case "default":
         return input.messages.filter((m) => m.role !== "system").map((m) => m.content).join("");
     }
@@ -142,5 +157,9 @@ export function renderPrompt(t: PromptTemplate, input: RenderInput): string {
 /** Fill-in-the-middle (/api/generate with `suffix`): one execution with .Prompt and .Suffix. */
 export function renderSuffix(t: PromptTemplate, prompt: string, suffix: string): string {
   if (t.kind !== "go") throw badRequest("this model does not support insert");
-  return t.template.execute({ prompt, suffix });
+  try {
+    return withinBudget(() => t.template.execute({ prompt, suffix }));
+  } catch (err) {
+    throw badRequest(`template error: ${(err as Error).message}`);
+  }
 }

@@ -5,7 +5,7 @@
 import { randomInt } from "node:crypto";
 import type { ToolCall } from "../../api/types.js";
 import { parseJson } from "../bounded-json.js";
-import type { BranchNode, ListNode, Node } from "./gotemplate/parser.js";
+import type { BranchNode, ListNode, Node } from "../../template/parser.js";
 import type { PromptTemplate } from "./render.js";
 import { callsInJson, matchingBrace, parsePythonCalls, type Json } from "./tool-call-syntax.js";
 

@@ -4,12 +4,12 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { parseBody } from "../body.js";
-import { nowNs, type Completion } from "../completion.js";
+import { nowNs, type Completion } from "../services/completion.js";
 import type { Deps } from "../deps.js";
 import { logCounts } from "../middleware/request-log.js";
 import { jsonResponse, ndjsonResponse } from "../stream.js";
-import type { Prepared } from "./chat.js";
-import { requestSignal } from "./common.js";
+import type { Prepared } from "../services/completion.js";
+import { requestSignal } from "../services/request.js";
 
 /** What logCounts reads from a response object. */
 type Counted = { done?: boolean; prompt_eval_count?: number; eval_count?: number };

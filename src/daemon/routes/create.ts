@@ -21,6 +21,9 @@ const createBody = createSchema.extend({
   renderer: z.string().optional(),
   parser: z.string().optional(),
   draft_files: z.record(z.string(), z.string()).nullish(),
+  // A remote model (Ollama's remote stub): `from` names it upstream unless remote_model does.
+  remote_host: z.string().optional(),
+  remote_model: z.string().optional(),
 });
 
 export function createRoutes(deps: Deps): Hono {
@@ -57,6 +60,8 @@ export function createRoutes(deps: Deps): Hono {
       ...(body.requires ? { requires: body.requires } : {}),
       ...(body.renderer ? { renderer: body.renderer } : {}),
       ...(body.parser ? { parser: body.parser } : {}),
+      ...(body.remote_host !== undefined ? { remoteHost: body.remote_host } : {}),
+      ...(body.remote_model !== undefined ? { remoteModel: body.remote_model } : {}),
     };
     const quantize = body.quantize || body.quantization;
     if (quantize) input.quantize = quantize;
@@ -66,6 +71,7 @@ export function createRoutes(deps: Deps): Hono {
       try {
         await createModel(deps.store, deps.models, input, progress, {
           noPrune: deps.config.noPrune,
+          remoteKeys: deps.config.remote.keys,
           signal,
           pull: (from, p) => pullModel(deps.store, from, { noPrune: deps.config.noPrune, signal, userAgent, logger }, p),
         });

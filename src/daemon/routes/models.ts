@@ -4,14 +4,14 @@
 import { Hono } from "hono";
 import type { ListModel } from "../../api/types.js";
 import { ggufModelInfo, readGgufInfo } from "../../registry/gguf.js";
-import { ModelResolver } from "../../registry/model-spec.js";
+import { ggufSource, ModelResolver } from "../../registry/model-spec.js";
 import { displayName, parseModelName, sameName } from "../../registry/name.js";
 import { parseBody } from "../body.js";
 import type { Deps } from "../deps.js";
 import { badRequest, notFound } from "../errors.js";
 import { copySchema, deleteSchema, showSchema } from "../schemas.js";
 import { jsonResponse } from "../stream.js";
-import { detailsOf, localTime } from "./details.js";
+import { detailsOf, localTime, remoteFields } from "./details.js";
 import { showModelfile } from "../../registry/show-modelfile.js";
 import { showParameters } from "./show-format.js";
 
@@ -34,6 +34,7 @@ export function modelRoutes(deps: Deps): Hono {
         size: m.size,
         digest: m.digest,
         details: detailsOf(spec),
+        ...remoteFields(spec),
       });
     }
     models.sort((a, b) => Date.parse(b.modified_at) - Date.parse(a.modified_at));
@@ -49,20 +50,24 @@ export function modelRoutes(deps: Deps): Hono {
     const spec = await deps.models.resolve(raw);
     if (!spec) throw notFound(`model '${displayName(name)}' not found`);
     const system = body.system ?? spec.system;
-    const params = { ...spec.params, ...(body.options ?? {}) };
-    const template = spec.template ?? spec.facts.chatTemplate;
+    // `parameters` are the model's own; the request's options only go into the Modelfile (a model
+    // to re-create with them), as Ollama does: the REPL lists its /set values apart.
+    const params = spec.params;
+    const src = ggufSource(spec);
+    const template = spec.template ?? src?.facts.chatTemplate;
     return jsonResponse({
       ...(spec.licenses.length ? { license: spec.licenses.join("\n") } : {}),
-      modelfile: showModelfile(spec, deps.store, system, params),
+      modelfile: showModelfile(spec, deps.store, system, { ...params, ...(body.options ?? {}) }),
       ...(Object.keys(params).length ? { parameters: showParameters(params) } : {}),
       ...(template ? { template } : {}),
       ...(system ? { system } : {}),
       details: detailsOf(spec),
       ...(spec.messages.length ? { messages: spec.messages } : {}),
-      // The cached header is a slim read (no long arrays): verbose reads the file again.
-      model_info: ggufModelInfo(body.verbose === true ? await readGgufInfo(spec.modelPath, { arrays: "full" }) : spec.gguf, body.verbose === true),
-      ...(body.verbose ? { tensors: spec.gguf.tensors.map((t) => ({ name: t.name, type: t.typeName, shape: t.dims })) } : {}),
+      // The cached header has no long arrays (a slim read): verbose reads the file again.
+      model_info: src ? ggufModelInfo(body.verbose === true ? await readGgufInfo(src.path, { arrays: "full" }) : src.gguf, body.verbose === true) : {},
+      ...(body.verbose && src ? { tensors: src.gguf.tensors.map((t) => ({ name: t.name, type: t.typeName, shape: t.dims })) } : {}),
       capabilities: spec.capabilities,
+      ...remoteFields(spec),
       modified_at: localTime(spec.manifest.mtime),
     });
   });
@@ -97,3 +102,4 @@ export function modelRoutes(deps: Deps): Hono {
 
   return app;
 }
+

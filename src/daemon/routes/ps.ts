@@ -1,8 +1,9 @@
-// GET /api/ps: loaded models, from what each runner actually allocated.
+// GET /api/ps: loaded models, from what each runner actually allocated; a remote model with its
+// upstreams and their state (healthy, unhealthy, circuit open) and requests in flight.
 import { Hono } from "hono";
 import type { ProcessModel } from "../../api/types.js";
 import type { Deps } from "../deps.js";
-import { detailsOf, localTime } from "./details.js";
+import { detailsOf, localTime, remoteFields } from "./details.js";
 
 export function psRoutes(deps: Deps): Hono {
   const app = new Hono();
@@ -19,6 +20,8 @@ export function psRoutes(deps: Deps): Hono {
         expires_at: localTime(m.expiresAt),
         size_vram: m.runner.info.vramBytes,
         context_length: m.runner.info.contextLength,
+        ...remoteFields(m.spec),
+        ...(m.runner.upstreams ? { upstreams: m.runner.upstreams() } : {}),
       }));
     return c.json({ models });
   });

@@ -9,10 +9,10 @@ import { pullModel, PullError } from "../../registry/pull.js";
 import { pushModel, PushError } from "../../registry/push.js";
 import { parseBody } from "../body.js";
 import type { Deps } from "../deps.js";
-import { ApiError, badRequest } from "../errors.js";
+import { ApiError, badRequest, errorMessage } from "../errors.js";
 import { jsonResponse, ndjsonResponse } from "../stream.js";
+import { requestSignal } from "../services/request.js";
 import { meterTransfer } from "../metrics/transfer-meter.js";
-import { requestSignal } from "./common.js";
 
 const transferSchema = z.object({
   model: z.string().optional(),
@@ -29,7 +29,7 @@ type Run = (progress: (p: ProgressResponse) => void, signal: AbortSignal) => Pro
 function toApiError(err: unknown): Error {
   if (err instanceof PullError || err instanceof PushError) return new ApiError(err.status, err.message);
   if (err instanceof ApiError) return err;
-  return new ApiError(500, err instanceof Error ? err.message : String(err));
+  return new ApiError(500, errorMessage(err));
 }
 
 /**

@@ -30,7 +30,7 @@ export class LoadQueue {
     if (this.closed) throw this.closed;
     if (signal.aborted) throw canceled();
     if (this.busy) {
-      if (this.waiting.length >= this.capacity) throw new ApiError(503, QUEUE_FULL);
+      if (this.waiting.length >= this.capacity) throw new ApiError("queue_full", QUEUE_FULL);
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => {
           const i = this.waiting.indexOf(w);
@@ -70,5 +70,5 @@ export class LoadQueue {
 }
 
 export function canceled(): ApiError {
-  return new ApiError(499, "request canceled");
+  return new ApiError("canceled", "request canceled");
 }

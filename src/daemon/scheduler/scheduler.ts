@@ -2,24 +2,24 @@
 //   - a request for a loaded model with the same runner options attaches at once (no queue);
 //     the runner's slots then decide when it runs;
 //   - anything else goes through the pending-load queue (one at a time, OLLAMA_MAX_QUEUE waiting,
-//     else 503): reload when runner options differ, otherwise plan the memory, make room by
-//     unloading idle runners (least recently used first) when OLLAMA_MAX_LOADED_MODELS or the
-//     memory plan says so, wait while every runner is busy, then load with the planned layers;
+//     else 503): reload when the backend says the placement differs, otherwise ask the backend
+//     for a placement, make room by unloading idle local runners (least recently used first)
+//     when OLLAMA_MAX_LOADED_MODELS or the placement says so, wait while every runner is busy,
+//     then load;
 //   - keep-alive: the request's keep_alive replaces the runner's duration, absent keeps it, a fresh
 //     load uses OLLAMA_KEEP_ALIVE; the timer starts when the last request ends; 0 unloads then;
 //   - a runner that dies is forgotten, so the next request loads it afresh.
-import type { Backend, DeviceInfo, LoadOptions, Runner } from "../../backends/backend.js";
+// It names no engine: the backend that handles a model decides its key, placement and reloads.
+import type { Backend, Placement, Runner, RunnerOptions } from "../../backends/backend.js";
+import type { Backends } from "../../backends/registry.js";
 import type { Config } from "../../config.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
-import { ApiError } from "../errors.js";
+import { ApiError, errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
-import { NO_OBSERVER, type EvictionReason, type SchedulerObserver, type UnloadReason } from "../metrics/observer.js";
 import { debugLoadPlan } from "../debug-log.js";
+import { NO_OBSERVER, type EvictionReason, type SchedulerObserver, type UnloadReason } from "../metrics/observer.js";
 import { detached, noteModel, noteWait } from "../request-context.js";
-import type { RunnerOptions } from "../options.js";
-import { checkKvSettings } from "./kv-cache.js";
-import { humanBytes2, ramShortMessage, type MemoryPlan } from "./memory.js";
-import { FactsCache, loadOptionsFor, maxLoaded, needsReload, planFor } from "./placement.js";
+import { humanBytes2 } from "../../backends/human-bytes.js";
 import { canceled, LoadQueue } from "./queue.js";
 import { threadBudgets } from "./threads.js";
 
@@ -40,8 +40,8 @@ export interface Lease {
 export interface LoadedModel {
   spec: ModelSpec;
   runner: Runner;
-  opts: LoadOptions;
-  plan: MemoryPlan;
+  backend: string;
+  placement: Placement;
   expiresAt: Date;
   /** Requests attached right now. */
   refCount: number;
@@ -50,8 +50,8 @@ export interface LoadedModel {
 interface Entry {
   key: string;
   spec: ModelSpec;
-  opts: LoadOptions;
-  plan: MemoryPlan;
+  backend: Backend;
+  placement: Placement;
   runner: Runner;
   refCount: number;
   keepAliveMs: number;
@@ -71,32 +71,23 @@ const FOREVER_MS = 292 * 365.25 * 86400e3;
 export class Scheduler {
   private readonly entries = new Map<string, Entry>();
   private readonly queue: LoadQueue;
-  private readonly facts: FactsCache;
   private waiters: Array<() => void> = [];
   private readonly closing = new AbortController();
   private readonly observer: SchedulerObserver;
 
-  constructor(private readonly deps: { backend: Backend; config: Config; log: Logger; observer?: SchedulerObserver }) {
-    checkKvSettings(deps.config); // contradicting cache settings stop the daemon at start
+  constructor(private readonly deps: { backends: Backends; config: Config; log: Logger; observer?: SchedulerObserver }) {
     this.queue = new LoadQueue(deps.config.maxQueue);
-    this.facts = new FactsCache(deps.config);
     this.observer = deps.observer ?? NO_OBSERVER;
   }
 
-  /** Looks at the devices ahead of the first load (the GPU probe takes a moment). */
+  /** Lets each backend look at its devices or upstreams ahead of the first load. */
   warmUp(): void {
-    void this.deps.backend.devices().then(
-      (d) => {
-        const gpus = d.filter((x) => x.kind === "gpu").map((g) => `${g.library} ${g.name} ${humanBytes2(g.totalBytes)}`);
-        this.deps.log.info(gpus.length > 0 ? `GPUs: ${gpus.join(", ")}` : "no GPU found, models run on the CPU");
-      },
-      (err: unknown) => this.deps.log.warn(`device discovery failed: ${(err as Error).message}`),
-    );
+    for (const b of this.deps.backends.all) b.warmUp?.((m) => this.deps.log.info(m));
   }
 
-  /** Load options of a request: runner options plus the daemon-wide and per-model ones. */
-  loadOptions(spec: ModelSpec, r: RunnerOptions): LoadOptions {
-    return loadOptionsFor(this.deps.config, spec, r, this.facts.get(spec).kv);
+  /** The backend that serves a model. */
+  backendFor(spec: ModelSpec): Backend {
+    return this.deps.backends.for(spec);
   }
 
   /** A lease on the request's model; how long it took is the request's queue wait. */
@@ -119,15 +110,16 @@ export class Scheduler {
   private async lease(req: AcquireRequest): Promise<Lease> {
     if (this.closing.signal.aborted) throw shuttingDown();
     if (req.signal.aborted) throw canceled();
-    const opts = this.loadOptions(req.spec, req.runner);
-    const e = this.entries.get(req.spec.modelPath);
-    if (e && !needsReload(e.opts, opts)) return this.attach(e, req);
-    return this.queue.run(req.signal, () => this.process(req, opts));
+    const backend = this.backendFor(req.spec);
+    const wanted = backend.want(req.spec, req.runner);
+    const key = backend.modelKey(req.spec);
+    const e = this.entries.get(key);
+    if (e && !backend.needsReload(e.placement, wanted)) return this.attach(e, req);
+    return this.queue.run(req.signal, () => this.process(req, backend, key, wanted));
   }
 
   /** The head of the load queue: reload, make room, load; returns the request's lease. */
-  private async process(req: AcquireRequest, opts: LoadOptions): Promise<Lease> {
-    const key = req.spec.modelPath;
+  private async process(req: AcquireRequest, backend: Backend, key: string, wanted: unknown): Promise<Lease> {
     const { log } = this.deps;
     let reloading: Entry | null = null;
     for (;;) {
@@ -135,7 +127,7 @@ export class Scheduler {
       if (req.signal.aborted) throw canceled();
       const e = this.entries.get(key);
       if (e) {
-        if (!needsReload(e.opts, opts)) return this.attach(e, req);
+        if (!backend.needsReload(e.placement, wanted)) return this.attach(e, req);
         // Runner options differ: unload it once idle, then load again.
         if (reloading !== e) log.info(`reloading ${e.spec.shortName}: runner options changed`);
         reloading = e;
@@ -145,9 +137,9 @@ export class Scheduler {
         else await this.changed(req.signal);
         continue;
       }
-      const devices = await this.deps.backend.devices();
-      const plan = planFor(this.deps.config, devices, this.facts.get(req.spec).shape, opts);
-      const room = this.room(plan);
+      // Planned again each time round: memory changes while this request waits.
+      const placement = await backend.plan(req.spec, wanted);
+      const room = this.room(placement);
       if (room === "wait") {
         log.debug(`waiting for a busy runner to finish before loading ${req.spec.shortName}`);
         await this.changed(req.signal);
@@ -159,68 +151,50 @@ export class Scheduler {
         await this.unload(room.victim, "evicted");
         continue;
       }
-      if (!plan.fitsRam) throw new ApiError(500, ramShortMessage(plan));
-      const entry = await this.load(req, opts, plan, devices);
+      if (placement.refusal) throw new ApiError("internal", placement.refusal);
+      const entry = await this.load(req, backend, key, placement);
       return this.attach(entry, req);
     }
   }
 
-  /** "ok", the runner to unload first and why, or "wait" when every loaded runner is busy. */
-  private room(plan: MemoryPlan): "ok" | "wait" | { victim: Entry; reason: EvictionReason } {
-    if (this.entries.size === 0) return "ok";
-    const tooMany = this.entries.size >= maxLoaded(this.deps.config);
+  /** "ok", the runner to unload first and why, or "wait" when every local runner is busy. */
+  private room(placement: Placement): "ok" | "wait" | { victim: Entry; reason: EvictionReason } {
+    // A model that holds no memory here (a remote engine) never makes room.
+    if (!placement.local) return "ok";
+    const local = [...this.entries.values()].filter((e) => e.placement.local);
+    if (local.length === 0) return "ok";
+    const tooMany = local.length >= maxLoaded(this.deps.config);
     // With other models loaded the new one must fit entirely where it was asked to go.
-    const tooBig = !plan.fitsRam || !plan.fitsGpu;
-    if (!tooMany && !tooBig) return "ok";
+    if (!tooMany && placement.fits) return "ok";
     let victim: Entry | null = null;
-    for (const e of this.entries.values()) {
+    for (const e of local) {
       if (e.refCount === 0 && (!victim || e.lastUsed < victim.lastUsed)) victim = e;
     }
     return victim ? { victim, reason: tooMany ? "max_loaded_models" : "memory" } : "wait";
   }
 
-  private async load(req: AcquireRequest, opts: LoadOptions, plan: MemoryPlan, devices: DeviceInfo[]): Promise<Entry> {
-    const { backend, config, log } = this.deps;
+  private async load(req: AcquireRequest, backend: Backend, key: string, placement: Placement): Promise<Entry> {
+    const { config, log } = this.deps;
     const { spec } = req;
-    for (const w of this.facts.get(spec).kv.warnings) log.warn(`${spec.shortName}: ${w}`);
-    const gpuNames = new Map(devices.map((d) => [d.id, d.name]));
-    log.info(`loading ${spec.shortName}`, {
-      layers: `${plan.gpuLayers}/${this.facts.get(spec).shape.blockCount + 1} on GPU`,
-      gpus: plan.devices.length > 0 ? plan.devices.map((d) => `${gpuNames.get(d.id) ?? d.id}:${d.layers}`).join(",") : undefined,
-      "memory.required": humanBytes2(plan.totalBytes),
-      "memory.vram": humanBytes2(plan.vramBytes),
-      "memory.kv": humanBytes2(plan.kvBytes),
-      "memory.graph": humanBytes2(plan.graphBytes),
-      ctx: `${opts.numCtx}x${opts.slots}`,
-      kv: `${opts.kvCacheTypeK}/${opts.kvCacheTypeV}`,
-      flash_attention: opts.flashAttention,
-    });
-    debugLoadPlan(log, spec.shortName, opts, plan);
+    for (const w of placement.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
+    log.info(`loading ${spec.shortName}`, { backend: backend.name, ...placement.describe });
+    debugLoadPlan(log, spec.shortName, placement);
     const signal = AbortSignal.any([req.signal, this.closing.signal]);
     const t0 = performance.now();
     let runner: Runner;
     try {
-      // The runner process outlives this request: it must not carry its id (request-context.ts).
-      runner = await detached(() => backend.load(
-        spec.modelPath,
-        opts,
-        {
-          gpuLayers: plan.gpuLayers,
-          ...(plan.devices.length > 0 ? { gpus: plan.devices.map((d) => d.id) } : {}),
-          ...(Number.isFinite(config.loadTimeoutMs) ? { loadTimeoutMs: config.loadTimeoutMs } : {}),
-        },
-        signal,
-      ));
+      // The runner outlives this request: it must not carry its id (request-context.ts).
+      runner = await detached(() => backend.load(spec, placement, signal));
     } catch (err) {
       this.observer.loadFailed(spec.shortName);
       if (req.signal.aborted) throw canceled();
-      throw new ApiError(500, `failed to load model ${spec.shortName}: ${(err as Error).message}`);
+      throw new ApiError("internal", `failed to load model ${spec.shortName}: ${errorMessage(err)}`);
     }
     this.observer.loaded(spec.shortName, (performance.now() - t0) / 1000);
     const info = runner.info;
     for (const w of info.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
     log.info(`loaded ${spec.shortName}`, {
-      ctx: `${info.contextLength}x${opts.slots}`,
+      ctx: `${info.contextLength}x${runner.slots}`,
       threads: info.threads,
       gpu_layers: info.gpuLayers,
       size: humanBytes2(info.sizeBytes),
@@ -229,10 +203,10 @@ export class Scheduler {
       flash_attention: info.flashAttention,
     });
     const entry: Entry = {
-      key: spec.modelPath,
+      key,
       spec,
-      opts,
-      plan,
+      backend,
+      placement,
       runner,
       refCount: 0,
       keepAliveMs: req.keepAliveMs ?? config.keepAliveMs,
@@ -281,7 +255,7 @@ export class Scheduler {
   private rebalanceThreads(): void {
     const entries = [...this.entries.values()];
     const budgets = threadBudgets(
-      entries.map((e) => ({ busy: e.refCount > 0, cpuBound: !e.plan.fullOffload || e.plan.gpuLayers === 0, fixed: e.opts.numThread > 0 })),
+      entries.map((e) => ({ busy: e.refCount > 0, cpuBound: e.placement.sharesCpu, fixed: false })),
     );
     entries.forEach((e, i) => {
       const budget = budgets[i];
@@ -329,7 +303,7 @@ export class Scheduler {
 
   /** Explicit unload (keep_alive 0 with an empty prompt, `ollamats stop`): now, or when idle. */
   async expire(spec: ModelSpec): Promise<void> {
-    const e = this.entries.get(spec.modelPath);
+    const e = this.entries.get(this.backendFor(spec).modelKey(spec));
     if (!e) return;
     e.keepAliveMs = 0;
     e.expiresAt = new Date();
@@ -378,8 +352,8 @@ export class Scheduler {
     return [...this.entries.values()].map((e) => ({
       spec: e.spec,
       runner: e.runner,
-      opts: e.opts,
-      plan: e.plan,
+      backend: e.backend.name,
+      placement: e.placement,
       expiresAt: e.expiresAt,
       refCount: e.refCount,
     }));
@@ -427,5 +401,14 @@ export class Scheduler {
 }
 
 function shuttingDown(): ApiError {
-  return new ApiError(503, "server is shutting down");
+  return new ApiError("shutting_down", "server is shutting down");
+}
+
+/**
+ * OLLAMA_MAX_LOADED_MODELS; 0 leaves it to the placements alone (issue 3). Ollama's automatic
+ * value is 3 per GPU instead, a guard against GPUs that misreport free memory, which our own
+ * accounting of what each runner holds does not need.
+ */
+export function maxLoaded(config: Config): number {
+  return config.maxLoadedModels > 0 ? config.maxLoadedModels : Infinity;
 }

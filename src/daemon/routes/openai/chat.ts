@@ -7,13 +7,16 @@ import { z } from "zod";
 import type { Message, ToolCall } from "../../../api/types.js";
 import { parseBody } from "../../body.js";
 import { JsonDepthError, parseJson } from "../../bounded-json.js";
-import { nowNs } from "../../completion.js";
+import { nowNs } from "../../services/completion.js";
 import type { Deps } from "../../deps.js";
 import { badRequest } from "../../errors.js";
 import { jsonResponse } from "../../stream.js";
-import { requestSignal } from "../common.js";
+import { requestSignal } from "../../services/request.js";
+import type { Logprob } from "../../../backends/backend.js";
 import type { CompletionEvent } from "./events.js";
+import { chatLogprobs } from "./logprobs.js";
 import { nativeChatBody, startChat } from "./native.js";
+import { finishReason, newId, usageOf } from "./encode.js";
 import { sseResponse } from "./sse.js";
 import {
   aboveMaximum,
@@ -39,10 +42,6 @@ export interface ChatTranslation {
   includeUsage: boolean;
   /** The /api/chat body Ollama's middleware would build. */
   native: Record<string, unknown>;
-}
-
-export function newId(prefix: string): string {
-  return `${prefix}-${randomBytes(12).toString("base64url")}`;
 }
 
 /** reasoning_effort / reasoning.effort → think (Ollama's mapping; unknown efforts are refused). */
@@ -298,20 +297,6 @@ export function openaiToolCalls(calls: ToolCall[], firstIndex: number): OpenAITo
   }));
 }
 
-export interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-}
-
-export function usageOf(done: { promptEvalCount: number; evalCount: number }): Usage {
-  return { prompt_tokens: done.promptEvalCount, completion_tokens: done.evalCount, total_tokens: done.promptEvalCount + done.evalCount };
-}
-
-export function finishReason(doneReason: string, sawToolCalls: boolean): string {
-  return doneReason === "stop" && sawToolCalls ? "tool_calls" : doneReason;
-}
-
 interface Meta {
   id: string;
   created: number;
@@ -323,13 +308,16 @@ export async function chatCompletion(events: AsyncIterable<CompletionEvent>, met
   let content = "";
   let reasoning = "";
   const calls: OpenAIToolCall[] = [];
+  const logprobs: Logprob[] = [];
   for await (const ev of events) {
     switch (ev.type) {
       case "content":
         content += ev.text;
+        logprobs.push(...(ev.logprobs ?? []));
         break;
       case "thinking":
         reasoning += ev.text;
+        logprobs.push(...(ev.logprobs ?? []));
         break;
       case "tool_calls":
         calls.push(...openaiToolCalls(ev.calls, calls.length));
@@ -351,7 +339,7 @@ export async function chatCompletion(events: AsyncIterable<CompletionEvent>, met
                 ...(calls.length ? { tool_calls: calls } : {}),
               },
               finish_reason: finishReason(ev.doneReason, calls.length > 0),
-              logprobs: null,
+              logprobs: chatLogprobs(logprobs),
             },
           ],
           usage: usageOf(ev),
@@ -371,19 +359,19 @@ export async function* chatChunks(events: AsyncIterable<CompletionEvent>, meta: 
   const usageNull = includeUsage ? { usage: null } : {};
   let first = true;
   let toolCalls = 0;
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => {
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null, logprobs?: Logprob[]) => {
     const d = first ? { role: "assistant", ...delta } : delta;
     first = false;
-    return { ...base, choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finish }], ...usageNull };
+    return { ...base, choices: [{ index: 0, delta: d, logprobs: chatLogprobs(logprobs), finish_reason: finish }], ...usageNull };
   };
   for await (const ev of events) {
     switch (ev.type) {
       case "content":
         // an empty content event is a heartbeat (slow load): sent as an empty delta
-        yield chunk({ content: ev.text });
+        yield chunk({ content: ev.text }, null, ev.logprobs);
         break;
       case "thinking":
-        if (ev.text !== "") yield chunk({ reasoning: ev.text });
+        if (ev.text !== "" || ev.logprobs) yield chunk({ reasoning: ev.text }, null, ev.logprobs);
         break;
       case "tool_calls": {
         const calls = openaiToolCalls(ev.calls, toolCalls);

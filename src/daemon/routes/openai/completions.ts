@@ -3,13 +3,15 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { parseBody } from "../../body.js";
-import { nowNs } from "../../completion.js";
+import { nowNs } from "../../services/completion.js";
 import type { Deps } from "../../deps.js";
 import { badRequest } from "../../errors.js";
 import { jsonResponse } from "../../stream.js";
-import { requestSignal } from "../common.js";
-import { finishReason, newId, usageOf } from "./chat.js";
+import { requestSignal } from "../../services/request.js";
+import { finishReason, newId, usageOf } from "./encode.js";
+import type { Logprob } from "../../../backends/backend.js";
 import type { CompletionEvent } from "./events.js";
+import { completionLogprobs } from "./logprobs.js";
 import { nativeGenerateBody, startGenerate } from "./native.js";
 import { sseResponse } from "./sse.js";
 import { aboveMaximum, belowMinimum, field, invalidType, modelOf, requestObject, stopList } from "./validate.js";
@@ -79,20 +81,23 @@ interface Meta {
   model: string;
 }
 
-const choice = (text: string, finish: string | null) => ({ text, index: 0, logprobs: null, finish_reason: finish });
+const choice = (text: string, finish: string | null, logprobs: object | null = null) => ({ text, index: 0, logprobs, finish_reason: finish });
 
 export async function textCompletion(events: AsyncIterable<CompletionEvent>, meta: Meta): Promise<object> {
   let text = "";
+  const logprobs: Logprob[] = [];
   for await (const ev of events) {
-    if (ev.type === "content") text += ev.text;
-    else if (ev.type === "done") {
+    if (ev.type === "content") {
+      text += ev.text;
+      logprobs.push(...(ev.logprobs ?? []));
+    } else if (ev.type === "done") {
       return {
         id: meta.id,
         object: "text_completion",
         created: meta.created,
         model: meta.model,
         system_fingerprint: "fp_ollama",
-        choices: [choice(text, finishReason(ev.doneReason, false))],
+        choices: [choice(text, finishReason(ev.doneReason, false), completionLogprobs(logprobs, 0))],
         usage: usageOf(ev),
       };
     }
@@ -103,9 +108,11 @@ export async function textCompletion(events: AsyncIterable<CompletionEvent>, met
 export async function* textChunks(events: AsyncIterable<CompletionEvent>, meta: Meta, includeUsage: boolean): AsyncIterable<object> {
   const base = { id: meta.id, object: "text_completion", created: meta.created, model: meta.model, system_fingerprint: "fp_ollama" };
   const usageNull = includeUsage ? { usage: null } : {};
+  let offset = 0;
   for await (const ev of events) {
     if (ev.type === "content") {
-      yield { ...base, choices: [choice(ev.text, null)], ...usageNull }; // "" is a heartbeat
+      yield { ...base, choices: [choice(ev.text, null, completionLogprobs(ev.logprobs, offset))], ...usageNull }; // "" is a heartbeat
+      offset += (ev.logprobs ?? []).reduce((n, l) => n + l.token.length, 0);
     } else if (ev.type === "done") {
       yield { ...base, choices: [choice("", finishReason(ev.doneReason, false))], ...usageNull };
       if (includeUsage) yield { ...base, choices: [], usage: usageOf(ev) };

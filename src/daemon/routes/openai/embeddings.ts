@@ -4,12 +4,12 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { parseBody } from "../../body.js";
-import { nowNs } from "../../completion.js";
+import { nowNs } from "../../services/completion.js";
 import type { Deps } from "../../deps.js";
 import { badRequest } from "../../errors.js";
 import { jsonResponse } from "../../stream.js";
-import { requestSignal } from "../common.js";
-import { parseEmbedInput, runEmbed } from "../embed.js";
+import { requestSignal } from "../../services/request.js";
+import { parseEmbedInput, runEmbed } from "../../services/embed.js";
 import { field, modelOf, requestObject } from "./validate.js";
 
 export function float32Base64(vec: number[]): string {

@@ -1,28 +1,23 @@
 // OpenAI's error shape for every /v1 error: {"error":{"message","type","param":null,"code":null}},
-// with Ollama's type per status. Thrown errors reach `openaiErrorHandler` (the /v1 onError).
+// with the type the error table (daemon/errors.ts) gives its code. Thrown errors reach `openaiErrorHandler` (the /v1 onError).
 import type { Context } from "hono";
-import { ApiError, errorMessage } from "../../errors.js";
+import { failure, toApiError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: null; code: string | null };
 }
 
-export function errorType(status: number): string {
-  // 401: a missing or wrong API key, which OpenAI reports as an invalid request.
-  if (status === 400 || status === 401) return "invalid_request_error";
-  if (status === 404) return "not_found_error";
-  return "api_error";
-}
-
-export function openaiError(status: number, message: string, code: string | null = null): OpenAIErrorBody {
-  return { error: { message, type: errorType(status), param: null, code } };
+/** OpenAI's error body for any thrown value; its type comes from the one error table. */
+export function openaiError(err: unknown, code: string | null = null): OpenAIErrorBody {
+  const e = toApiError(err);
+  return { error: { message: e.message, type: e.openaiType, param: null, code } };
 }
 
 export function openaiErrorHandler(log: Logger) {
   return (err: Error, c: Context): Response => {
-    const status = err instanceof ApiError ? err.status : 500;
-    if (status >= 500) log.error(err instanceof ApiError ? err.message : `internal error: ${errorMessage(err)}`);
-    return c.json(openaiError(status, errorMessage(err)), status as 400);
+    const f = failure(err, c.req.raw.signal.aborted);
+    if (f.logLine) log.error(f.logLine);
+    return c.json(openaiError(f.error), f.error.status as 400);
   };
 }

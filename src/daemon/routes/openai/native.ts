@@ -5,8 +5,9 @@
 import { badRequest } from "../../errors.js";
 import type { Deps } from "../../deps.js";
 import { chatSchema, generateSchema, type ChatBody, type GenerateBody } from "../../schemas.js";
-import { prepareChat, type Prepared } from "../chat.js";
-import { prepareGenerate } from "../generate.js";
+import { prepareChat } from "../../services/chat.js";
+import type { Prepared } from "../../services/completion.js";
+import { prepareGenerate } from "../../services/generate.js";
 import { completionEvents, type CompletionEvent } from "./events.js";
 
 /** Validates the native body with the /api schema itself, so both APIs accept the same things. */

@@ -4,7 +4,6 @@
 // chunk becomes a final `data: {"error":{…}}` event (openai-node throws it as an APIError),
 // without [DONE].
 import type { Context } from "hono";
-import { ApiError, errorMessage } from "../../errors.js";
 import { streamResponse, type StreamFormat } from "../../stream.js";
 import { openaiError } from "./errors.js";
 
@@ -15,7 +14,7 @@ const SSE: StreamFormat = {
   headers: { "Cache-Control": "no-cache" },
   event,
   end: "data: [DONE]\n\n",
-  error: (err) => event(openaiError(err instanceof ApiError ? err.status : 500, errorMessage(err))),
+  error: (err) => event(openaiError(err)),
 };
 
 export function sseResponse(c: Context, chunks: AsyncIterable<object>, onCancel: () => void): Response {

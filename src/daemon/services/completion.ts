@@ -3,35 +3,32 @@
 // into one event stream (content / thinking / tool_calls / done) that every encoder consumes, and
 // release the runner when the stream ends or the client goes away.
 //
+// A runner that templates conversations itself (features.messages: a remote engine) gets the
+// messages, tools and think, and yields thinking and tool calls itself; any other gets the
+// rendered prompt, and its text is parsed here.
+//
 // Errors that happen before the first token (load failures, a prompt that does not fit, a schema
-// the grammar compiler refuses) are thrown from startCompletion, so the route answers with the
+// the engine refuses) are thrown from startCompletion, so the route answers with the
 // real status. Only when that start takes longer than the heartbeat threshold (30 s; a slow load)
 // does a streamed response commit early: it then yields empty content events (heartbeats) every
 // 10 s until the first token, so clients with 5-minute timeouts never give up on a slow load.
-import {
-  INVALID_SCHEMA_PREFIX,
-  PROMPT_TOO_LONG,
-  RunnerError,
-  type GenerateJob,
-  type GenerateStats,
-  type GrammarSpec,
-  type RunnerEvent,
-} from "../backends/backend.js";
-import type { Metrics, ToolCall } from "../api/types.js";
-import type { ModelSpec } from "../registry/model-spec.js";
-import { ApiError, badRequest } from "./errors.js";
-import type { RequestRunOptions } from "./options.js";
-import { renderPrompt, type PromptTemplate, type RenderInput } from "./prompt/render.js";
-import { ThinkingParser, thinkingTags } from "./prompt/thinking.js";
-import { ToolCallParser, toolCallTag, type ToolDefinition } from "./prompt/tools.js";
-import type { Lease, Scheduler } from "./scheduler/scheduler.js";
-import { debugCompletion } from "./debug-log.js";
-import { currentRequest, noteGeneration } from "./request-context.js";
+import type { CompiledFormat, GenerateJob, GenerateStats, JobMessage, Logprob, MessagesJob, RunnerEvent } from "../../backends/backend.js";
+import { EngineError } from "../../backends/errors.js";
+import type { Metrics, ToolCall } from "../../api/types.js";
+import type { ModelSpec } from "../../registry/model-spec.js";
+import { ApiError, toApiError } from "../errors.js";
+import type { RequestRunOptions } from "../options.js";
+import { renderPrompt, type PromptTemplate, type RenderInput } from "../prompt/render.js";
+import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
+import { ToolCallParser, toolCallTag, type ToolDefinition } from "../prompt/tools.js";
+import type { Lease, Scheduler } from "../scheduler/scheduler.js";
+import { debugCompletion } from "../debug-log.js";
+import { currentRequest, noteGeneration } from "../request-context.js";
 
 /** What a completion yields, in order; `done` is always last. */
 export type CompletionEvent =
-  | { type: "content"; text: string }
-  | { type: "thinking"; text: string }
+  | { type: "content"; text: string; logprobs?: Logprob[] }
+  | { type: "thinking"; text: string; logprobs?: Logprob[] }
   | { type: "tool_calls"; calls: ToolCall[] }
   | CompletionDone;
 
@@ -53,14 +50,20 @@ export interface CompletionRequest {
   keepAliveMs: number | undefined;
   signal: AbortSignal;
   startedAt: bigint;
-  /** A ready prompt (raw mode, suffix) or a conversation to render and fit into num_ctx. */
-  prompt: { text: string } | { template: PromptTemplate; input: RenderInput };
+  /**
+   * A ready prompt (raw mode, suffix), a conversation to render and fit into num_ctx, or a
+   * conversation for a runner that templates it itself (features.messages).
+   */
+  prompt:
+    | { text: string }
+    | { template: PromptTemplate; input: RenderInput }
+    | { messages: JobMessage[]; tools?: Array<Record<string, unknown>>; think?: boolean | string; completion?: MessagesJob["completion"] };
   prefixTokens?: number[];
   wantContext: boolean;
   /** Template whose thinking/tool tags apply when `prompt` is ready text (default: none). */
   template?: PromptTemplate;
-  /** Structured output (from parseFormat). */
-  format?: GrammarSpec;
+  /** Structured output, compiled by the model's backend. */
+  format?: CompiledFormat;
   /** Chat request tools: tool calls are parsed out of the output. */
   tools?: ToolDefinition[];
   /** Thinking is on (resolved `think`): text between the template's tags becomes `thinking`. */
@@ -73,7 +76,12 @@ export interface CompletionRequest {
   heartbeat?: boolean;
   /** Chat on a thinking model: `format` applies only once thinking ends (Ollama's restart). */
   formatAfterThinking?: boolean;
+  /** Log probabilities of the output, with this many alternatives per token (0..20). */
+  logprobs?: number;
 }
+
+/** What preparing a request leads to: a ready reply (load, unload, debug render) or a completion. */
+export type Prepared = { kind: "reply"; body: object } | { kind: "completion"; completion: Completion };
 
 export interface Completion {
   /** Set once the runner is acquired (0 until then). */
@@ -81,6 +89,26 @@ export interface Completion {
   events: AsyncIterable<CompletionEvent>;
   /** Releases the runner even if the events were never read (client gone before the first). */
   cancel(): void;
+}
+
+/**
+ * `_debug_render_only` for a runner that templates conversations itself: the engine renders it
+ * (a 400 where it cannot).
+ */
+export async function renderWithRunner(
+  scheduler: Scheduler,
+  req: Pick<CompletionRequest, "spec" | "options" | "keepAliveMs" | "signal">,
+  input: Pick<MessagesJob, "messages" | "tools" | "think" | "completion">,
+): Promise<string> {
+  const lease = await scheduler.acquire({ spec: req.spec, runner: req.options.runner, keepAliveMs: req.keepAliveMs, signal: req.signal });
+  try {
+    if (!lease.runner.render) throw new ApiError("unsupported", "_debug_render_only is not supported by this backend: it does not show its prompts");
+    return await lease.runner.render(input, req.signal);
+  } catch (err) {
+    throw toApiError(err);
+  } finally {
+    lease.release();
+  }
 }
 
 export function nowNs(): bigint {
@@ -131,12 +159,21 @@ async function fitConversation(lease: Lease, template: PromptTemplate, input: Re
   }
 }
 
-/** Runner errors that are the request's fault become 400s. */
+/** Engine errors get their status from the one error table (daemon/errors.ts). */
 function mapRunnerError(err: unknown): unknown {
-  if (err instanceof RunnerError) {
-    if (err.message === PROMPT_TOO_LONG || err.message.startsWith(INVALID_SCHEMA_PREFIX)) return badRequest(err.message);
-  }
-  return err;
+  return err instanceof EngineError ? toApiError(err) : err;
+}
+
+/**
+ * The events one runner text event became, its log probabilities on the first content or
+ * thinking event, or on an empty content event of their own when a parser holds the text back
+ * (as Ollama sends them while a tool call is still being parsed).
+ */
+function* withLogprobs(events: CompletionEvent[], logprobs: Logprob[] | undefined): Generator<CompletionEvent> {
+  if (!logprobs || logprobs.length === 0) return yield* events;
+  const i = events.findIndex((e) => e.type === "content" || e.type === "thinking");
+  if (i === -1) return yield* [{ type: "content", text: "", logprobs }, ...events];
+  yield* events.map((e, k) => (k === i ? { ...e, logprobs } : e));
 }
 
 /** One runner generation, read through an iterator so its first event can be awaited early. */
@@ -173,25 +210,31 @@ interface Started {
 
 export async function startCompletion(scheduler: Scheduler, req: CompletionRequest): Promise<Completion> {
   const o = req.options;
-  const template = "template" in req.prompt ? req.prompt.template : req.template;
+  const conversation = "messages" in req.prompt ? req.prompt : undefined;
+  const template = "template" in req.prompt ? req.prompt.template : conversation ? undefined : req.template;
   const tags = req.think && template ? thinkingTags(template) : { open: "", close: "" };
   const thinks = tags.open !== "" && tags.close !== "";
   const deferFormat = !!(req.format && req.formatAfterThinking && thinks);
 
   const request = currentRequest();
   const requestId = request?.id;
-  const job = (prompt: string, grammar: GrammarSpec | undefined, prefixTokens?: number[]): GenerateJob => ({
-    prompt,
-    prefixTokens,
+  const common = (format: CompiledFormat | undefined) => ({
     sampling: o.sampling,
+    options: o.explicit,
     numPredict: o.numPredict,
     stop: o.stop,
     wantContext: req.wantContext,
-    ...(grammar ? { grammar } : {}),
+    ...(format ? { format } : {}),
     shift: req.shift ?? true,
     truncate: req.truncate ?? true,
     numKeep: o.numKeep,
+    ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
     ...(requestId !== undefined ? { requestId } : {}),
+  });
+  const job = (prompt: string, format: CompiledFormat | undefined, prefixTokens?: number[]): GenerateJob => ({
+    prompt,
+    prefixTokens,
+    ...common(format),
   });
 
   let cancelled = false;
@@ -213,15 +256,22 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     completion.loadDurationNs = Number(nowNs() - req.startedAt);
     if (cancelled) {
       l.release();
-      throw new ApiError(499, "request canceled");
+      throw new ApiError("canceled", "request canceled");
     }
     try {
-      const prompt =
-        "text" in req.prompt
-          ? req.prompt.text
-          : await fitConversation(l, req.prompt.template, req.prompt.input, l.runner.info.contextLength, req.truncate ?? true);
-      debugCompletion(prompt, o);
-      gen = new Generation(l, job(prompt, deferFormat ? undefined : req.format, req.prefixTokens), req.signal);
+      let prompt = "";
+      if (conversation) {
+        const { messages, tools, think, completion: asCompletion } = conversation;
+        const job: MessagesJob = { messages, ...(tools ? { tools } : {}), ...(think !== undefined ? { think } : {}), ...(asCompletion ? { completion: asCompletion } : {}), ...common(req.format) };
+        gen = new Generation(l, job, req.signal);
+      } else {
+        prompt =
+          "text" in req.prompt
+            ? req.prompt.text
+            : await fitConversation(l, (req.prompt as { template: PromptTemplate }).template, (req.prompt as { input: RenderInput }).input, l.runner.info.contextLength, req.truncate ?? true);
+        debugCompletion(prompt, o);
+        gen = new Generation(l, job(prompt, deferFormat ? undefined : req.format, req.prefixTokens), req.signal);
+      }
       const first = await gen.next();
       return { lease: l, prompt, template, first, firstTokenNs: Number(nowNs() - req.startedAt), deferFormat };
     } catch (err) {
@@ -287,15 +337,21 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     let ev = s.first;
     for (;;) {
       if (!ev) throw new Error("generation ended without a final response");
-      if (ev.type === "text") {
+      if (ev.type === "content" || ev.type === "thinking") {
+        if (ev.text || ev.logprobs) yield { type: ev.type, text: ev.text, ...(ev.logprobs ? { logprobs: ev.logprobs } : {}) };
+      } else if (ev.type === "tool_calls") {
+        yield { type: "tool_calls", calls: ev.calls };
+      } else if (ev.type === "text") {
         raw += ev.text;
         let text = ev.text;
+        const out: CompletionEvent[] = [];
         if (thinking) {
           const step = thinking.add(text);
-          if (step.thinking) yield { type: "thinking", text: step.thinking };
+          if (step.thinking) out.push({ type: "thinking", text: step.thinking });
           text = step.content;
         }
         if (deferring && text !== "") {
+          yield* withLogprobs(out, ev.logprobs);
           // Thinking is over: generate again from the prompt plus the thinking, constrained.
           deferring = false;
           const cut = raw.indexOf(tags.close);
@@ -306,21 +362,25 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
           ev = await next.next();
           continue;
         }
-        yield* content(text, false);
+        out.push(...content(text, false));
+        yield* withLogprobs(out, ev.logprobs);
       } else {
         const rest = thinking?.flush();
         if (rest?.thinking) yield { type: "thinking", text: rest.thinking };
         yield* content(rest?.content ?? "", true);
         const { type: _t, ...stats } = ev;
         // Once per request, for its metrics and its debug timings (request-context.ts).
-        noteGeneration({
-          firstTokenNs: s.firstTokenNs,
-          promptEvalCount: stats.promptEvalCount,
-          promptEvalDurationNs: stats.promptEvalDurationNs,
-          evalCount: stats.evalCount,
-          evalDurationNs: stats.evalDurationNs,
-          cachedTokens: stats.cachedTokens ?? 0,
-        }, request);
+        noteGeneration(
+          {
+            firstTokenNs: s.firstTokenNs,
+            promptEvalCount: stats.promptEvalCount,
+            promptEvalDurationNs: stats.promptEvalDurationNs,
+            evalCount: stats.evalCount,
+            evalDurationNs: stats.evalDurationNs,
+            cachedTokens: stats.cachedTokens ?? 0,
+          },
+          request,
+        );
         yield {
           ...stats,
           type: "done",

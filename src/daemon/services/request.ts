@@ -1,21 +1,48 @@
-// Steps shared by the inference routes: model lookup, keep_alive and think validation.
+// Steps shared by the inference services: model lookup (and the backend's admission), keep_alive
+// and think validation, the runner features a request needs, the prompt template.
+import type { CompiledFormat, Logprob, RunnerFeatures, StructuredOutput } from "../../backends/backend.js";
 import { parseKeepAliveRequest } from "../../config.js";
-import { InvalidModelNameError, type ModelSpec } from "../../registry/model-spec.js";
-import type { Deps } from "../deps.js";
-import { badRequest, modelNotFound } from "../errors.js";
-import { selectTemplate, type PromptTemplate } from "../prompt/render.js";
 import { ggufArrayLength, ggufTokenText } from "../../registry/gguf-slim.js";
+import { ggufSource, InvalidModelNameError, type ModelSpec } from "../../registry/model-spec.js";
+import type { Deps } from "../deps.js";
+import { ApiError, badRequest, modelNotFound, toApiError } from "../errors.js";
+import { selectTemplate, type PromptTemplate } from "../prompt/render.js";
 
 export async function resolveSpec(deps: Deps, model: string): Promise<ModelSpec> {
   if (model === "") throw modelNotFound(model);
   try {
     const spec = await deps.models.resolve(model);
     if (!spec) throw modelNotFound(model);
+    admit(deps, spec);
     return spec;
   } catch (err) {
     if (err instanceof InvalidModelNameError) throw badRequest("invalid model name");
     throw err;
   }
+}
+
+/** The backend that serves the model may refuse it here (a remote host not allowed). */
+function admit(deps: Deps, spec: ModelSpec): void {
+  try {
+    deps.scheduler.backendFor(spec).admit?.(spec);
+  } catch (err) {
+    throw toApiError(err);
+  }
+}
+
+/** `format` compiled by the model's backend: a schema its engine cannot honour is a 400 now. */
+export async function compileFormat(deps: Deps, spec: ModelSpec, format: StructuredOutput | undefined): Promise<CompiledFormat | undefined> {
+  if (!format) return undefined;
+  try {
+    return await deps.scheduler.backendFor(spec).compileFormat(format);
+  } catch (err) {
+    throw toApiError(err);
+  }
+}
+
+/** The runner features of a model, before it is loaded. */
+export function featuresOf(deps: Deps, spec: ModelSpec): RunnerFeatures {
+  return deps.scheduler.backendFor(spec).features(spec);
 }
 
 export function keepAliveOf(value: number | string | undefined): number | undefined {
@@ -69,29 +96,49 @@ export function checkTopLogprobs(topLogprobs: number | null | undefined): void {
   if (topLogprobs != null && (topLogprobs < 0 || topLogprobs > 20)) throw badRequest("top_logprobs must be between 0 and 20");
 }
 
-export const LOGPROBS_UNSUPPORTED =
-  "logprobs are not supported by this backend: node-llama-cpp 3.21.1 does not expose token probabilities during generation";
-
-export function rejectLogprobs(logprobs: boolean | null | undefined, topLogprobs: number | null | undefined): void {
-  if (logprobs === true || (topLogprobs != null && topLogprobs > 0)) throw badRequest(LOGPROBS_UNSUPPORTED);
+/** A response's `logprobs` field: absent when there are none (Ollama's omitempty). */
+export function logprobsField(logprobs: Logprob[] | undefined): { logprobs?: Logprob[] } {
+  return logprobs && logprobs.length > 0 ? { logprobs } : {};
 }
 
-export const IMAGES_UNSUPPORTED =
-  "images are not supported: this engine version (node-llama-cpp 3.21.1) has no multimodal (vision) support";
+/** Alternatives per token when `logprobs` is on (top_logprobs alone asks for nothing, as in Ollama). */
+export function logprobsOf(body: { logprobs?: boolean | null; top_logprobs?: number | null }): number | undefined {
+  return body.logprobs === true ? (body.top_logprobs ?? 0) : undefined;
+}
 
-export function rejectImages(images: Array<unknown[] | null | undefined>): void {
-  if (images.some((i) => i != null && i.length > 0)) throw badRequest(IMAGES_UNSUPPORTED);
+/** What a request asks of a runner that it may lack; each has the start of its refusal. */
+const FEATURE_REFUSAL = {
+  logprobs: "logprobs are not supported by this backend",
+  images: "images are not supported",
+  tokenize: "tokenization is not supported by this backend",
+  embed: "embeddings are not supported by this backend",
+  rank: "reranking is not supported by this model",
+} as const;
+
+/** A 400 naming why, when the request needs a feature the model's runner lacks. */
+export function requireFeature(features: RunnerFeatures, feature: keyof typeof FEATURE_REFUSAL): void {
+  const f = features[feature];
+  if (f !== true) throw new ApiError("unsupported", `${FEATURE_REFUSAL[feature]}: ${f.missing}`);
+}
+
+export function rejectLogprobs(features: RunnerFeatures, logprobs: boolean | null | undefined): void {
+  if (logprobs === true) requireFeature(features, "logprobs");
+}
+
+export function rejectImages(features: RunnerFeatures, images: Array<unknown[] | null | undefined>): void {
+  if (images.some((i) => i != null && i.length > 0)) requireFeature(features, "images");
 }
 
 function tokenText(spec: ModelSpec, idKey: string): string {
-  const id = spec.gguf.metadata[idKey];
-  return typeof id === "number" ? (ggufTokenText(spec.gguf, id) ?? "") : "";
+  const src = ggufSource(spec);
+  const id = src?.gguf.metadata[idKey];
+  return src && typeof id === "number" ? (ggufTokenText(src.gguf, id) ?? "") : "";
 }
 
 export function templateFor(spec: ModelSpec, override?: string): PromptTemplate {
   return selectTemplate(
     override ?? spec.template,
-    spec.facts.chatTemplate,
+    ggufSource(spec)?.facts.chatTemplate,
     tokenText(spec, "tokenizer.ggml.bos_token_id"),
     tokenText(spec, "tokenizer.ggml.eos_token_id"),
   );
@@ -118,7 +165,9 @@ export function requestSignal(raw: Request): AbortController {
 /** Token ids from a client (detokenize `tokens`, generate `context`) must name vocabulary entries:
  *  an unknown id makes the runner's evaluation fail (a 500) or read outside its tables. */
 export function checkTokenIds(spec: ModelSpec, tokens: readonly number[], field?: string): void {
-  const size = ggufArrayLength(spec.gguf, "tokenizer.ggml.tokens") ?? Infinity;
+  // A remote model's vocabulary is its upstream's: the upstream checks its own ids.
+  const src = ggufSource(spec);
+  const size = (src && ggufArrayLength(src.gguf, "tokenizer.ggml.tokens")) ?? Infinity;
   const bad = tokens.find((t) => t < 0 || t >= size);
   if (bad !== undefined) throw badRequest(`invalid token id ${bad}${field ? ` in "${field}"` : ""}: the vocabulary has ${size} tokens`);
 }

@@ -9,6 +9,7 @@
 //   - the token-embedding matrix (kept in host memory by llama.cpp) counts toward system RAM.
 import type { GgufInfo, GgufValue } from "../../registry/gguf.js";
 import { ggufArrayLength } from "../../registry/gguf-slim.js";
+import { humanBytes2 } from "../human-bytes.js";
 
 export type KvCacheType = "f16" | "q8_0" | "q4_0";
 
@@ -359,13 +360,7 @@ export function planMemory(input: PlanInput): MemoryPlan {
   };
 }
 
-/** Ollama's format.HumanBytes2: binary units with one decimal. */
-export function humanBytes2(b: number): string {
-  if (b >= 1024 ** 3) return `${(b / 1024 ** 3).toFixed(1)} GiB`;
-  if (b >= MiB) return `${(b / MiB).toFixed(1)} MiB`;
-  if (b >= 1024) return `${(b / 1024).toFixed(1)} KiB`;
-  return `${b} B`;
-}
+export { humanBytes2 };
 
 /** The error Ollama gives when the CPU part of a model cannot fit in RAM + swap. */
 export function ramShortMessage(plan: MemoryPlan): string {

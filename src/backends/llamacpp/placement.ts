@@ -1,9 +1,9 @@
 // From what the backend reports about its devices to the memory planner's input, and from a
 // request to the load options of its runner (with the model's flash attention / KV cache types).
-import type { DeviceInfo, LoadOptions } from "../../backends/backend.js";
+import type { DeviceInfo, RunnerOptions } from "../backend.js";
 import type { Config } from "../../config.js";
-import type { ModelSpec } from "../../registry/model-spec.js";
-import type { RunnerOptions } from "../options.js";
+import type { GgufSource } from "../../registry/model-spec.js";
+import type { LoadOptions } from "./protocol.js";
 import { resolveKvCache, type KvPlan } from "./kv-cache.js";
 import { modelShape, planMemory, type GpuDevice, type KvCacheType, type MemoryPlan, type ModelShape } from "./memory.js";
 
@@ -18,38 +18,38 @@ export class FactsCache {
 
   constructor(private readonly config: Config) {}
 
-  get(spec: ModelSpec): ModelFacts {
-    let f = this.cache.get(spec.modelPath);
+  get(src: GgufSource): ModelFacts {
+    let f = this.cache.get(src.path);
     if (!f) {
-      const shape = modelShape(spec.gguf);
+      const shape = modelShape(src.gguf);
       const kv = resolveKvCache(this.config, {
         architecture: shape.architecture,
         headDimK: shape.headDimK,
         headDimV: shape.headDimV,
-        isEmbedding: spec.facts.isEmbedding,
+        isEmbedding: src.facts.isEmbedding,
       });
       f = { shape, kv };
-      this.cache.set(spec.modelPath, f);
+      this.cache.set(src.path, f);
     }
     return f;
   }
 }
 
 /** Load options of a request: its runner options plus the daemon-wide and per-model ones. */
-export function loadOptionsFor(config: Config, spec: ModelSpec, r: RunnerOptions, kv: KvPlan): LoadOptions {
-  const train = spec.facts.contextLength ?? r.numCtx;
+export function loadOptionsFor(config: Config, src: GgufSource, r: RunnerOptions, kv: KvPlan): LoadOptions {
+  const train = src.facts.contextLength ?? r.numCtx;
   return {
     numCtx: Math.max(4, Math.min(r.numCtx, train)),
     numBatch: r.numBatch,
     numGpu: r.numGpu,
     numThread: r.numThread,
     useMmap: r.useMmap,
-    slots: spec.facts.isEmbedding ? 1 : Math.max(1, config.numParallel),
+    slots: src.facts.isEmbedding ? 1 : Math.max(1, config.numParallel),
     flashAttention: kv.flashAttention,
     kvCacheTypeK: kv.typeK,
     kvCacheTypeV: kv.typeV,
-    embedding: spec.facts.isEmbedding,
-    adapters: spec.adapterPaths,
+    embedding: src.facts.isEmbedding,
+    adapters: src.adapters,
   };
 }
 
@@ -88,13 +88,4 @@ export function planFor(config: Config, devices: DeviceInfo[], shape: ModelShape
     gpuOverheadBytes: config.gpuOverhead,
     spread: config.schedSpread,
   });
-}
-
-/**
- * OLLAMA_MAX_LOADED_MODELS; 0 leaves it to the memory plan alone (issue 3). Ollama's automatic
- * value is 3 per GPU instead, a guard against GPUs that misreport free memory, which our own
- * accounting of what each runner holds does not need.
- */
-export function maxLoaded(config: Config): number {
-  return config.maxLoadedModels > 0 ? config.maxLoadedModels : Infinity;
 }

@@ -1,0 +1,212 @@
+// The remote backend's case of `npm run bench`. llama.cpp's own llama-server is the upstream
+// (scripts/build-llama-server.sh), so what is measured is what ollamats adds in front of a real
+// engine:
+//   1. one replica, a remote model vs calling llama-server directly, alternating round by round
+//      with a fresh prompt each time: first-token overhead (target ≤ 3 ms) and streamed decode
+//      rate (target ≥ 0.98); then 32 concurrent streams through the remote model (no error);
+//   2. two replicas, 8 multi-turn conversations (4 turns, run concurrently) through a front with
+//      prefix affinity and through one with round robin: llama-server's prompt-cache hit rate
+//      (1 − prompt tokens evaluated / prompt tokens sent, from its /metrics) and mean first token.
+//
+//   tsx scripts/bench-remote.ts     (BENCH_REMOTE_SHAPE=tiny|small|1b, default small)
+import { pathToFileURL } from "node:url";
+import { makeTestModel } from "./make-test-model.js";
+import { startDaemon, type TestDaemon } from "../test/helpers/daemon.js";
+import { llamaMetric, startLlamaServer, type LlamaServer } from "../test/helpers/llama-server.js";
+import type { ModelShape } from "./make-test-model.js";
+
+export interface RemoteBench {
+  shape: string;
+  rounds: number;
+  directFirstMs: number;
+  remoteFirstMs: number;
+  firstTokenOverheadMs: number;
+  directDecodeTokPerS: number;
+  remoteDecodeTokPerS: number;
+  decodeRatio: number;
+  concurrent: number;
+  concurrentErrors: number;
+  affinity: { hitRate: number; meanFirstMs: number };
+  roundRobin: { hitRate: number; meanFirstMs: number };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const nowMs = () => performance.now();
+
+interface Timed {
+  firstMs: number;
+  /** content pieces after the first, per second (one piece per token on both sides) */
+  decodeTokPerS: number;
+  promptTokens: number;
+}
+
+/** Reads a streamed body line by line; `piece` says whether a line carries generated text. */
+async function timeStream(res: Response, t0: number, piece: (line: string) => { text: boolean; promptTokens?: number }): Promise<Timed> {
+  if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let rest = "";
+  let first = 0;
+  let last = 0;
+  let n = 0;
+  let promptTokens = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    rest += value;
+    let i: number;
+    while ((i = rest.indexOf("\n")) !== -1) {
+      const line = rest.slice(0, i).trim();
+      rest = rest.slice(i + 1);
+      if (!line) continue;
+      if (line.includes('"error"')) throw new Error(line);
+      const p = piece(line);
+      if (p.promptTokens) promptTokens = p.promptTokens;
+      if (!p.text) continue;
+      const t = nowMs();
+      if (n === 0) first = t;
+      last = t;
+      n++;
+    }
+  }
+  return { firstMs: first - t0, decodeTokPerS: n > 1 ? (n - 1) / ((last - first) / 1000) : NaN, promptTokens };
+}
+
+function direct(server: LlamaServer, messages: unknown[], maxTokens: number): Promise<Timed> {
+  const t0 = nowMs();
+  return fetch(`${server.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", messages, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+  }).then((r) =>
+    timeStream(r, t0, (line) => {
+      if (!line.startsWith("data:") || line.includes("[DONE]")) return { text: false };
+      const j = JSON.parse(line.slice(5)) as { choices?: Array<{ delta?: { content?: string } }>; usage?: { prompt_tokens?: number } };
+      return { text: !!j.choices?.[0]?.delta?.content, ...(j.usage?.prompt_tokens ? { promptTokens: j.usage.prompt_tokens } : {}) };
+    }),
+  );
+}
+
+function viaRemote(d: TestDaemon, model: string, messages: unknown[], maxTokens: number): Promise<Timed> {
+  const t0 = nowMs();
+  return fetch(`${d.url}/api/chat`, {
+    method: "POST",
+    body: JSON.stringify({ model, messages, options: { num_predict: maxTokens, temperature: 0 }, stream: true }),
+  }).then((r) =>
+    timeStream(r, t0, (line) => {
+      const j = JSON.parse(line) as { message?: { content?: string }; done?: boolean; prompt_eval_count?: number };
+      return { text: !!j.message?.content, ...(j.done && j.prompt_eval_count ? { promptTokens: j.prompt_eval_count } : {}) };
+    }),
+  );
+}
+
+async function createRemote(d: TestDaemon, name: string, hosts: string[]): Promise<void> {
+  const r = await fetch(`${d.url}/api/create`, { method: "POST", body: JSON.stringify({ model: name, from: "m", remote_host: hosts.join(","), stream: false }) });
+  if (r.status !== 200) throw new Error(`create ${name}: ${await r.text()}`);
+}
+
+const words = (seed: number, n: number) => Array.from({ length: n }, (_, i) => `w${(seed * 7919 + i * 104729) % 9973}`).join(" ");
+
+/** 8 conversations × 4 turns, concurrently; each turn's first token and the replicas' cache hits. */
+async function conversations(d: TestDaemon, model: string, servers: LlamaServer[], tag: string): Promise<{ hitRate: number; meanFirstMs: number }> {
+  const before = await Promise.all(servers.map((s) => llamaMetric(s.url, "prompt_tokens_total")));
+  const firsts: number[] = [];
+  let sent = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async (_, c) => {
+      const messages: Array<{ role: string; content: string }> = [{ role: "system", content: `${tag} conversation ${c}. ${words(c, 300)}` }];
+      for (let turn = 0; turn < 4; turn++) {
+        messages.push({ role: "user", content: `${words(c * 10 + turn, 40)}?` });
+        let answer = "";
+        const t0 = nowMs();
+        const r = await fetch(`${d.url}/api/chat`, { method: "POST", body: JSON.stringify({ model, messages, options: { num_predict: 16, temperature: 0 }, stream: false }) });
+        const j = (await r.json()) as { message?: { content: string }; prompt_eval_count?: number; prompt_eval_duration?: number; load_duration?: number; error?: string };
+        if (j.error) throw new Error(j.error);
+        answer = j.message?.content ?? "";
+        firsts.push((j.load_duration ?? 0) / 1e6 + (j.prompt_eval_duration ?? 0) / 1e6 || nowMs() - t0);
+        sent += j.prompt_eval_count ?? 0;
+        messages.push({ role: "assistant", content: answer });
+      }
+    }),
+  );
+  const after = await Promise.all(servers.map((s) => llamaMetric(s.url, "prompt_tokens_total")));
+  const evaluated = after.reduce((a, x, i) => a + x - (before[i] ?? 0), 0);
+  return { hitRate: 1 - evaluated / Math.max(1, sent), meanFirstMs: mean(firsts) };
+}
+
+export async function benchRemote(opts: { log: (s: string) => void; rounds?: number; shape?: ModelShape }): Promise<RemoteBench> {
+  const { log } = opts;
+  const shape = opts.shape ?? ((process.env.BENCH_REMOTE_SHAPE as ModelShape | undefined) || "small");
+  const rounds = opts.rounds ?? 12;
+  const model = await makeTestModel({ shape, type: "Q4_0", seed: 1 });
+  const threads = 2;
+  const servers: LlamaServer[] = [];
+  const daemons: TestDaemon[] = [];
+  try {
+    servers.push(await startLlamaServer(model, { alias: "m", slots: 4, ctx: 2048, threads }));
+    const front = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1" });
+    daemons.push(front);
+    await createRemote(front, "one", [`${servers[0]!.url}/v1`]);
+    await viaRemote(front, "one", [{ role: "user", content: "warm up" }], 4);
+    await direct(servers[0]!, [{ role: "user", content: "warm up" }], 4);
+
+    const d: Timed[] = [];
+    const r: Timed[] = [];
+    for (let i = 0; i < rounds; i++) {
+      // A fresh prompt each round, and the order alternates, so neither side gets the other's cache.
+      const msgs = (side: string) => [{ role: "user", content: `${side} round ${i}: ${words(i + (side === "d" ? 1000 : 2000), 120)}` }];
+      if (i % 2 === 0) {
+        d.push(await direct(servers[0]!, msgs("d"), 64));
+        r.push(await viaRemote(front, "one", msgs("r"), 64));
+      } else {
+        r.push(await viaRemote(front, "one", msgs("r"), 64));
+        d.push(await direct(servers[0]!, msgs("d"), 64));
+      }
+    }
+    const directFirstMs = median(d.map((x) => x.firstMs));
+    const remoteFirstMs = median(r.map((x) => x.firstMs));
+    const directDecode = median(d.map((x) => x.decodeTokPerS));
+    const remoteDecode = median(r.map((x) => x.decodeTokPerS));
+    log(`  first token ms: direct ${directFirstMs.toFixed(1)}, remote ${remoteFirstMs.toFixed(1)} (runs ${r.map((x, i) => `${(x.firstMs - d[i]!.firstMs).toFixed(1)}`).join(" ")})`);
+    log(`  decode tok/s: direct ${directDecode.toFixed(1)}, remote ${remoteDecode.toFixed(1)}`);
+
+    const concurrent = 32;
+    const results = await Promise.allSettled(Array.from({ length: concurrent }, (_, i) => viaRemote(front, "one", [{ role: "user", content: `stream ${i} ${words(i, 20)}` }], 16)));
+    const concurrentErrors = results.filter((x) => x.status === "rejected").length;
+    log(`  ${concurrent} concurrent streams through the remote model: ${concurrentErrors} errors`);
+
+    servers.push(await startLlamaServer(model, { alias: "m", slots: 4, ctx: 2048, threads: 1 }));
+    const hosts = servers.map((s) => `${s.url}/v1`);
+    const aff = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1", OLLAMATS_REMOTE_ROUTING: "affinity" });
+    daemons.push(aff);
+    await createRemote(aff, "pair", hosts);
+    const affinity = await conversations(aff, "pair", servers, "affinity");
+    const rr = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1", OLLAMATS_REMOTE_ROUTING: "round-robin" });
+    daemons.push(rr);
+    await createRemote(rr, "pair", hosts);
+    const roundRobin = await conversations(rr, "pair", servers, "round-robin");
+    log(`  8 conversations × 4 turns on 2 replicas: affinity hit rate ${(affinity.hitRate * 100).toFixed(1)} %, mean first token ${affinity.meanFirstMs.toFixed(1)} ms; round robin ${(roundRobin.hitRate * 100).toFixed(1)} %, ${roundRobin.meanFirstMs.toFixed(1)} ms`);
+    return {
+      shape,
+      rounds,
+      directFirstMs,
+      remoteFirstMs,
+      firstTokenOverheadMs: median(r.map((x, i) => x.firstMs - d[i]!.firstMs)),
+      directDecodeTokPerS: directDecode,
+      remoteDecodeTokPerS: remoteDecode,
+      decodeRatio: remoteDecode / directDecode,
+      concurrent,
+      concurrentErrors,
+      affinity,
+      roundRobin,
+    };
+  } finally {
+    for (const dm of daemons) await dm.stop();
+    for (const s of servers) await s.stop();
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const b = await benchRemote({ log: (s) => console.log(s) });
+  console.log(JSON.stringify(b, null, 2));
+}

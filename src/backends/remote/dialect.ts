@@ -1,0 +1,61 @@
+// What a remote runner needs from an upstream API, whichever it speaks: Ollama's /api
+// (ollama-dialect.ts) or OpenAI's /v1 (openai-dialect.ts, for vLLM, SGLang, llama-server, TGI,
+// LM Studio). A dialect builds request bodies and reads responses into the runner's events.
+import type { EmbedResult, EmbedOptions, GenerateJob, MessagesJob, RunnerEvent, StructuredOutput } from "../backend.js";
+import { EngineError } from "../errors.js";
+
+export interface HttpCall {
+  url: string;
+  body: unknown;
+}
+
+export interface Dialect {
+  generate(job: GenerateJob, model: string): HttpCall;
+  /** The streamed response's lines as events; `startedAt` (hrtime ns) times what the upstream does not report. */
+  events(lines: AsyncIterable<string>, startedAt: bigint): AsyncIterable<RunnerEvent>;
+  embed(inputs: string[], model: string, opts: Omit<EmbedOptions, "signal">): HttpCall;
+  embedResult(json: unknown): EmbedResult;
+  tokenize(text: string, model: string): HttpCall;
+  tokens(json: unknown): number[];
+  detokenize(tokens: number[], model: string): HttpCall;
+  text(json: unknown): string;
+  /** The engine's own rendering of a conversation (Ollama's `_debug_render_only`), where it has one. */
+  render?(input: Pick<MessagesJob, "messages" | "tools" | "think" | "completion">, model: string): HttpCall;
+  rendered?(json: unknown): string;
+  /** GET URLs that answer 2xx while the upstream can serve (the first that exists is used). */
+  health(): string[];
+  /** Where the upstream reports what a loaded model holds (Ollama's /api/ps), and reading it. */
+  loaded?(): string;
+  loadedInfo?(json: unknown, model: string): { sizeBytes: number; vramBytes: number; contextLength: number } | undefined;
+}
+
+export type Json = Record<string, unknown>;
+
+export const isObj = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+export const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+
+/** An upstream's answer that is not what its API promises (a 502: the upstream misbehaves). */
+export function badAnswer(what: string): EngineError {
+  return new EngineError("upstream_down", `the upstream sent an answer this server cannot read (${what})`);
+}
+
+export function parseLine(line: string): Json {
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    throw badAnswer(`not JSON: ${line.slice(0, 80)}`);
+  }
+  if (!isObj(v)) throw badAnswer("not a JSON object");
+  return v;
+}
+
+
+export function nowNs(): bigint {
+  return process.hrtime.bigint();
+}
+
+/** `format` as a JSON Schema or "json" (what Ollama's own API takes). */
+export function formatValue(f: StructuredOutput): "json" | Json {
+  return f.kind === "json" ? "json" : f.schema;
+}

@@ -1,0 +1,131 @@
+// HTTP to an upstream engine (undici): one keep-alive pool per remote model, the silence timeout
+// on headers and between body chunks, the bearer key, and the body read line by line as the
+// consumer pulls (back-pressure: nothing is read ahead of what the client has taken).
+import { Agent, errors, request, type Dispatcher } from "undici";
+import { EngineError } from "../errors.js";
+
+/** A failure talking to one upstream; `retryable` ones may go to another replica. */
+export class UpstreamFailure extends Error {
+  constructor(
+    message: string,
+    readonly kind: "down" | "timeout" | "rejected" | "not_found" | "unauthorized",
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
+
+  /** The error a client sees once no replica is left to try. */
+  toEngineError(): EngineError {
+    switch (this.kind) {
+      case "timeout":
+        return new EngineError("upstream_timeout", this.message);
+      case "rejected":
+        return new EngineError("upstream_rejected", this.message);
+      case "not_found":
+        return new EngineError("upstream_model_not_found", this.message);
+      default:
+        return new EngineError("upstream_down", this.message);
+    }
+  }
+}
+
+export interface Upstream {
+  /** Where requests go, without a trailing slash. */
+  base: string;
+  /** Shown in messages and logs: no credentials. */
+  label: string;
+  key?: string;
+}
+
+export interface UpstreamCall {
+  method: "GET" | "POST";
+  url: string;
+  body?: unknown;
+  signal: AbortSignal;
+}
+
+export class UpstreamHttp {
+  readonly agent: Agent;
+
+  constructor(readonly timeoutMs: number) {
+    this.agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 30_000, connections: 256 });
+  }
+
+  /** The response, once its status says success; anything else is an UpstreamFailure. */
+  async call(up: Upstream, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = { accept: "application/json, text/event-stream, application/x-ndjson" };
+    if (call.body !== undefined) headers["content-type"] = "application/json";
+    if (up.key) headers.authorization = `Bearer ${up.key}`;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(call.url, {
+        method: call.method,
+        headers,
+        body: call.body === undefined ? null : JSON.stringify(call.body),
+        signal: call.signal,
+        dispatcher: this.agent,
+      });
+    } catch (err) {
+      throw classify(err, up, call.signal);
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return res;
+    const text = await res.body.text().catch(() => "");
+    throw statusFailure(res.statusCode, upstreamMessage(text), up);
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}
+
+/** The error text an upstream put in its body: Ollama's {"error"}, OpenAI's {"error":{"message"}}, or plain. */
+export function upstreamMessage(text: string): string {
+  try {
+    const j = JSON.parse(text) as { error?: unknown; message?: unknown; detail?: unknown };
+    if (typeof j.error === "string") return j.error;
+    if (j.error && typeof j.error === "object" && typeof (j.error as { message?: unknown }).message === "string") return (j.error as { message: string }).message;
+    if (typeof j.message === "string") return j.message;
+    if (typeof j.detail === "string") return j.detail;
+  } catch {
+    // not JSON
+  }
+  return text.trim().slice(0, 500);
+}
+
+function statusFailure(status: number, message: string, up: Upstream): UpstreamFailure {
+  const said = message ? `: ${message}` : "";
+  if (status === 404) return new UpstreamFailure(message || `upstream ${up.label} does not know this model`, "not_found", false);
+  if (status === 401 || status === 403) {
+    return new UpstreamFailure(`upstream ${up.label} refused the request (${status})${said}; check its key in OLLAMATS_REMOTE_KEYS`, "unauthorized", false);
+  }
+  if (status === 429 || status >= 500) return new UpstreamFailure(`upstream ${up.label} failed (${status})${said}`, "down", true);
+  return new UpstreamFailure(message || `upstream ${up.label} refused the request (${status})`, "rejected", false);
+}
+
+/** A transport error: timeouts and refused or dropped connections. */
+export function classify(err: unknown, up: Upstream, signal: AbortSignal): Error {
+  if (signal.aborted) return new EngineError("runner_failed", "request canceled");
+  if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
+    return new UpstreamFailure(`upstream ${up.label} did not answer in time`, "timeout", true);
+  }
+  const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const detail = e.cause?.code ?? e.code ?? e.cause?.message ?? e.message ?? String(err);
+  return new UpstreamFailure(`upstream ${up.label} is unreachable (${detail})`, "down", true);
+}
+
+/** Lines of a streamed body (NDJSON or SSE), read only as fast as they are taken. */
+export async function* bodyLines(body: AsyncIterable<Buffer | string>): AsyncIterable<string> {
+  let rest = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of body) {
+    rest += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = rest.indexOf("\n")) !== -1) {
+      const line = rest.slice(0, nl).replace(/\r$/, "");
+      rest = rest.slice(nl + 1);
+      if (line.trim() !== "") yield line;
+    }
+  }
+  rest += decoder.decode();
+  if (rest.trim() !== "") yield rest;
+}

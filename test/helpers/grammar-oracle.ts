@@ -1,0 +1,39 @@
+// Asks llama.cpp's own grammar engine whether a GBNF grammar accepts a text: the text is fed as
+// the test model's byte tokens (`<0xNN>`, ids 5..260 in scripts/test-vocab.ts) through a grammar
+// evaluation state, then the end-of-generation token must be allowed. node-llama-cpp exposes the
+// two calls this needs only on its bindings, so they are reached through its internal fields.
+import { LlamaGrammarEvaluationState, type Llama, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
+
+interface SamplerBindings {
+  canBeNextTokenForGrammarEvaluationState(state: unknown, token: Token): boolean;
+  acceptGrammarEvaluationStateToken(state: unknown, token: Token): void;
+}
+
+const FIRST_BYTE_TOKEN = 5;
+const EOS = 2 as Token;
+
+export class GrammarOracle {
+  private readonly bindings: SamplerBindings;
+
+  constructor(
+    private readonly llama: Llama,
+    private readonly model: LlamaModel,
+  ) {
+    this.bindings = (llama as unknown as { _bindings: { AddonSampler: SamplerBindings } })._bindings.AddonSampler;
+  }
+
+  async grammar(text: string): Promise<LlamaGrammar> {
+    return this.llama.createGrammar({ grammar: text });
+  }
+
+  /** Whether the grammar generates exactly `text`. */
+  accepts(grammar: LlamaGrammar, text: string): boolean {
+    const state = (new LlamaGrammarEvaluationState({ model: this.model, grammar }) as unknown as { _state: unknown })._state;
+    for (const byte of Buffer.from(text, "utf8")) {
+      const token = (FIRST_BYTE_TOKEN + byte) as Token;
+      if (!this.bindings.canBeNextTokenForGrammarEvaluationState(state, token)) return false;
+      this.bindings.acceptGrammarEvaluationStateToken(state, token);
+    }
+    return this.bindings.canBeNextTokenForGrammarEvaluationState(state, EOS);
+  }
+}

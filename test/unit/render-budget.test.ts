@@ -1,0 +1,50 @@
+// Templates from model files and requests run under a time budget (a crafted chat template with
+// range(10^8) held the event loop until the request timed out), and a chat template that does not
+// parse is a 400 naming the problem, not a 500 from inside the template engine.
+import { describe, expect, it } from "vitest";
+import { ApiError } from "../../src/daemon/errors.js";
+import { renderPrompt, renderSuffix, selectTemplate } from "../../src/daemon/prompt/render.js";
+import { withinBudget } from "../../src/daemon/prompt/time-budget.js";
+
+const input = { messages: [{ role: "user", content: "hi" }] };
+
+function refused(fn: () => unknown, re: RegExp): void {
+  let err: unknown;
+  try {
+    fn();
+  } catch (e) {
+    err = e;
+  }
+  expect(err).toBeInstanceOf(ApiError);
+  expect((err as ApiError).status).toBe(400);
+  expect((err as Error).message).toMatch(re);
+}
+
+describe("template time budget", () => {
+  it("stops a Jinja chat template that loops 10^8 times", () => {
+    const t = selectTemplate(undefined, "{% for i in range(100000000) %}x{% endfor %}", "<s>", "</s>");
+    const start = Date.now();
+    refused(() => renderPrompt(t, input), /^template error: the template ran longer than 750 ms and was stopped$/);
+    expect(Date.now() - start).toBeLessThan(5000);
+  });
+
+  it("stops nested loops over the messages in a Go template", () => {
+    // alternating roles: consecutive messages of one role are collated into one, as Ollama does
+    const messages = Array.from({ length: 200 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `m${i}` }));
+    const loop = (inner: string) => `{{range $.Messages}}${inner}{{end}}`;
+    const t = selectTemplate(loop(loop(loop(loop("x")))), undefined, "", "");
+    refused(() => renderPrompt(t, { messages }), /ran longer than 750 ms/);
+    expect(renderSuffix(selectTemplate("{{.Prompt}}|{{.Suffix}}", undefined, "", ""), "a", "b")).toBe("a|b");
+  });
+
+  it("a chat template that does not parse is a 400 that says how to replace it", () => {
+    refused(() => selectTemplate(undefined, "{{", "", ""), /^template error: the model's chat template does not parse .*give the model a TEMPLATE in its Modelfile$/);
+  });
+
+  it("real templates are untouched, and the budget leaves other errors as they are", () => {
+    const t = selectTemplate(undefined, "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}", "", "");
+    expect(renderPrompt(t, input)).toBe("<user>hi");
+    expect(() => withinBudget(() => { throw new TypeError("boom"); })).toThrow(TypeError);
+    expect(withinBudget(() => 42)).toBe(42);
+  });
+});

@@ -16,7 +16,7 @@
 // BENCH_ROUNDS (default 3) and BENCH_TOKENS (default 128) shorten a run for a smoke check.
 // The first-token overhead is then measured apart (bench-ttft-pairs.ts): BENCH_TTFT_PAIRS
 // (default 24) back-to-back pairs on short prompts, both engines loaded.
-// After these, three more cases, each in its own file (docs/performance.md): aggregate decode
+// After these, more cases, each in its own file (docs/performance.md): aggregate decode
 // tok/s at 1, 2 and 4 concurrent streams (bench-parallel.ts), time to first token with a reused
 // ~1,000-token prefix (bench-prefix.ts), pull throughput against plain undici (bench-pull.ts) and
 // the CLI's start-up (bench-cli.ts; BENCH_CLI=0 skips it, BENCH_CLI_ROUNDS sizes it).

@@ -1,16 +1,17 @@
 // Part 3, a full disk: OLLAMA_MODELS on a small file system of its own (small-fs.ts), filled so
-// that a pull, a blob upload, a create that quantizes, and a create that writes only small
-// files (the disk completely full) run out of space midway. Each must fail with a clear error
+// that a pull (refused up front, or with the disk filling up while it downloads), a blob upload,
+// a create that quantizes, and a create that writes only small files (the disk completely full)
+// run out of space. Each must fail with a clear error
 // (a status, a one-line message saying the disk is full, no stack trace, no hang), the daemon
 // stays up and still answers inference, the store verifies, the daemon starts clean on the full
 // disk, and once the space is freed the same operation succeeds.
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { startRegistry } from "../../test/helpers/registry.js";
+import { startFaultProxy, startRegistry, type FaultProxy } from "../../test/helpers/registry.js";
 import { makeTestModel } from "../make-test-model.js";
 import { launch, restartClean, shortLines, type Daemon } from "./daemon.js";
-import { createStreamed, generateShort, uploadBlob } from "./ops.js";
+import { createStreamed, generateShort, partCompleted, uploadBlob, waitFor } from "./ops.js";
 import { createModel, pullOnce, pushModel } from "./registry-seed.js";
 import { Checks } from "./report.js";
 import { mountSmallFs, type SmallFs } from "./small-fs.js";
@@ -29,7 +30,8 @@ export function unclearError(a: Answer): string | null {
   if (a.status < 400) return `answered ${a.status} without an error`;
   if (!a.error) return `${a.status} without an error message`;
   if (/\n\s+at |node:internal|\.js:\d+/.test(a.error)) return `a stack trace: ${a.error.slice(0, 200)}`;
-  if (!/no space left on device/i.test(a.error)) return `does not say the disk is full: ${a.error.slice(0, 200)}`;
+  // the daemon's words for it: refused up front, or out of space midway
+  if (!/no space left on device|not enough disk space|disk quota exceeded/i.test(a.error)) return `does not say the disk is full: ${a.error.slice(0, 200)}`;
   return null;
 }
 
@@ -37,7 +39,8 @@ interface DiskCase {
   name: string;
   /** Free bytes to leave before the operation. */
   leave: number;
-  run: (d: Daemon) => Promise<Answer>;
+  /** The operation; it may fill the disk itself (`fs`) while it runs. */
+  run: (d: Daemon, fs: SmallFs) => Promise<Answer>;
   /** The same operation once space is free; returns what it did. */
   repeat: (d: Daemon) => Promise<string>;
 }
@@ -47,7 +50,20 @@ async function asAnswer(res: Promise<{ status: number; body: Record<string, unkn
   return { status: r.status, ...(typeof r.body.error === "string" ? { error: r.body.error } : {}) };
 }
 
-function cases(pullName: string, f32: string, inferModel: string): DiskCase[] {
+interface Pulls {
+  /** A model the pre-check refuses (not enough free space for it). */
+  name: string;
+  /** Another one, pulled through the throttling proxy so the disk can fill midway. */
+  slowName: string;
+  proxy: FaultProxy;
+}
+
+function cases(pulls: Pulls, f32: string, inferModel: string): DiskCase[] {
+  const pulled = async (d: Daemon, name: string) => {
+    const r = await pullOnce(d, name);
+    if (r.status !== 200) throw new Error(`pull: ${r.status} ${JSON.stringify(r.body)}`);
+    return `pull succeeded in ${r.ms} ms`;
+  };
   const created = (what: string) => async (d: Daemon, body: Record<string, unknown>) => {
     const r = await createStreamed(d, { ...body, stream: false });
     if (r.status !== 200 || r.lines.at(-1)?.status !== "success") throw new Error(`${what}: ${r.status} ${JSON.stringify(r.lines.at(-1))}`);
@@ -58,12 +74,22 @@ function cases(pullName: string, f32: string, inferModel: string): DiskCase[] {
     {
       name: "pull of a 10.6 MB layer with 4 MiB free",
       leave: 4 * MiB,
-      run: (d) => asAnswer(pullOnce(d, pullName, 120_000)),
-      repeat: async (d) => {
-        const r = await pullOnce(d, pullName);
-        if (r.status !== 200) throw new Error(`pull: ${r.status} ${JSON.stringify(r.body)}`);
-        return `pull succeeded in ${r.ms} ms`;
+      run: (d) => asAnswer(pullOnce(d, pulls.name, 120_000)),
+      repeat: (d) => pulled(d, pulls.name),
+    },
+    {
+      name: "pull of a 10.6 MB layer, the disk filling up midway",
+      leave: 24 * MiB,
+      run: async (d, fs) => {
+        pulls.proxy.faults = { throttleMs: 20 };
+        const pending = asAnswer(pullOnce(d, pulls.slowName, 120_000));
+        await waitFor("the pull's first saved bytes", 60_000, async () => ((await partCompleted(d.models)) > 0 ? true : undefined));
+        await fs.fill(0);
+        const a = await pending;
+        pulls.proxy.reset();
+        return a;
       },
+      repeat: (d) => pulled(d, pulls.slowName),
     },
     {
       name: "blob upload of 21 MB with 8 MiB free",
@@ -111,7 +137,7 @@ function cases(pullName: string, f32: string, inferModel: string): DiskCase[] {
 async function runCase(c: Checks, fs: SmallFs, models: string, home: string, d: Daemon, k: DiskCase, inferModel: string): Promise<Daemon> {
   await fs.fill(k.leave);
   const t0 = Date.now();
-  const a = await k.run(d).catch((e: Error) => ({ status: 0, error: `request failed: ${e.message}` }));
+  const a = await k.run(d, fs).catch((e: Error) => ({ status: 0, error: `request failed: ${e.message}` }));
   const took = Date.now() - t0;
   const problem = unclearError(a);
   c.add(`${k.name}: clear error`, problem === null, `${problem ?? `${a.status} ${JSON.stringify(a.error)}`} after ${took} ms`);
@@ -140,6 +166,7 @@ export async function runDisk(o: { log: (s: string) => void }): Promise<Checks> 
   o.log(`  OLLAMA_MODELS on ${small.kind} at ${small.dir}`);
   const work = await mkdtemp(path.join(os.tmpdir(), "ollamats-disk-"));
   const reg = await startRegistry();
+  const proxy = await startFaultProxy(reg.url);
   const daemons: Daemon[] = [];
   try {
     const f16 = await makeTestModel({ shape: "small", type: "F16", seed: 1 });
@@ -147,9 +174,11 @@ export async function runDisk(o: { log: (s: string) => void }): Promise<Checks> 
     const tiny = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 });
     const src = await launch(path.join(work, "src-store"), work);
     daemons.push(src);
-    const pullName = `${reg.host}/disk/pull:latest`;
-    await createModel(src, pullName, f16);
-    await pushModel(src, pullName);
+    const pulls: Pulls = { name: `${reg.host}/disk/pull:latest`, slowName: `${proxy.host}/disk/slow:latest`, proxy };
+    await createModel(src, pulls.name, f16);
+    await pushModel(src, pulls.name);
+    await createModel(src, pulls.slowName, await makeTestModel({ shape: "small", type: "F16", seed: 2 }));
+    await pushModel(src, pulls.slowName);
     await src.stop();
 
     const models = path.join(small.dir, "models");
@@ -157,12 +186,13 @@ export async function runDisk(o: { log: (s: string) => void }): Promise<Checks> 
     daemons.push(d);
     const infer = "disk/tiny";
     await createModel(d, infer, tiny);
-    for (const k of cases(pullName, f32, infer)) {
+    for (const k of cases(pulls, f32, infer)) {
       d = await runCase(c, small, models, work, d, k, infer);
       daemons.push(d);
     }
   } finally {
     for (const d of daemons) await d.kill9();
+    await proxy.stop();
     await reg.stop();
     await small.unmount();
     await rm(work, { recursive: true, force: true });

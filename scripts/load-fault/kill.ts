@@ -10,7 +10,7 @@ import { childPids } from "../../test/helpers/daemon.js";
 import { startFaultProxy, startRegistry } from "../../test/helpers/registry.js";
 import { makeTestModel } from "../make-test-model.js";
 import { launch, restartClean, shortLines, type Daemon } from "./daemon.js";
-import { createStreamed, generateShort, largestFile, uploadBlob, waitFor } from "./ops.js";
+import { createStreamed, generateShort, largestFile, partCompleted, uploadBlob, waitFor } from "./ops.js";
 import { createModel, pullOnce, pushModel } from "./registry-seed.js";
 import { Checks } from "./report.js";
 import { describeStore, storeOk, verifyStore } from "./store-check.js";
@@ -150,20 +150,4 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-/** Bytes the saved part states of the store's downloads say are done. */
-async function partCompleted(models: string): Promise<number> {
-  const { promises: fs } = await import("node:fs");
-  const dir = path.join(models, "blobs");
-  let sum = 0;
-  for (const e of await fs.readdir(dir).catch(() => [] as string[])) {
-    if (!/-partial-\d+$/.test(e)) continue;
-    try {
-      sum += (JSON.parse(await fs.readFile(path.join(dir, e), "utf8")) as { Completed: number }).Completed;
-    } catch {
-      // being replaced
-    }
-  }
-  return sum;
 }

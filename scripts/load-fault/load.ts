@@ -176,6 +176,7 @@ export async function runLoad(o: LoadOptions): Promise<Checks> {
     const took = (Date.now() - t0) / 1000;
     const m = await monitor.stop();
     o.log(run.table());
+    o.log(`  daemon RSS every 10 s (MiB): ${m.samples.rssMiB.filter((_, i) => i % 10 === 0).map((x) => x.toFixed(0)).join(" ")}`);
     const n = run.total("ok") + run.total("busy") + run.total("errors");
     o.log(`  ${n} requests in ${took.toFixed(0)} s (the last ones finish after the ${o.seconds} s: ${(n / took).toFixed(1)}/s); num_thread ${o.numThread ?? "default"}, OLLAMA_NUM_PARALLEL ${process.env.OLLAMA_NUM_PARALLEL || "default"}`);
 

@@ -99,3 +99,18 @@ export async function generateShort(daemon: Daemon, model: string): Promise<stri
   if (res.status !== 200 || typeof j.response !== "string") throw new Error(`generate ${model}: ${res.status} ${j.error ?? JSON.stringify(j)}`);
   return j.response;
 }
+
+/** Bytes the saved part states of the store's downloads say are done. */
+export async function partCompleted(models: string): Promise<number> {
+  const dir = path.join(models, "blobs");
+  let sum = 0;
+  for (const e of await fs.readdir(dir).catch(() => [] as string[])) {
+    if (!/-partial-\d+$/.test(e)) continue;
+    try {
+      sum += (JSON.parse(await fs.readFile(path.join(dir, e), "utf8")) as { Completed: number }).Completed;
+    } catch {
+      // being replaced
+    }
+  }
+  return sum;
+}

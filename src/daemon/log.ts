@@ -17,8 +17,22 @@ export type LevelName = keyof typeof LEVELS;
 
 /** slog's TextHandler quoting: a value is quoted when empty or when it has spaces, `"`, `=` or control characters. */
 export function formatValue(v: unknown): string {
-  const s = typeof v === "string" ? v : v instanceof Error ? v.message : JSON.stringify(v) ?? String(v);
+  const s = typeof v === "string" ? v : v instanceof Error ? v.message : toJson(v);
   return s === "" || /[\s"=\x00-\x1f\x7f]/.test(s) ? JSON.stringify(s) : s;
+}
+
+/** A field value as JSON; a bigint as its digits, and what JSON cannot hold (a cycle) as String(v), never a throw. */
+function toJson(v: unknown): string {
+  try {
+    return JSON.stringify(v, (_k, x: unknown) => (typeof x === "bigint" ? x.toString() : x)) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+/** Debug lines are written (OLLAMA_DEBUG=1 or more): work that only feeds them can be skipped otherwise. */
+export function debugEnabled(log: Pick<Logger, "level">): boolean {
+  return log.level <= LEVELS.debug;
 }
 
 /** The minimum level for an OLLAMA_DEBUG value (0 info, 1 debug, 2 trace). */

@@ -8,7 +8,6 @@
 // watcher) must be started `detached`, or it would keep the id of the request that started it.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
-import type { Logger } from "./log.js";
 
 /** What one generation of a request measured (from the completion's done event). */
 export interface GenerationRecord {
@@ -24,8 +23,6 @@ export interface GenerationRecord {
 
 export interface RequestContext {
   readonly id: string;
-  /** The daemon's log (debug-log.ts writes a request's debug lines through it). */
-  readonly log: Logger;
   /** The model the request resolved to (its short name), once the scheduler has it. */
   model?: string;
   /** How long the request waited for its runner (queueing and loading), ms. */

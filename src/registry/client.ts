@@ -6,6 +6,7 @@ import type { Dispatcher } from "undici";
 import { challengeUrl, ensureIdentity, identityPath, parseChallenge, signWith, tokenRequestSigningText, type Challenge } from "./auth.js";
 import { type ModelName } from "./name.js";
 import { MEDIA_TYPE_MANIFEST } from "./manifest.js";
+import { unreachableMessage } from "./unreachable.js";
 
 export class RegistryError extends Error {
   override name = "RegistryError";
@@ -49,6 +50,8 @@ export interface RegistryOptions {
   /** Tries for idempotent requests that fail with a network error or a 5xx (default 6). */
   tries?: number;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
+  /** A request failed and is tried again (shown to the user as it happens). */
+  onRetry?: (r: { error: string; attempt: number; tries: number; waitMs: number }) => void;
 }
 
 type Body = Dispatcher.DispatchOptions["body"];
@@ -238,6 +241,8 @@ export class RegistryClient {
   readonly repo: string;
   private token: string | undefined;
   private dispatcher: Dispatcher | undefined;
+  /** Something was received from the registry (see unreachable.ts). */
+  private reached = false;
   private readonly userAgent: string;
   readonly backoffMs: number;
   readonly tries: number;
@@ -276,13 +281,22 @@ export class RegistryClient {
    */
   private async request(url: URL, o: { method: string; headers: Record<string, string>; body?: Body; signal?: AbortSignal }): Promise<Dispatcher.ResponseData> {
     const { request } = await import("undici");
-    const res = await request(url, {
-      method: o.method as Dispatcher.HttpMethod,
-      headers: o.headers,
-      body: o.body,
-      signal: o.signal ?? this.opts.signal,
-      dispatcher: await this.getDispatcher(),
-    });
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(url, {
+        method: o.method as Dispatcher.HttpMethod,
+        headers: o.headers,
+        body: o.body,
+        signal: o.signal ?? this.opts.signal,
+        dispatcher: await this.getDispatcher(),
+      });
+    } catch (err) {
+      // a registry never reached, or spoken to in the wrong protocol: final, and said plainly
+      const final = unreachableMessage(err, url.host, !this.reached);
+      if (final !== undefined) throw new RegistryError(final);
+      throw err;
+    }
+    this.reached = true;
     res.body.on("error", noop);
     return res;
   }
@@ -339,6 +353,7 @@ export class RegistryClient {
         if (!isTransient(err, signal) || attempt + 1 >= this.tries) throw err;
         const wait = backoffDelay(this.backoffMs, attempt);
         this.opts.log?.(`${method} ${url.pathname} failed: ${(err as Error).message}; retrying in ${Math.round(wait)} ms`);
+        this.opts.onRetry?.({ error: (err as Error).message, attempt: attempt + 2, tries: this.tries, waitMs: wait });
         await sleep(wait, signal);
       }
     }

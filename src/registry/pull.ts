@@ -16,6 +16,7 @@ import { backoffDelay, isTransient, readBody, RegistryClient, sleep, type Regist
 import { checkFreeSpace, noSpaceWhileWriting } from "./disk-space.js";
 import { digestFileName, displayName, type ModelName } from "./name.js";
 import { decodeManifest, type Layer, type Manifest } from "./manifest.js";
+import { retryStatus } from "./unreachable.js";
 import type { Store } from "./store.js";
 
 export class PullError extends Error {
@@ -174,7 +175,11 @@ export async function pullModel(store: Store, name: ModelName, opts: PullOptions
 
   let client: RegistryClient;
   try {
-    client = new RegistryClient(name, { ...opts, log: opts.log ?? ((msg, fields) => log("info", msg, fields)) });
+    client = new RegistryClient(name, {
+      ...opts,
+      log: opts.log ?? ((msg, fields) => log("info", msg, fields)),
+      onRetry: opts.onRetry ?? ((r) => progress({ status: retryStatus(r) })),
+    });
   } catch (e) {
     throw new PullError(describe(e));
   }

@@ -14,6 +14,7 @@ import { DEFAULT_TUNING } from "./blob-download.js";
 import { backoffDelay, isTransient, locationOf, RegistryClient, RegistryError, registryUrl, RetriesExhaustedError, sleep, type RegistryOptions } from "./client.js";
 import { displayName, parseModelName, type ModelName } from "./name.js";
 import { encodeManifest, type Layer } from "./manifest.js";
+import { retryStatus } from "./unreachable.js";
 import type { Store } from "./store.js";
 
 export class PushError extends Error {
@@ -211,7 +212,7 @@ export async function pushModel(store: Store, name: ModelName, opts: PushOptions
   progress({ status: "retrieving manifest" });
   let client: RegistryClient;
   try {
-    client = new RegistryClient(name, opts);
+    client = new RegistryClient(name, { ...opts, onRetry: opts.onRetry ?? ((r) => progress({ status: retryStatus(r) })) });
   } catch (e) {
     throw new PushError((e as Error).message);
   }

@@ -137,10 +137,10 @@ describe("/metrics after a scripted workload (OLLAMA_NUM_PARALLEL=2, OLLAMA_MAX_
   it("puts the request id on the daemon's lines of a request and on the runner's", () => {
     const logs = d.logs();
     expect(logs).toMatch(/msg="loading a:latest".* request_id=gen-0\n/);
-    expect(logs).toMatch(/msg="load plan" model=a:latest .*request_id=gen-0\n/);
+    expect(logs).toMatch(/msg="load plan for a:latest" .*request_id=gen-0\n/);
     for (let i = 0; i < 3; i++) {
       expect(logs).toMatch(new RegExp(`msg="runner generation" .*request_id=gen-${i} .*prompt_eval_ms=`));
-      expect(logs).toMatch(new RegExp(`msg="rendered prompt" prompt=".*Question ${i}.*" request_id=gen-${i}\\n`));
+      expect(logs).toMatch(new RegExp(`msg="completion request" model=a:latest .*prompt=".*Question ${i}.*" request_id=gen-${i}\\n`));
       expect(logs).toMatch(new RegExp(`msg="request timings" request_id=gen-${i} model=a:latest total=\\S+ wait=\\S+ first_token=\\S+ prompt_eval=\\S+ eval=\\S+\\n`));
       expect(logs).toMatch(new RegExp(`level=INFO msg=request method=POST path=/api/generate status=200 .*request_id=gen-${i}\\n`));
     }
@@ -220,7 +220,7 @@ describe("OLLAMATS_LOG_FORMAT=json with OLLAMA_DEBUG=1", () => {
       });
     for (const rec of records) expect(Object.keys(rec).slice(0, 3)).toEqual(["time", "level", "msg"]);
     const mine = records.filter((x) => x.request_id === "json-1");
-    expect(mine.map((x) => x.msg)).toEqual(expect.arrayContaining(["loading a:latest", "rendered prompt", "runner generation", "request"]));
+    expect(mine.map((x) => x.msg)).toEqual(expect.arrayContaining(["loading a:latest", "completion request", "completion timings", "runner generation", "request", "request timings"]));
     expect(mine.find((x) => x.msg === "request")).toMatchObject({ level: "INFO", method: "POST", path: "/api/generate", status: 200, model: "a" });
     const secret = records.filter((x) => JSON.stringify(x).includes("secret-prompt-text"));
     expect(secret.length).toBeGreaterThan(0);

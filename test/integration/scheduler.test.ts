@@ -154,7 +154,7 @@ describe("many models, parallel slots, keep-alive, reload (NUM_PARALLEL=4)", () 
       expect(left).toBeLessThanOrEqual(10 * 60_000);
     }
     expect(d.logs()).toMatch(/no GPU found, models run on the CPU/);
-    expect(d.logs()).toMatch(/msg="loading a:latest" layers="0\/3 on GPU"/);
+    expect(d.logs()).toMatch(/msg="loading a:latest" backend=llamacpp layers="0\/3 on GPU"/);
   });
 
   it("four concurrent streams each produce the text they produce alone (own seed and sampling)", async () => {

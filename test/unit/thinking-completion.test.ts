@@ -10,6 +10,7 @@ import { startCompletion, type CompletionEvent, type CompletionRequest } from ".
 import { resolveOptions } from "../../src/daemon/options.js";
 import { selectTemplate, type RenderInput } from "../../src/daemon/prompt/render.js";
 import type { Scheduler } from "../../src/daemon/scheduler/scheduler.js";
+import { createLogger } from "../../src/daemon/log.js";
 import type { ModelSpec } from "../../src/registry/model-spec.js";
 
 const FIXTURES = path.resolve(__dirname, "../fixtures/templates");
@@ -39,6 +40,7 @@ function fakeRunner(script: (job: GenerateJob) => Array<string | { text: string;
   } as unknown as Runner;
   let released = 0;
   const scheduler = {
+    log: createLogger(0, () => undefined),
     acquire: async () => {
       if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
       return { runner, spec: {} as ModelSpec, release: () => released++ };

@@ -2,7 +2,7 @@
 // new one; echoed in the response), runs it inside its request context (so every log line written
 // for it carries `request_id`: request-context.ts), and when it ends writes one INFO line (method,
 // path, status, model, duration, token counts, request_id) and tells the metrics, once. Never the
-// body: prompts stay out of the log unless OLLAMA_DEBUG is set (debug-log.ts). For a streamed
+// body: prompts stay out of the log unless OLLAMA_DEBUG is set (services/debug-log.ts). For a streamed
 // answer (NDJSON or SSE) the line is written when the stream ends, so the duration covers the
 // whole answer and the token counts are known; a stream the client abandoned is marked
 // `canceled=true`. Scrapes of /metrics are logged at debug level (a scrape every few seconds).
@@ -13,7 +13,7 @@
 // (`logCounts(c, chunks)` does the second for a stream of Ollama responses).
 import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
-import { debugTimings } from "../debug-log.js";
+import { debugTimings } from "../services/debug-log.js";
 import { formatDurationMs, type Logger } from "../log.js";
 import { NO_OBSERVER, type DaemonObserver } from "../metrics/observer.js";
 import { requestIdFor, runInRequest, type RequestContext } from "../request-context.js";
@@ -89,7 +89,7 @@ export function requestLog(log: Logger, observer: Pick<DaemonObserver, "requestD
   return async (c, next) => {
     const t0 = performance.now();
     const { id, refused } = requestIdFor(c.req.header(REQUEST_ID_HEADER));
-    const ctx: RequestContext = { id, log, generations: [] };
+    const ctx: RequestContext = { id, generations: [] };
     c.header(REQUEST_ID_HEADER, id);
     await runInRequest(ctx, async () => {
       if (log.level <= -4) {

@@ -15,8 +15,7 @@ import type { Backends } from "../../backends/registry.js";
 import type { Config } from "../../config.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError, errorMessage } from "../errors.js";
-import type { Logger } from "../log.js";
-import { debugLoadPlan } from "../debug-log.js";
+import { debugEnabled, formatDurationMs, type Logger } from "../log.js";
 import { NO_OBSERVER, type EvictionReason, type SchedulerObserver, type UnloadReason } from "../metrics/observer.js";
 import { detached, noteModel, noteWait } from "../request-context.js";
 import { humanBytes2 } from "../../backends/human-bytes.js";
@@ -74,6 +73,11 @@ export class Scheduler {
   private waiters: Array<() => void> = [];
   private readonly closing = new AbortController();
   private readonly observer: SchedulerObserver;
+
+  /** The daemon's log, for what a request does with its runner (services/debug-log.ts). */
+  get log(): Logger {
+    return this.deps.log;
+  }
 
   constructor(private readonly deps: { backends: Backends; config: Config; log: Logger; observer?: SchedulerObserver }) {
     this.queue = new LoadQueue(deps.config.maxQueue);
@@ -178,9 +182,11 @@ export class Scheduler {
     const { spec } = req;
     for (const w of placement.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
     log.info(`loading ${spec.shortName}`, { backend: backend.name, ...placement.describe });
-    debugLoadPlan(log, spec.shortName, placement);
+    // OLLAMA_DEBUG: the whole placement (for llama.cpp the memory plan and the runner's options),
+    // less the model's source (its GGUF header, already described by `show`)
+    if (debugEnabled(log)) log.debug(`load plan for ${spec.shortName}`, { placement: { ...placement, source: undefined } });
+    const loadStarted = performance.now();
     const signal = AbortSignal.any([req.signal, this.closing.signal]);
-    const t0 = performance.now();
     let runner: Runner;
     try {
       // The runner outlives this request: it must not carry its id (request-context.ts).
@@ -190,7 +196,7 @@ export class Scheduler {
       if (req.signal.aborted) throw canceled();
       throw new ApiError("internal", `failed to load model ${spec.shortName}: ${errorMessage(err)}`);
     }
-    this.observer.loaded(spec.shortName, (performance.now() - t0) / 1000);
+    this.observer.loaded(spec.shortName, (performance.now() - loadStarted) / 1000);
     const info = runner.info;
     for (const w of info.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
     log.info(`loaded ${spec.shortName}`, {
@@ -202,6 +208,7 @@ export class Scheduler {
       kv: info.kvCacheTypeK ? `${info.kvCacheTypeK}/${info.kvCacheTypeV}` : undefined,
       flash_attention: info.flashAttention,
     });
+    log.debug(`runner started for ${spec.shortName}`, { duration: formatDurationMs(performance.now() - loadStarted) });
     const entry: Entry = {
       key,
       spec,

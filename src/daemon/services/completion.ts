@@ -22,7 +22,7 @@ import { renderPrompt, type PromptTemplate, type RenderInput } from "../prompt/r
 import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
 import { ToolCallParser, toolCallTag, type ToolDefinition } from "../prompt/tools.js";
 import type { Lease, Scheduler } from "../scheduler/scheduler.js";
-import { debugCompletion } from "../debug-log.js";
+import { logCompletionRequest, logCompletionTimings } from "./debug-log.js";
 import { currentRequest, noteGeneration } from "../request-context.js";
 
 /** What a completion yields, in order; `done` is always last. */
@@ -263,13 +263,14 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
       if (conversation) {
         const { messages, tools, think, completion: asCompletion } = conversation;
         const job: MessagesJob = { messages, ...(tools ? { tools } : {}), ...(think !== undefined ? { think } : {}), ...(asCompletion ? { completion: asCompletion } : {}), ...common(req.format) };
+        logCompletionRequest(scheduler.log, req.spec.shortName, o, undefined, messages.length);
         gen = new Generation(l, job, req.signal);
       } else {
         prompt =
           "text" in req.prompt
             ? req.prompt.text
             : await fitConversation(l, (req.prompt as { template: PromptTemplate }).template, (req.prompt as { input: RenderInput }).input, l.runner.info.contextLength, req.truncate ?? true);
-        debugCompletion(prompt, o);
+        logCompletionRequest(scheduler.log, req.spec.shortName, o, prompt);
         gen = new Generation(l, job(prompt, deferFormat ? undefined : req.format, req.prefixTokens), req.signal);
       }
       const first = await gen.next();
@@ -381,12 +382,9 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
           },
           request,
         );
-        yield {
-          ...stats,
-          type: "done",
-          loadDurationNs: completion.loadDurationNs,
-          totalDurationNs: Number(nowNs() - req.startedAt),
-        };
+        const done: CompletionDone = { ...stats, type: "done", loadDurationNs: completion.loadDurationNs, totalDurationNs: Number(nowNs() - req.startedAt) };
+        logCompletionTimings(scheduler.log, req.spec.shortName, done);
+        yield done;
         return;
       }
       ev = await (gen as Generation).next();

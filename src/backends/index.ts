@@ -7,6 +7,7 @@ import type { StateStore } from "./llamacpp/protocol.js";
 import type { RunnerLogSink } from "./llamacpp/runner-process.js";
 import { Backends } from "./registry.js";
 import { RemoteBackend } from "./remote/backend.js";
+import type { UpstreamListener } from "./remote/runner.js";
 
 export interface BackendContext {
   config: Config;
@@ -15,12 +16,14 @@ export interface BackendContext {
   warn: (msg: string) => void;
   /** The daemon's log, for the lines of runner processes. */
   log?: RunnerLogSink;
+  /** Told of each request to a remote model's upstream (the daemon's metrics). */
+  onUpstream?: UpstreamListener;
 }
 
 export function createBackends(ctx: BackendContext): Backends {
   const { config } = ctx;
   const list: Backend[] = [
-    new RemoteBackend(config),
+    new RemoteBackend(config, ctx.onUpstream),
     new LlamaCppBackend({ config, debug: config.debug >= 1, cpuOnly: config.llmLibrary.toLowerCase() === "cpu", ...(ctx.states ? { states: ctx.states } : {}), ...(ctx.log ? { log: ctx.log } : {}) }),
   ];
   return new Backends(list);

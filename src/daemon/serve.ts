@@ -29,14 +29,15 @@ export function packageVersion(): string {
 export function buildDeps(config: Config, states?: StateStore, keys: readonly ApiKey[] = config.apiKeys): Deps {
   const log = createLogger(config.debug, undefined, { format: config.logFormat, context: requestLogFields });
   const store = new Store(config.models);
+  const version = packageVersion();
+  const metrics = new PrometheusMetrics(version);
   const backends = createBackends({
     config,
     ...(states ? { states } : {}),
     warn: (m) => log.warn(m),
     log: (level, msg, fields) => log[level](msg, fields),
+    onUpstream: (r) => metrics.upstream(r),
   });
-  const version = packageVersion();
-  const metrics = new PrometheusMetrics(version);
   const scheduler = new Scheduler({ backends, config, log, observer: metrics });
   metrics.watch(scheduler);
   return {

@@ -39,6 +39,8 @@ export interface Config {
   /** Only the OLLAMA_ORIGINS entries; see allowedOrigins() for the full CORS list. */
   origins: string[];
   debug: number;
+  /** OLLAMATS_LOG_FORMAT: "text" (Ollama's slog lines, the default) or "json" (one object a line). */
+  logFormat: "text" | "json";
   noPrune: boolean;
   schedSpread: boolean;
   noHistory: boolean;
@@ -342,6 +344,13 @@ function envDebug(s: string): number {
   throw new ConfigError(`OLLAMA_DEBUG: invalid value ${goQuote(s)} (use 0/false, 1/true, or a level number such as 2)`);
 }
 
+function envLogFormat(s: string): "text" | "json" {
+  const v = s.toLowerCase();
+  if (v === "" || v === "text") return "text";
+  if (v === "json") return "json";
+  throw new ConfigError(`OLLAMATS_LOG_FORMAT: invalid value ${goQuote(s)} (use text or json)`);
+}
+
 function envKvCacheType(name: string, s: string): string {
   const v = s.toLowerCase(); // Ollama lower-cases it before use
   if (!KV_CACHE_TYPES.includes(v)) {
@@ -439,6 +448,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     loadTimeoutMs: loadTimeoutMs <= 0 || loadTimeoutMs > MAX_DURATION_MS ? Infinity : loadTimeoutMs,
     origins: envList(v("OLLAMA_ORIGINS")),
     debug: envDebug(v("OLLAMA_DEBUG")),
+    logFormat: envLogFormat(v("OLLAMATS_LOG_FORMAT")),
     noPrune: envBool(v("OLLAMA_NOPRUNE"), false),
     schedSpread: envBool(v("OLLAMA_SCHED_SPREAD"), false),
     noHistory: envBool(v("OLLAMA_NOHISTORY"), false),

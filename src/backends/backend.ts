@@ -130,6 +130,8 @@ interface JobCommon {
   /** Log probabilities of the generated tokens, with this many alternatives each (0..20);
    *  absent: none. */
   logprobs?: number;
+  /** The daemon's id of the request, for the runner's log lines about this job. */
+  requestId?: string;
 }
 
 /** A token's log probability, Ollama's api.TokenLogprob (the wire shape). */
@@ -244,6 +246,14 @@ export interface UpstreamState {
   outstanding: number;
 }
 
+/** What a runner's slots hold right now (read when metrics are scraped). */
+export interface RunnerStats {
+  /** Slots generating or embedding. */
+  slotsBusy: number;
+  /** KV cache cells holding tokens, over all slots (kept prompts included). */
+  kvCellsUsed: number;
+}
+
 export interface Runner {
   readonly slots: number;
   readonly info: LoadedInfo;
@@ -255,6 +265,8 @@ export interface Runner {
   rank?(query: string, documents: string[], truncate: boolean, signal?: AbortSignal): Promise<RankResult>;
   tokenize(text: string, signal?: AbortSignal): Promise<number[]>;
   detokenize(tokens: number[], signal?: AbortSignal): Promise<string>;
+  /** Its slots and KV cache right now; absent where the engine cannot say. */
+  stats?(): Promise<RunnerStats>;
   /** The most CPU threads it may use from its next batch on (see daemon/scheduler/threads.ts). */
   setThreadBudget?(threads: number): void;
   /** The prompt the engine would build from a conversation (`_debug_render_only`), where it can say. */

@@ -1,6 +1,7 @@
-// Leveled logging to stderr in Ollama's slog text style: time=… level=INFO msg="…" key=value.
-// Levels follow Ollama's OLLAMA_DEBUG: unset/0 → INFO, 1/true → DEBUG, 2 → TRACE (level −4 × n).
-// Under systemd stderr goes to the journal, under launchd to the plist's log file.
+// Leveled logging to stderr in Ollama's slog text style: time=… level=INFO msg="…" key=value, or
+// one JSON object per line (slog's JSONHandler shape) with OLLAMATS_LOG_FORMAT=json, for log
+// shippers. Levels follow Ollama's OLLAMA_DEBUG: unset/0 → INFO, 1/true → DEBUG, 2 → TRACE
+// (level −4 × n). Under systemd stderr goes to the journal, under launchd to the plist's log file.
 export interface Logger {
   trace(msg: string, fields?: Record<string, unknown>): void;
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -52,14 +53,45 @@ export function formatDurationMs(ms: number): string {
   return minutes >= 60 ? `${Math.floor(minutes / 60)}h${minutes % 60}m${rest}` : `${minutes}m${rest}`;
 }
 
+export type LogFormat = "text" | "json";
+
+export interface LoggerOptions {
+  format?: LogFormat;
+  /** Fields of the context a line is written in (the request's id), after the line's own. */
+  context?: () => Record<string, unknown> | undefined;
+}
+
+/** A field value as JSON: errors by their message, bigints as strings. */
+function jsonValue(v: unknown): unknown {
+  if (v instanceof Error) return v.message;
+  if (typeof v === "bigint") return v.toString();
+  return v;
+}
+
+function textLine(time: string, level: string, msg: string, fields: [string, unknown][]): string {
+  let line = `time=${time} level=${level} msg=${formatValue(msg)}`;
+  for (const [k, v] of fields) line += ` ${k}=${formatValue(v)}`;
+  return line + "\n";
+}
+
+function jsonLine(time: string, level: string, msg: string, fields: [string, unknown][]): string {
+  const record: Record<string, unknown> = { time, level, msg };
+  for (const [k, v] of fields) if (!Object.hasOwn(record, k)) record[k] = jsonValue(v);
+  return JSON.stringify(record) + "\n";
+}
+
 /** debug: the OLLAMA_DEBUG level (0 info, 1 debug, 2 trace). */
-export function createLogger(debug: number, write: (line: string) => void = (l) => void process.stderr.write(l)): Logger {
+export function createLogger(debug: number, write: (line: string) => void = (l) => void process.stderr.write(l), opts: LoggerOptions = {}): Logger {
   const min = levelFor(debug);
+  const format = opts.format === "json" ? jsonLine : textLine;
   const log = (level: LevelName) => (msg: string, fields?: Record<string, unknown>) => {
     if (LEVELS[level] < min) return;
-    let line = `time=${new Date().toISOString()} level=${level.toUpperCase()} msg=${formatValue(msg)}`;
-    for (const [k, v] of Object.entries(fields ?? {})) if (v !== undefined) line += ` ${k}=${formatValue(v)}`;
-    write(line + "\n");
+    const all: [string, unknown][] = [];
+    for (const [k, v] of Object.entries(fields ?? {})) if (v !== undefined) all.push([k, v]);
+    for (const [k, v] of Object.entries(opts.context?.() ?? {})) {
+      if (v !== undefined && fields?.[k] === undefined) all.push([k, v]);
+    }
+    write(format(new Date().toISOString(), level.toUpperCase(), msg, all));
   };
   return {
     trace: log("trace"),

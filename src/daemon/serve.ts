@@ -18,6 +18,8 @@ import { Scheduler } from "./scheduler/scheduler.js";
 import { loadApiKeys } from "./keys-file.js";
 import { logAccessPolicy } from "./middleware/api-access.js";
 import { createApp } from "./server.js";
+import { PrometheusMetrics } from "./metrics/prometheus.js";
+import { requestLogFields } from "./request-context.js";
 
 export function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -25,16 +27,27 @@ export function packageVersion(): string {
 }
 
 export function buildDeps(config: Config, states?: StateStore, keys: readonly ApiKey[] = config.apiKeys): Deps {
-  const log = createLogger(config.debug);
+  const log = createLogger(config.debug, undefined, { format: config.logFormat, context: requestLogFields });
   const store = new Store(config.models);
-  const backends = createBackends({ config, ...(states ? { states } : {}), warn: (m) => log.warn(m) });
+  const version = packageVersion();
+  const metrics = new PrometheusMetrics(version);
+  const backends = createBackends({
+    config,
+    ...(states ? { states } : {}),
+    warn: (m) => log.warn(m),
+    log: (level, msg, fields) => log[level](msg, fields),
+    onUpstream: (r) => metrics.upstream(r),
+  });
+  const scheduler = new Scheduler({ backends, config, log, observer: metrics });
+  metrics.watch(scheduler);
   return {
     config,
     store,
     models: new ModelResolver(store),
-    scheduler: new Scheduler({ backends, config, log }),
+    scheduler,
     log,
-    version: packageVersion(),
+    metrics,
+    version,
     keys,
   };
 }

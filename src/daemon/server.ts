@@ -18,16 +18,18 @@ import { psRoutes } from "./routes/ps.js";
 import { tokenizeRoutes } from "./routes/tokenize.js";
 import { embedRoutes } from "./routes/embed.js";
 import { rerankRoutes } from "./routes/rerank.js";
+import { metricsRoutes } from "./routes/metrics.js";
 import { openaiRoutes } from "./routes/openai/index.js";
 import { transferRoutes } from "./routes/transfer.js";
 
 export function createApp(deps: Deps): Hono {
   const app = new Hono();
+  // First, so every request (refused ones too) has an id, a log line and a count in the metrics.
+  app.use("*", requestLog(deps.log, deps.metrics));
   app.use("*", hostGuard(deps.config.host.host));
   app.use("*", cors(allowedOrigins(deps.config)));
-  app.use("*", requestLog(deps.log));
   app.use("*", apiAccess({ keys: deps.keys, noManagement: deps.config.noManagement }));
-  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes, transferRoutes, embedRoutes, rerankRoutes, openaiRoutes, tokenizeRoutes]) {
+  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes, transferRoutes, embedRoutes, rerankRoutes, openaiRoutes, tokenizeRoutes, metricsRoutes]) {
     app.route("/", routes(deps));
   }
   app.notFound((c) => {

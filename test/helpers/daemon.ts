@@ -120,3 +120,4 @@ export async function eventually<T>(read: () => Promise<T>, check: (v: T) => boo
   }
   return v;
 }
+

@@ -106,3 +106,16 @@ describe("a remote model on another ollamats's OpenAI API (/v1)", { timeout: 180
     expect(((await r.json()) as { error: string }).error).toContain("cannot tokenize");
   });
 });
+
+describe("the front daemon's /metrics", () => {
+  it("counts each request to the upstream with its latency, and shows the upstream's health", async () => {
+    const { Scrape } = await import("../helpers/prometheus.js");
+    const s = new Scrape(await (await fetch(`${front.url}/metrics`)).text());
+    expect(s.problems("ollamats_")).toEqual([]);
+    const ok = s.value("ollamats_upstream_requests_total", { upstream: up.url, result: "ok" });
+    expect(ok).toBeGreaterThan(0);
+    expect(s.histogram("ollamats_upstream_request_duration_seconds", { upstream: up.url }).count).toBe(ok + s.value("ollamats_upstream_requests_total", { upstream: up.url, result: "error" }));
+    expect(s.value("ollamats_upstream_up", { model: "r-api:latest", upstream: up.url })).toBe(1);
+    expect(s.value("ollamats_generated_tokens_total", { model: "r-api:latest" })).toBeGreaterThan(0);
+  });
+});

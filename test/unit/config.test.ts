@@ -277,6 +277,13 @@ describe("loadConfig", () => {
     expect(loadConfig({ OLLAMA_DEBUG: "2" }).debug).toBe(2);
   });
 
+  it("parses OLLAMATS_LOG_FORMAT: text (Ollama's) by default, or json", () => {
+    expect(loadConfig({}).logFormat).toBe("text");
+    expect(loadConfig({ OLLAMATS_LOG_FORMAT: "json" }).logFormat).toBe("json");
+    expect(loadConfig({ OLLAMATS_LOG_FORMAT: "JSON" }).logFormat).toBe("json");
+    expect(loadConfig({ OLLAMATS_LOG_FORMAT: "text" }).logFormat).toBe("text");
+  });
+
   it("keep-alive and load-timeout edge values", () => {
     expect(loadConfig({ OLLAMA_KEEP_ALIVE: "0" }).keepAliveMs).toBe(0);
     expect(loadConfig({ OLLAMA_KEEP_ALIVE: "-1" }).keepAliveMs).toBe(Infinity);
@@ -304,6 +311,7 @@ describe("loadConfig", () => {
     [{ OLLAMA_KV_CACHE_TYPE: "q5_1" }, 'OLLAMA_KV_CACHE_TYPE: invalid cache type "q5_1" (use f16, q8_0 or q4_0)'],
     [{ OLLAMA_KV_CACHE_TYPE_K: "int8" }, "OLLAMA_KV_CACHE_TYPE_K: invalid cache type"],
     [{ OLLAMA_DEBUG: "verbose" }, 'OLLAMA_DEBUG: invalid value "verbose"'],
+    [{ OLLAMATS_LOG_FORMAT: "logfmt" }, 'OLLAMATS_LOG_FORMAT: invalid value "logfmt" (use text or json)'],
     [{ OLLAMA_HOST: "localhost:http" }, 'OLLAMA_HOST: invalid port "http"'],
   ];
   for (const [env, msg] of bad) {

@@ -10,6 +10,7 @@ import { Backends } from "../../src/backends/registry.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { ApiError } from "../../src/daemon/errors.js";
 import { createLogger } from "../../src/daemon/log.js";
+import type { SchedulerObserver } from "../../src/daemon/metrics/observer.js";
 import type { RunnerOptions } from "../../src/daemon/options.js";
 import { QUEUE_FULL } from "../../src/daemon/scheduler/queue.js";
 import { Scheduler, type Lease } from "../../src/daemon/scheduler/scheduler.js";
@@ -114,10 +115,10 @@ function spec(name: string, bytes = GiB): ModelSpec {
 const runnerOpts = (o: Partial<RunnerOptions> = {}): RunnerOptions => ({ numCtx: 2048, numBatch: 512, numGpu: -1, numThread: 0, useMmap: undefined, ...o });
 
 let scheduler: Scheduler | undefined;
-function setup(env: Record<string, string> = {}): { s: Scheduler; b: FakeBackend; config: Config } {
+function setup(env: Record<string, string> = {}, observer?: SchedulerObserver): { s: Scheduler; b: FakeBackend; config: Config } {
   const config = loadConfig({ OLLAMA_MODELS: "/tmp/none", ...env });
   const b = new FakeBackend({ debug: false, cpuOnly: true, config });
-  const s = new Scheduler({ backends: new Backends([b]), config, log: createLogger(0, () => {}) });
+  const s = new Scheduler({ backends: new Backends([b]), config, log: createLogger(0, () => {}), ...(observer ? { observer } : {}) });
   scheduler = s;
   return { s, b, config };
 }
@@ -401,5 +402,89 @@ describe("thread budgets", () => {
     expect(ra.budgets.at(-1)).toBe(cores); // a fixed runner does not count either
     lc.release();
     la.release();
+  });
+});
+
+describe("what the scheduler tells the metrics", () => {
+  /** Every event as a line: "unloaded a:latest expired". */
+  function recorder(): { events: string[]; observer: SchedulerObserver } {
+    const events: string[] = [];
+    const on = (kind: string) => (model: string, x?: unknown) => void events.push([kind, model, ...(typeof x === "string" ? [x] : [])].join(" "));
+    return {
+      events,
+      observer: {
+        acquired: (model, wait) => void events.push(`acquired ${model} ${wait === undefined ? "failed" : "ok"}`),
+        loaded: on("loaded"),
+        loadFailed: on("loadFailed"),
+        unloaded: on("unloaded"),
+        evicted: on("evicted"),
+        crashed: on("crashed"),
+      },
+    };
+  }
+
+  it("says why each runner was unloaded: evictions by count or by memory", async () => {
+    const { events, observer } = recorder();
+    const { s, b } = setup({ OLLAMA_MAX_LOADED_MODELS: "2" }, observer);
+    b.ramBytes = 10 * GiB;
+    (await acquire(s, spec("a", 1 * GiB))).release();
+    (await acquire(s, spec("b", 1 * GiB))).release();
+    (await acquire(s, spec("c", 1 * GiB))).release(); // two loaded already: a (LRU) goes
+    (await acquire(s, spec("d", 9 * GiB))).release(); // two loaded: b (LRU) goes; then d does not fit beside c
+    expect(events.filter((e) => !e.startsWith("acquired"))).toEqual([
+      "loaded a:latest",
+      "loaded b:latest",
+      "evicted a:latest max_loaded_models",
+      "unloaded a:latest evicted",
+      "loaded c:latest",
+      "evicted b:latest max_loaded_models",
+      "unloaded b:latest evicted",
+      "evicted c:latest memory",
+      "unloaded c:latest evicted",
+      "loaded d:latest",
+    ]);
+  });
+
+  it("... and expiry, keep_alive 0, a reload, a crash and shutdown", async () => {
+    const { events, observer } = recorder();
+    const { s, b } = setup({}, observer);
+    // A reload asked for while the runner is busy happens when it goes idle: options_changed.
+    const d = spec("d");
+    const busy = await acquire(s, d);
+    const other = acquire(s, d, { runner: { numCtx: 1024 } });
+    await settle();
+    busy.release();
+    (await other).release();
+    (await acquire(s, d, { runner: { numCtx: 1024 }, keepAliveMs: 0 })).release();
+    await settle();
+    (await acquire(s, d, { keepAliveMs: 5 })).release();
+    await new Promise((r) => setTimeout(r, 30));
+    await settle();
+    (await acquire(s, d)).release();
+    b.runners.at(-1)?.die();
+    await settle();
+    (await acquire(s, d)).release();
+    await s.shutdown();
+    expect(events.filter((e) => !e.startsWith("acquired"))).toEqual([
+      "loaded d:latest",
+      "unloaded d:latest options_changed",
+      "loaded d:latest",
+      "unloaded d:latest unload_requested",
+      "loaded d:latest",
+      "unloaded d:latest expired",
+      "loaded d:latest",
+      "crashed d:latest",
+      "loaded d:latest",
+      "unloaded d:latest shutdown",
+    ]);
+    expect(events.filter((e) => e.startsWith("acquired"))).toEqual(Array(6).fill("acquired d:latest ok"));
+  });
+
+  it("reports a request that got no runner", async () => {
+    const { events, observer } = recorder();
+    const { s, b } = setup({}, observer);
+    b.ramBytes = 2 * GiB;
+    await acquire(s, spec("huge", 4 * GiB)).catch(() => undefined);
+    expect(events).toEqual(["acquired huge:latest failed"]);
   });
 });

@@ -2,8 +2,9 @@
 // by the request-log middleware (at the end of a stream, with the model and token counts).
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { createLogger, formatDurationMs, formatValue, levelFor } from "../../src/daemon/log.js";
+import { createLogger, formatDurationMs, formatValue, levelFor, type LogFormat } from "../../src/daemon/log.js";
 import { logCounts, requestLog } from "../../src/daemon/middleware/request-log.js";
+import { detached, requestLogFields } from "../../src/daemon/request-context.js";
 import { ndjsonResponse } from "../../src/daemon/stream.js";
 
 function capture(debug = 0) {
@@ -94,7 +95,7 @@ describe("request log", () => {
     const res = await a.request("/api/tags");
     expect(res.status).toBe(200);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/level=INFO msg=request method=GET path=\/api\/tags status=200 duration=\d+(\.\d+)?(µs|ms)\n$/);
+    expect(lines[0]).toMatch(/level=INFO msg=request method=GET path=\/api\/tags status=200 duration=\d+(\.\d+)?(µs|ms) request_id=[0-9a-f-]{36}\n$/);
   });
 
   it("writes the line when a stream ends, with model and token counts", async () => {
@@ -146,5 +147,78 @@ describe("request log", () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/level=DEBUG msg="request started" method=POST path=\/api\/generate agent=test\/1/);
     expect(lines.join("")).not.toContain("hidden");
+  });
+});
+
+function tracedApp(format: LogFormat = "text", debug = 0) {
+  const lines: string[] = [];
+  const log = createLogger(debug, (l) => void lines.push(l), { format, context: requestLogFields });
+  const a = new Hono();
+  a.use("*", requestLog(log));
+  a.get("/work", async (c) => {
+    log.info("inside the handler", { step: 1 });
+    await new Promise((r) => setTimeout(r, 5));
+    log.warn("after a timer");
+    // Work that outlives the request does not carry its id.
+    detached(() => setTimeout(() => log.info("later, for nobody"), 1));
+    return new Response("ok"); // a Response of the handler's own: the id is added to it too
+  });
+  a.get("/stream", (c) => ndjsonResponse(c, answer(["a", "b"]), () => {}));
+  return { app: a, lines };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe("request ids", () => {
+  it("honours the client's X-Request-Id, echoes it and puts it on every line of the request", async () => {
+    const { app: a, lines } = tracedApp();
+    const res = await a.request("/work", { headers: { "X-Request-Id": "trace-42.abc" } });
+    expect(res.headers.get("x-request-id")).toBe("trace-42.abc");
+    await new Promise((r) => setTimeout(r, 20));
+    const mine = lines.filter((l) => l.includes("request_id=trace-42.abc"));
+    expect(mine.map((l) => /msg=("[^"]*"|\S+)/.exec(l)?.[1])).toEqual(['"inside the handler"', '"after a timer"', "request"]);
+    expect(lines.find((l) => l.includes("later, for nobody"))).not.toMatch(/request_id/);
+  });
+
+  it("makes one when the client sent none, or one it cannot use, and says so under OLLAMA_DEBUG", async () => {
+    const { app: a, lines } = tracedApp("text", 1);
+    const ids: string[] = [];
+    for (const sent of [undefined, "has space", "x".repeat(129), 'quo"te', ""]) {
+      const res = await a.request("/work", sent === undefined ? {} : { headers: { "X-Request-Id": sent } });
+      const id = res.headers.get("x-request-id") ?? "";
+      expect(id).toMatch(UUID);
+      ids.push(id);
+    }
+    expect(new Set(ids).size).toBe(5);
+    expect(lines.filter((l) => l.includes("X-Request-Id not used"))).toHaveLength(4);
+    for (const id of ids) expect(lines.filter((l) => l.includes(`msg=request `) && l.includes(`request_id=${id}`))).toHaveLength(1);
+  });
+
+  it("goes on streamed answers too", async () => {
+    const { app: a, lines } = tracedApp();
+    const res = await a.request("/stream", { headers: { "X-Request-Id": "s-1" } });
+    expect(res.headers.get("x-request-id")).toBe("s-1");
+    await res.text();
+    expect(field(lines.at(-1), "request_id")).toBe("s-1");
+  });
+});
+
+describe("OLLAMATS_LOG_FORMAT=json", () => {
+  it("writes one JSON object per line with typed fields and the request id", async () => {
+    const { app: a, lines } = tracedApp("json");
+    await (await a.request("/work", { headers: { "X-Request-Id": "j-1" } })).text();
+    await new Promise((r) => setTimeout(r, 20));
+    const records = lines.map((l) => {
+      expect(l.endsWith("\n")).toBe(true);
+      expect(l.slice(0, -1)).not.toContain("\n");
+      return JSON.parse(l) as Record<string, unknown>;
+    });
+    expect(Object.keys(records[0] ?? {}).slice(0, 3)).toEqual(["time", "level", "msg"]);
+    expect(records[0]).toMatchObject({ level: "INFO", msg: "inside the handler", step: 1, request_id: "j-1" });
+    expect(records.find((r) => r.msg === "request")).toMatchObject({ method: "GET", path: "/work", status: 200, request_id: "j-1" });
+    const more: string[] = [];
+    const l2 = createLogger(0, (l) => void more.push(l), { format: "json" });
+    l2.error("boom", { err: new Error("disk full"), n: 10n, text: 'a "b"\nc' });
+    expect(JSON.parse(more[0] ?? "")).toMatchObject({ level: "ERROR", msg: "boom", err: "disk full", n: "10", text: 'a "b"\nc' });
   });
 });

@@ -13,7 +13,7 @@ import { checkKvSettings } from "./kv-cache.js";
 import { humanBytes2, ramShortMessage, type MemoryPlan } from "./memory.js";
 import { FactsCache, loadOptionsFor, needsReload, planFor } from "./placement.js";
 import type { GpuProbe, LoadOptions, LoadPlan, StateStore } from "./protocol.js";
-import { LLAMACPP_FEATURES, RunnerProcess } from "./runner-process.js";
+import { LLAMACPP_FEATURES, RunnerProcess, type RunnerLogSink } from "./runner-process.js";
 import { SpareRunner } from "./spare-runner.js";
 
 /** llama.cpp's LLAMA_POOLING_TYPE_RANK: a reranker (Ollama's rule still calls it "embedding"). */
@@ -57,6 +57,8 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
       /** where runners keep their slots' prompt caches across unloads (none: not kept) */
       states?: StateStore;
       config?: Config;
+      /** the daemon's log, for the runners' lines */
+      log?: RunnerLogSink;
     },
   ) {
     this.config = opts.config ?? loadConfig(process.env);
@@ -209,7 +211,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
     const envName = gpu && gpu.library !== false ? VISIBLE_ENV[gpu.library] : undefined;
     if (envName && plan.gpus && plan.gpus.length < all.length) env[envName] = visibleList(process.env[envName], plan.gpus);
     // The spare runs with the daemon's environment: a runner pinned to some GPUs starts afresh.
-    const runner = (Object.keys(env).length === 0 ? this.spares.take(plan.gpuLayers !== 0) : null) ?? new RunnerProcess(opts.slots, this.opts.debug, env);
+    const runner = (Object.keys(env).length === 0 ? this.spares.take(plan.gpuLayers !== 0) : null) ?? new RunnerProcess(opts.slots, this.opts.debug, env, false, this.opts.log);
     const entry: Live = { runner, gpus: plan.gpuLayers !== 0 ? gpus : [] };
     this.live.add(entry);
     void runner.exited.then(() => this.live.delete(entry));

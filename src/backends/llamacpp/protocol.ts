@@ -2,6 +2,8 @@
 import type { GenerateStats, LoadedInfo, Logprob, SamplingOptions } from "../backend.js";
 import type { EngineErrorCode } from "../errors.js";
 
+export type RunnerLogLevel = "debug" | "info" | "warn" | "error";
+
 /** Options fixed when a runner is loaded; a request that differs forces a reload. */
 export interface LoadOptions {
   numCtx: number; // per slot
@@ -44,6 +46,8 @@ export interface RunnerJob {
   numKeep?: number;
   /** Log probabilities with this many alternatives per token (0..20); absent: none. */
   logprobs?: number;
+  /** The daemon's id of the request, for the runner's log line about it. */
+  requestId?: string;
 }
 
 /** What a probe child found: node-llama-cpp reports the sum over its GPUs, and their names. */
@@ -77,6 +81,8 @@ export type HostMessage =
   | { type: "tokenize"; id: number; text: string }
   | { type: "detokenize"; id: number; tokens: number[] }
   | { type: "threads"; threads: number }
+  /** Answered with a RunnerStats result. */
+  | { type: "stats"; id: number }
   | { type: "close"; keepPromptCache?: boolean };
 
 export type ChildMessage =
@@ -89,4 +95,6 @@ export type ChildMessage =
   | { type: "text"; id: number; text: string; logprobs?: Logprob[] }
   | ({ type: "done"; id: number } & GenerateStats)
   | { type: "result"; id: number; value: unknown }
+  /** A line for the daemon's log (request_id among the fields when it is about a request). */
+  | { type: "log"; level: RunnerLogLevel; msg: string; fields?: Record<string, string | number | boolean> }
   | { type: "error"; id: number; message: string; code?: EngineErrorCode };

@@ -16,11 +16,11 @@ import {
   type LlamaModel,
   type LlamaRankingContext,
 } from "node-llama-cpp";
-import type { EmbedResult, GenerateStats, RankResult } from "../backend.js";
+import type { EmbedResult, GenerateStats, RankResult, RunnerStats } from "../backend.js";
 import { EngineError } from "../errors.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
 import { isRankingModel, rankDocuments } from "./rank.js";
-import { SPARE_ARG, type ChildMessage, type GpuProbe, type HostMessage, type LoadOptions, type RunnerJob, type StateStore } from "./protocol.js";
+import { SPARE_ARG, type ChildMessage, type GpuProbe, type HostMessage, type LoadOptions, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
 import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
@@ -95,6 +95,26 @@ let closing = false;
 
 function send(msg: ChildMessage): void {
   process.send?.(msg);
+}
+
+/** A line for the daemon's log (fields left undefined are dropped). */
+function log(level: RunnerLogLevel, msg: string, fields: Record<string, string | number | boolean | undefined>): void {
+  const defined: Record<string, string | number | boolean> = {};
+  for (const [k, v] of Object.entries(fields)) if (v !== undefined) defined[k] = v;
+  send({ type: "log", level, msg, fields: defined });
+}
+
+const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+
+/** Embeddings being computed (an embedding model has no slots of its own). */
+let embedding = 0;
+
+function stats(): RunnerStats {
+  if (!slots) return { slotsBusy: Math.min(embedding, 1), kvCellsUsed: 0 };
+  return {
+    slotsBusy: allSeqs.length - slots.idle,
+    kvCellsUsed: allSeqs.reduce((n, seq) => n + seq.nextTokenIndex, 0),
+  };
 }
 
 const KV_TYPES: Record<string, "F16" | "Q8_0" | "Q4_0"> = { f16: "F16", q8_0: "Q8_0", q4_0: "Q4_0" };
@@ -242,6 +262,7 @@ async function generate(id: number, job: RunnerJob, ac: AbortController): Promis
   const reuse = prefixes;
   const m = model;
   const tokens = promptTokens(m, job);
+  const queuedAt = performance.now();
   let seq: LlamaContextSequence;
   try {
     // Among slots with equal prefix scores, one next to a busy slot: llama.cpp batches only
@@ -255,7 +276,9 @@ async function generate(id: number, job: RunnerJob, ac: AbortController): Promis
   let finished: { reused: number; held: number } | undefined;
   try {
     if (ac.signal.aborted) return;
+    const slotAt = performance.now();
     const { from, release: resume } = await reuse.adopt(seq, tokens);
+    const adoptedAt = performance.now();
     let stats: GenerateStats;
     let cachedTokens: number;
     const held = seq.nextTokenIndex;
@@ -274,6 +297,20 @@ async function generate(id: number, job: RunnerJob, ac: AbortController): Promis
     else {
       send({ type: "done", id, ...stats, cachedTokens, ...(cachedTokens > 0 ? { cachedFrom: from } : {}) });
       finished = { reused: cachedTokens, held };
+      // Per-phase timings of this request in the runner, for OLLAMA_DEBUG (once per request).
+      log("debug", "runner generation", {
+        request_id: job.requestId,
+        slot: allSeqs.indexOf(seq),
+        slot_wait_ms: Math.round((slotAt - queuedAt) * 100) / 100,
+        prefix_ms: Math.round((adoptedAt - slotAt) * 100) / 100,
+        prompt_tokens: tokens.length,
+        cached_tokens: cachedTokens,
+        cached_from: cachedTokens > 0 ? from : undefined,
+        prompt_eval_ms: ms(stats.promptEvalDurationNs),
+        eval_tokens: stats.evalCount,
+        eval_ms: ms(stats.evalDurationNs),
+        done_reason: stats.doneReason,
+      });
     }
   } finally {
     slots.release(seq);
@@ -284,7 +321,12 @@ async function generate(id: number, job: RunnerJob, ac: AbortController): Promis
 async function embed(inputs: string[]): Promise<EmbedResult> {
   if (ranker) throw new Error("this model is a reranker: it scores documents for a query (/api/rerank) and does not embed");
   if (!model || !embedder) throw new Error("this model does not support embeddings");
-  return embedInputs(model, embedder, inputs);
+  embedding++;
+  try {
+    return await embedInputs(model, embedder, inputs);
+  } finally {
+    embedding--;
+  }
 }
 
 async function rank(query: string, documents: string[], truncate: boolean): Promise<RankResult> {
@@ -354,6 +396,9 @@ async function handle(msg: HostMessage): Promise<void> {
       return;
     case "detokenize":
       send({ type: "result", id: msg.id, value: model ? model.detokenize(msg.tokens as never, false) : "" });
+      return;
+    case "stats":
+      send({ type: "result", id: msg.id, value: stats() });
       return;
     case "threads":
       // node-llama-cpp hands each batch at most this many threads (contexts were made with

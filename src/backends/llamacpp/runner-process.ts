@@ -13,11 +13,12 @@ import {
   type RunnerEvent,
   type RunnerExit,
   type RunnerFeatures,
+  type RunnerStats,
 } from "../backend.js";
 import { EngineError, RunnerError } from "../errors.js";
 import { AsyncQueue } from "../async-queue.js";
 import { fitEmbedInputs, inputTokenLimit, isInputLimitError } from "./embed-inputs.js";
-import { SPARE_ARG, type ChildMessage, type GpuProbe, type GrammarSpec, type HostMessage, type LoadOptions, type LoadPlan, type RunnerJob, type StateStore } from "./protocol.js";
+import { SPARE_ARG, type ChildMessage, type GpuProbe, type GrammarSpec, type HostMessage, type LoadOptions, type LoadPlan, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
 
 /** What node-llama-cpp 3.21.1 can do, and why not where it cannot. */
 export const LLAMACPP_FEATURES: RunnerFeatures = {
@@ -30,6 +31,19 @@ export const LLAMACPP_FEATURES: RunnerFeatures = {
 };
 
 const STDERR_LINES = 20;
+
+/** Where a runner's log lines go: the daemon's logger (so they share its format and request ids). */
+export type RunnerLogSink = (level: RunnerLogLevel, msg: string, fields?: Record<string, unknown>) => void;
+
+/** Calls `line` once per complete line of a text stream. */
+function lines(line: (l: string) => void): (chunk: string) => void {
+  let rest = "";
+  return (chunk) => {
+    const parts = (rest + chunk).split("\n");
+    rest = parts.pop() ?? "";
+    for (const p of parts) if (p.trim()) line(p.trimEnd());
+  };
+}
 
 function childEntry(): { path: string; execArgv: string[] } {
   // Built code forks the compiled .js; under tsx/vitest the .ts source runs through tsx.
@@ -75,25 +89,40 @@ export class RunnerProcess implements Runner {
   private onLoaded: ((m: ChildMessage) => void) | null = null;
   private onProgress: ((progress: number) => void) | null = null;
 
-  /** `env` adds to the daemon's environment (GPU pinning: CUDA_VISIBLE_DEVICES, …). A spare
-   *  (spare-runner.ts) is started before anyone knows its model; its slots are set by load(). */
+  /**
+   * `env` adds to the daemon's environment (GPU pinning: CUDA_VISIBLE_DEVICES, …). A spare
+   * (spare-runner.ts) is started before anyone knows its model; its slots are set by load(). With
+   * `log`, the runner's own log lines go there, and under `debug` its stdout and stderr too, line by
+   * line (without it, debug output is copied to the daemon's as it comes).
+   */
   constructor(
     public slots: number,
     debug: boolean,
     env: Record<string, string> = {},
     spare = false,
+    private readonly log?: RunnerLogSink,
   ) {
     const entry = childEntry();
     this.child = fork(entry.path, spare ? [SPARE_ARG] : [], {
       execArgv: entry.execArgv,
       env: { ...process.env, ...env },
-      stdio: ["ignore", debug ? "inherit" : "ignore", "pipe", "ipc"],
+      stdio: ["ignore", debug ? (log ? "pipe" : "inherit") : "ignore", "pipe", "ipc"],
       serialization: "json",
     });
     lowerPriority(this.child.pid);
+    const pid = this.child.pid;
+    const relay = (output: string) => lines((line) => log?.("debug", line, { runner: pid, output }));
+    if (debug && log) {
+      this.child.stdout?.setEncoding("utf8");
+      this.child.stdout?.on("data", relay("stdout"));
+    }
+    const stderrLines = relay("stderr");
     this.child.stderr?.setEncoding("utf8");
     this.child.stderr?.on("data", (chunk: string) => {
-      if (debug) process.stderr.write(chunk);
+      if (debug) {
+        if (log) stderrLines(chunk);
+        else process.stderr.write(chunk);
+      }
       for (const line of chunk.split("\n")) if (line.trim()) this.stderrTail.push(line.trim());
       this.stderrTail.splice(0, Math.max(0, this.stderrTail.length - STDERR_LINES));
     });
@@ -241,6 +270,9 @@ export class RunnerProcess implements Runner {
         q?.end();
         return;
       }
+      case "log":
+        this.log?.(m.level, m.msg, { ...m.fields, runner: this.child.pid });
+        return;
       case "result":
         this.calls.get(m.id)?.resolve(m.value);
         this.calls.delete(m.id);
@@ -308,6 +340,10 @@ export class RunnerProcess implements Runner {
   }
   detokenize(tokens: number[]): Promise<string> {
     return this.call((id) => ({ type: "detokenize", id, tokens }));
+  }
+
+  stats(): Promise<RunnerStats> {
+    return this.call((id) => ({ type: "stats", id }));
   }
 
   setThreadBudget(threads: number): void {

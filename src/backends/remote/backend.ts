@@ -12,7 +12,7 @@ import { UpstreamHttp } from "./http.js";
 import { OllamaDialect } from "./ollama-dialect.js";
 import { OpenAIDialect } from "./openai-dialect.js";
 import { ReplicaPool, type Replica } from "./pool.js";
-import { REMOTE_FEATURES, RemoteRunner } from "./runner.js";
+import { REMOTE_FEATURES, RemoteRunner, type UpstreamListener } from "./runner.js";
 
 /** Ollama's refusal of a remote host outside OLLAMA_REMOTES. */
 export const REMOTE_NOT_ALLOWED = "this server cannot run this remote model";
@@ -24,7 +24,11 @@ interface RemotePlacement extends Placement {
 export class RemoteBackend implements Backend<RemotePlacement, UpstreamAddress[]> {
   readonly name = "remote";
 
-  constructor(private readonly config: Config) {}
+  /** onUpstream: told of each request to an upstream (its answer or failure, and how long). */
+  constructor(
+    private readonly config: Config,
+    private readonly onUpstream?: UpstreamListener,
+  ) {}
 
   handles(spec: ModelSpec): boolean {
     return spec.source.kind === "remote";
@@ -86,6 +90,6 @@ export class RemoteBackend implements Backend<RemotePlacement, UpstreamAddress[]
       const key = keys[address.hostPort.toLowerCase()];
       return { index, address, dialect, base: address.base, label: address.base, ...(key ? { key } : {}), outstanding: 0, failures: 0, openUntil: 0, trial: false, unhealthy: false };
     });
-    return new RemoteRunner(this.source(spec).model, new ReplicaPool(replicas, routing), new UpstreamHttp(timeoutMs), healthIntervalMs);
+    return new RemoteRunner(this.source(spec).model, new ReplicaPool(replicas, routing), new UpstreamHttp(timeoutMs), healthIntervalMs, this.onUpstream);
   }
 }

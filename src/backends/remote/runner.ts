@@ -19,6 +19,9 @@ export const REMOTE_FEATURES: RunnerFeatures = {
   rank: { missing: "remote models do not rerank" },
 };
 
+/** Told of each request to an upstream as it answers or fails (the daemon's metrics). */
+export type UpstreamListener = (r: { upstream: string; ok: boolean; seconds: number }) => void;
+
 export class RemoteRunner implements Runner {
   readonly features = REMOTE_FEATURES;
   readonly info: LoadedInfo = { contextLength: 0, gpuLayers: 0, sizeBytes: 0, vramBytes: 0, threads: 0 };
@@ -33,6 +36,7 @@ export class RemoteRunner implements Runner {
     private readonly pool: ReplicaPool,
     private readonly http: UpstreamHttp,
     healthIntervalMs: number,
+    private readonly onUpstream: UpstreamListener = () => undefined,
   ) {
     this.exited = new Promise((resolve) => (this.exit = resolve));
     this.health = setInterval(() => void this.checkHealth(), healthIntervalMs);
@@ -61,13 +65,16 @@ export class RemoteRunner implements Runner {
       tried.add(r.index);
       const end = this.pool.begin(r, keys);
       let res: Dispatcher.ResponseData | undefined;
+      const t0 = performance.now();
       try {
         const c = call(r);
         res = await this.http.call(r, { method: "POST", url: c.url, body: c.body, signal });
         const value = await ready(res, r);
         this.pool.succeeded(r);
+        this.onUpstream({ upstream: r.address.base, ok: true, seconds: (performance.now() - t0) / 1000 });
         return { value, replica: r, end };
       } catch (err) {
+        if (!signal.aborted) this.onUpstream({ upstream: r.address.base, ok: false, seconds: (performance.now() - t0) / 1000 });
         end();
         res?.body.destroy();
         const failure = err instanceof UpstreamFailure || err instanceof EngineError ? err : classify(err, r, signal);

@@ -9,6 +9,7 @@ const ALLOWED_HEADERS = [
   "Accept",
   "X-Requested-With",
   "OpenAI-Beta",
+  "X-Request-Id",
   "x-stainless-arch",
   "x-stainless-async",
   "x-stainless-custom-poll-interval",
@@ -41,6 +42,8 @@ export function cors(origins: string[]): MiddlewareHandler {
     if (!allowed(origin)) return c.body(null, 403);
     c.header("Access-Control-Allow-Origin", origin);
     c.header("Vary", "Origin");
+    // A page may read the request id it was given (request-log.ts).
+    c.header("Access-Control-Expose-Headers", "X-Request-Id");
     if (c.req.method === "OPTIONS") {
       c.header("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS");
       c.header("Access-Control-Allow-Headers", ALLOWED_HEADERS);

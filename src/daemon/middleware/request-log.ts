@@ -1,8 +1,11 @@
-// One INFO line per request: method, path, status, model, duration and token counts. Never the
-// body: prompts stay out of the log unless OLLAMA_DEBUG is set (and then only where a route logs
-// them at debug level). For a streamed answer (NDJSON or SSE) the line is written when the stream
-// ends, so the duration covers the whole answer and the token counts are known; a stream the
-// client abandoned is marked `canceled=true`.
+// The first middleware: gives the request its id (the client's X-Request-Id when usable, else a
+// new one; echoed in the response), runs it inside its request context (so every log line written
+// for it carries `request_id`: request-context.ts), and when it ends writes one INFO line (method,
+// path, status, model, duration, token counts, request_id) and tells the metrics, once. Never the
+// body: prompts stay out of the log unless OLLAMA_DEBUG is set (services/debug-log.ts). For a streamed
+// answer (NDJSON or SSE) the line is written when the stream ends, so the duration covers the
+// whole answer and the token counts are known; a stream the client abandoned is marked
+// `canceled=true`. Scrapes of /metrics are logged at debug level (a scrape every few seconds).
 //
 // The inference routes report what only they know through hono context variables:
 //   c.set("logModel", name)                          as soon as the model name is known
@@ -10,7 +13,13 @@
 // (`logCounts(c, chunks)` does the second for a stream of Ollama responses).
 import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
+import { debugTimings } from "../services/debug-log.js";
 import { formatDurationMs, type Logger } from "../log.js";
+import { NO_OBSERVER, type DaemonObserver } from "../metrics/observer.js";
+import { requestIdFor, runInRequest, type RequestContext } from "../request-context.js";
+import { routeName } from "../routes/access.js";
+
+export const REQUEST_ID_HEADER = "X-Request-Id";
 
 export interface LogTokens {
   /** Prompt tokens evaluated (prompt_eval_count). */
@@ -54,34 +63,80 @@ function remoteAddress(c: Context): string | undefined {
   return incoming?.socket?.remoteAddress;
 }
 
-export function requestLog(log: Logger): MiddlewareHandler {
+/** The counts of the request's own generations, when the route did not report any. */
+function generationTokens(ctx: RequestContext): LogTokens | undefined {
+  if (ctx.generations.length === 0) return undefined;
+  let prompt = 0;
+  let evalCount = 0;
+  for (const g of ctx.generations) {
+    prompt += g.promptEvalCount;
+    evalCount += g.evalCount;
+  }
+  return { prompt, eval: evalCount };
+}
+
+/** The id goes on every answer: set before the handler (streams send their headers themselves)
+ *  and again after it (a handler may return a Response of its own). */
+function echoId(c: Context, id: string): void {
+  try {
+    if (!c.res.headers.has(REQUEST_ID_HEADER)) c.res.headers.set(REQUEST_ID_HEADER, id);
+  } catch {
+    // immutable headers (a proxied response): the id is still in the log
+  }
+}
+
+export function requestLog(log: Logger, observer: Pick<DaemonObserver, "requestDone"> = NO_OBSERVER): MiddlewareHandler {
   return async (c, next) => {
     const t0 = performance.now();
-    if (log.level <= -4) {
-      log.debug("request started", {
-        method: c.req.method,
-        path: c.req.path,
-        remote: remoteAddress(c),
-        agent: c.req.header("user-agent"),
-        length: c.req.header("content-length"),
-      });
-    }
-    await next();
+    const { id, refused } = requestIdFor(c.req.header(REQUEST_ID_HEADER));
+    const ctx: RequestContext = { id, generations: [] };
+    c.header(REQUEST_ID_HEADER, id);
+    await runInRequest(ctx, async () => {
+      if (log.level <= -4) {
+        log.debug("request started", {
+          method: c.req.method,
+          path: c.req.path,
+          remote: remoteAddress(c),
+          agent: c.req.header("user-agent"),
+          length: c.req.header("content-length"),
+        });
+        if (refused !== undefined) {
+          log.debug("X-Request-Id not used: it must be 1-128 of A-Z a-z 0-9 . _ ~ : / + = @ -; the request got a new id", { sent: refused });
+        }
+      }
+      await next();
+    });
+    echoId(c, id);
 
     let written = false;
-    const write = (extra: Record<string, unknown> = {}) => {
+    const write = (extra: { canceled?: boolean; error?: string } = {}) => {
       if (written) return;
       written = true;
-      const tokens = c.get("logTokens");
-      log.info("request", {
+      const ms = performance.now() - t0;
+      const route = routeName(c.req.path);
+      const status = c.res.status;
+      const tokens = c.get("logTokens") ?? generationTokens(ctx);
+      const level = route === "/metrics" && status < 400 ? "debug" : "info";
+      log[level]("request", {
         method: c.req.method,
         path: c.req.path,
-        status: c.res.status,
-        model: c.get("logModel"),
-        duration: formatDurationMs(performance.now() - t0),
+        status,
+        model: c.get("logModel") ?? ctx.model,
+        duration: formatDurationMs(ms),
         prompt_tokens: tokens?.prompt,
         eval_tokens: tokens?.eval,
         ...extra,
+        request_id: id,
+      });
+      debugTimings(log, ctx, ms);
+      observer.requestDone({
+        route,
+        method: c.req.method,
+        status,
+        model: ctx.model,
+        seconds: ms / 1000,
+        canceled: extra.canceled === true,
+        generations: ctx.generations,
       });
     };
 

@@ -25,6 +25,7 @@ const EXACT: Readonly<Record<string, RouteAccess>> = {
   "/v1/embeddings": "inference",
   "/v1/rerank": "inference",
   "/v1/models": "inference",
+  "/metrics": "inference",
   "/api/create": "management",
   "/api/delete": "management",
   "/api/copy": "management",
@@ -32,13 +33,20 @@ const EXACT: Readonly<Record<string, RouteAccess>> = {
   "/api/push": "management",
 };
 
-const PREFIXES: readonly [string, RouteAccess][] = [
-  ["/api/blobs/", "management"],
-  ["/v1/models/", "inference"],
+const PREFIXES: readonly [string, RouteAccess, string][] = [
+  ["/api/blobs/", "management", "/api/blobs/:digest"],
+  ["/v1/models/", "inference", "/v1/models/:model"],
 ];
 
 /** Who may use `path`; undefined for a path no route serves (it answers 404). */
 export function routeAccess(path: string): RouteAccess | undefined {
   if (Object.hasOwn(EXACT, path)) return EXACT[path];
   return PREFIXES.find(([prefix]) => path.startsWith(prefix))?.[1];
+}
+
+/** The route serving `path` as a pattern ("/api/blobs/:digest"), "unmatched" for none: a bounded
+ *  name for metrics, where raw paths would make a series per digest or per mistyped URL. */
+export function routeName(path: string): string {
+  if (Object.hasOwn(EXACT, path)) return path;
+  return PREFIXES.find(([prefix]) => path.startsWith(prefix))?.[2] ?? "unmatched";
 }

@@ -12,6 +12,7 @@ import type { Deps } from "../deps.js";
 import { ApiError, badRequest, errorMessage } from "../errors.js";
 import { jsonResponse, ndjsonResponse } from "../stream.js";
 import { requestSignal } from "../services/request.js";
+import { meterTransfer } from "../metrics/transfer-meter.js";
 
 const transferSchema = z.object({
   model: z.string().optional(),
@@ -94,7 +95,7 @@ export function transferRoutes(deps: Deps): Hono {
           ...(t.backoffMs !== undefined ? { backoffMs: t.backoffMs } : {}),
           tuning: { ...(t.minPartSize ? { minPartSize: t.minPartSize, maxPartSize: t.maxPartSize } : {}) },
         },
-        progress,
+        meterTransfer(deps.metrics, "pull", progress),
       ),
     );
   });
@@ -107,7 +108,7 @@ export function transferRoutes(deps: Deps): Hono {
     if (!name) throw badRequest("invalid model name");
     const t = transferTuning();
     return progressReply(c, body.stream !== false, (progress, signal) =>
-      pushModel(deps.store, name, { insecure: body.insecure === true, signal, userAgent, logger, ...t }, progress),
+      pushModel(deps.store, name, { insecure: body.insecure === true, signal, userAgent, logger, ...t }, meterTransfer(deps.metrics, "push", progress)),
     );
   });
 

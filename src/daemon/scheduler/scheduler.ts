@@ -16,6 +16,8 @@ import type { Config } from "../../config.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError, errorMessage } from "../errors.js";
 import { debugEnabled, formatDurationMs, type Logger } from "../log.js";
+import { NO_OBSERVER, type EvictionReason, type SchedulerObserver, type UnloadReason } from "../metrics/observer.js";
+import { detached, noteModel, noteWait } from "../request-context.js";
 import { humanBytes2 } from "../../backends/human-bytes.js";
 import { canceled, LoadQueue } from "./queue.js";
 import { threadBudgets } from "./threads.js";
@@ -57,6 +59,8 @@ interface Entry {
   lastUsed: number;
   /** The thread budget last given to the runner (threads.ts). */
   threadBudget?: number;
+  /** Set when a reload waits for the runner to go idle: why it is unloaded then. */
+  unloadReason?: UnloadReason;
 }
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -68,14 +72,16 @@ export class Scheduler {
   private readonly queue: LoadQueue;
   private waiters: Array<() => void> = [];
   private readonly closing = new AbortController();
+  private readonly observer: SchedulerObserver;
 
   /** The daemon's log, for what a request does with its runner (services/debug-log.ts). */
   get log(): Logger {
     return this.deps.log;
   }
 
-  constructor(private readonly deps: { backends: Backends; config: Config; log: Logger }) {
+  constructor(private readonly deps: { backends: Backends; config: Config; log: Logger; observer?: SchedulerObserver }) {
     this.queue = new LoadQueue(deps.config.maxQueue);
+    this.observer = deps.observer ?? NO_OBSERVER;
   }
 
   /** Lets each backend look at its devices or upstreams ahead of the first load. */
@@ -88,7 +94,24 @@ export class Scheduler {
     return this.deps.backends.for(spec);
   }
 
+  /** A lease on the request's model; how long it took is the request's queue wait. */
   async acquire(req: AcquireRequest): Promise<Lease> {
+    const model = req.spec.shortName;
+    noteModel(model);
+    const t0 = performance.now();
+    try {
+      const lease = await this.lease(req);
+      const waitMs = performance.now() - t0;
+      noteWait(waitMs);
+      this.observer.acquired(model, waitMs / 1000);
+      return lease;
+    } catch (err) {
+      this.observer.acquired(model, undefined);
+      throw err;
+    }
+  }
+
+  private async lease(req: AcquireRequest): Promise<Lease> {
     if (this.closing.signal.aborted) throw shuttingDown();
     if (req.signal.aborted) throw canceled();
     const backend = this.backendFor(req.spec);
@@ -113,7 +136,8 @@ export class Scheduler {
         if (reloading !== e) log.info(`reloading ${e.spec.shortName}: runner options changed`);
         reloading = e;
         e.keepAliveMs = 0;
-        if (e.refCount === 0) await this.unload(e);
+        e.unloadReason = "options_changed";
+        if (e.refCount === 0) await this.unload(e, "options_changed");
         else await this.changed(req.signal);
         continue;
       }
@@ -126,8 +150,9 @@ export class Scheduler {
         continue;
       }
       if (room !== "ok") {
-        log.info(`unloading ${room.spec.shortName} to make room for ${req.spec.shortName}`);
-        await this.unload(room);
+        log.info(`unloading ${room.victim.spec.shortName} to make room for ${req.spec.shortName}`, { reason: room.reason });
+        this.observer.evicted(room.victim.spec.shortName, room.reason);
+        await this.unload(room.victim, "evicted");
         continue;
       }
       if (placement.refusal) throw new ApiError("internal", placement.refusal);
@@ -136,8 +161,8 @@ export class Scheduler {
     }
   }
 
-  /** "ok", the runner to unload first, or "wait" when every local runner is busy. */
-  private room(placement: Placement): "ok" | "wait" | Entry {
+  /** "ok", the runner to unload first and why, or "wait" when every local runner is busy. */
+  private room(placement: Placement): "ok" | "wait" | { victim: Entry; reason: EvictionReason } {
     // A model that holds no memory here (a remote engine) never makes room.
     if (!placement.local) return "ok";
     const local = [...this.entries.values()].filter((e) => e.placement.local);
@@ -149,7 +174,7 @@ export class Scheduler {
     for (const e of local) {
       if (e.refCount === 0 && (!victim || e.lastUsed < victim.lastUsed)) victim = e;
     }
-    return victim ?? "wait";
+    return victim ? { victim, reason: tooMany ? "max_loaded_models" : "memory" } : "wait";
   }
 
   private async load(req: AcquireRequest, backend: Backend, key: string, placement: Placement): Promise<Entry> {
@@ -164,11 +189,14 @@ export class Scheduler {
     const signal = AbortSignal.any([req.signal, this.closing.signal]);
     let runner: Runner;
     try {
-      runner = await backend.load(spec, placement, signal);
+      // The runner outlives this request: it must not carry its id (request-context.ts).
+      runner = await detached(() => backend.load(spec, placement, signal));
     } catch (err) {
+      this.observer.loadFailed(spec.shortName);
       if (req.signal.aborted) throw canceled();
       throw new ApiError("internal", `failed to load model ${spec.shortName}: ${errorMessage(err)}`);
     }
+    this.observer.loaded(spec.shortName, (performance.now() - loadStarted) / 1000);
     const info = runner.info;
     for (const w of info.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
     log.info(`loaded ${spec.shortName}`, {
@@ -194,12 +222,15 @@ export class Scheduler {
       lastUsed: Date.now(),
     };
     this.entries.set(entry.key, entry);
-    void runner.exited.then((exit) => {
-      if (this.entries.get(entry.key) === entry) {
-        log.warn(`${spec.shortName}: ${exit.message}`);
-        this.forget(entry);
-      }
-    });
+    void detached(() =>
+      runner.exited.then((exit) => {
+        if (this.entries.get(entry.key) === entry) {
+          log.warn(`${spec.shortName}: ${exit.message}`);
+          this.observer.crashed(spec.shortName);
+          this.forget(entry);
+        }
+      }),
+    );
     return entry;
   }
 
@@ -246,7 +277,7 @@ export class Scheduler {
     if (this.entries.get(e.key) !== e) return;
     if (e.keepAliveMs <= 0) {
       e.expiresAt = new Date();
-      void this.unload(e);
+      void this.unload(e, e.unloadReason ?? "unload_requested");
       return;
     }
     if (!Number.isFinite(e.keepAliveMs)) {
@@ -257,15 +288,18 @@ export class Scheduler {
     this.arm(e);
   }
 
-  /** Timers past ~24.8 days are chained (setTimeout cannot wait longer). */
+  /** Timers past ~24.8 days are chained (setTimeout cannot wait longer). Not part of the
+   *  request that armed it (request-context.ts). */
   private arm(e: Entry): void {
     const left = e.expiresAt.getTime() - Date.now();
-    e.timer = setTimeout(() => {
-      e.timer = null;
-      if (e.refCount > 0) return;
-      if (e.expiresAt.getTime() > Date.now()) this.arm(e);
-      else void this.unload(e);
-    }, Math.max(0, Math.min(left, MAX_TIMER_MS)));
+    e.timer = detached(() =>
+      setTimeout(() => {
+        e.timer = null;
+        if (e.refCount > 0) return;
+        if (e.expiresAt.getTime() > Date.now()) this.arm(e);
+        else void this.unload(e, "expired");
+      }, Math.max(0, Math.min(left, MAX_TIMER_MS))),
+    );
     e.timer.unref();
   }
 
@@ -281,15 +315,16 @@ export class Scheduler {
     e.keepAliveMs = 0;
     e.expiresAt = new Date();
     this.stopTimer(e);
-    if (e.refCount === 0) await this.unload(e);
+    if (e.refCount === 0) await this.unload(e, "unload_requested");
   }
 
-  private async unload(e: Entry): Promise<void> {
+  private async unload(e: Entry, reason: UnloadReason): Promise<void> {
     if (this.entries.get(e.key) !== e) return;
     this.forget(e);
+    this.observer.unloaded(e.spec.shortName, reason);
     // Its evaluated prompts are kept for the next time this model is loaded.
     await e.runner.close({ keepPromptCache: true });
-    this.deps.log.info(`unloaded ${e.spec.shortName}`);
+    this.deps.log.info(`unloaded ${e.spec.shortName}`, { reason });
     this.notify();
   }
 
@@ -331,6 +366,11 @@ export class Scheduler {
     }));
   }
 
+  /** Requests waiting for a model to load, the one being loaded included. */
+  get queueDepth(): number {
+    return this.queue.length + (this.queue.active ? 1 : 0);
+  }
+
   /** Requests attached to runners right now. */
   get activeRequests(): number {
     let n = 0;
@@ -359,7 +399,10 @@ export class Scheduler {
       });
     }
     const all = [...this.entries.values()];
-    for (const e of all) this.forget(e);
+    for (const e of all) {
+      this.forget(e);
+      this.observer.unloaded(e.spec.shortName, "shutdown");
+    }
     await Promise.all([...all.map((e) => e.runner.close()), ...this.deps.backends.all.map((b) => b.close?.())]);
   }
 }

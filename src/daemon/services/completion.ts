@@ -23,6 +23,7 @@ import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
 import { ToolCallParser, toolCallTag, type ToolDefinition } from "../prompt/tools.js";
 import type { Lease, Scheduler } from "../scheduler/scheduler.js";
 import { logCompletionRequest, logCompletionTimings } from "./debug-log.js";
+import { currentRequest, noteGeneration } from "../request-context.js";
 
 /** What a completion yields, in order; `done` is always last. */
 export type CompletionEvent =
@@ -202,6 +203,8 @@ interface Started {
   prompt: string;
   template: PromptTemplate | undefined;
   first: RunnerEvent | undefined;
+  /** Handler start → the runner's first event, ns. */
+  firstTokenNs: number;
   deferFormat: boolean;
 }
 
@@ -213,6 +216,8 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
   const thinks = tags.open !== "" && tags.close !== "";
   const deferFormat = !!(req.format && req.formatAfterThinking && thinks);
 
+  const request = currentRequest();
+  const requestId = request?.id;
   const common = (format: CompiledFormat | undefined) => ({
     sampling: o.sampling,
     options: o.explicit,
@@ -224,6 +229,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     truncate: req.truncate ?? true,
     numKeep: o.numKeep,
     ...(req.logprobs !== undefined ? { logprobs: req.logprobs } : {}),
+    ...(requestId !== undefined ? { requestId } : {}),
   });
   const job = (prompt: string, format: CompiledFormat | undefined, prefixTokens?: number[]): GenerateJob => ({
     prompt,
@@ -268,7 +274,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
         gen = new Generation(l, job(prompt, deferFormat ? undefined : req.format, req.prefixTokens), req.signal);
       }
       const first = await gen.next();
-      return { lease: l, prompt, template, first, deferFormat };
+      return { lease: l, prompt, template, first, firstTokenNs: Number(nowNs() - req.startedAt), deferFormat };
     } catch (err) {
       await gen?.close().catch(() => undefined);
       l.release();
@@ -364,6 +370,18 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
         if (rest?.thinking) yield { type: "thinking", text: rest.thinking };
         yield* content(rest?.content ?? "", true);
         const { type: _t, ...stats } = ev;
+        // Once per request, for its metrics and its debug timings (request-context.ts).
+        noteGeneration(
+          {
+            firstTokenNs: s.firstTokenNs,
+            promptEvalCount: stats.promptEvalCount,
+            promptEvalDurationNs: stats.promptEvalDurationNs,
+            evalCount: stats.evalCount,
+            evalDurationNs: stats.evalDurationNs,
+            cachedTokens: stats.cachedTokens ?? 0,
+          },
+          request,
+        );
         const done: CompletionDone = { ...stats, type: "done", loadDurationNs: completion.loadDurationNs, totalDurationNs: Number(nowNs() - req.startedAt) };
         logCompletionTimings(scheduler.log, req.spec.shortName, done);
         yield done;

@@ -12,7 +12,7 @@
 // model; with a GPU library also that library's context). Its command line ends in `--spare`
 // until it loads a model. OLLAMATS_SPARE_RUNNER=0 turns it off.
 import type { GpuProbe } from "./protocol.js";
-import { RunnerProcess } from "./runner-process.js";
+import { RunnerProcess, type RunnerLogSink } from "./runner-process.js";
 
 /** How often a replacement waits for every runner to be idle before it starts. */
 const IDLE_CHECK_MS = 1000;
@@ -30,13 +30,15 @@ export class SpareRunner {
       enabled: boolean;
       /** True while any runner has a request in flight. */
       busy: () => boolean;
+      /** the daemon's log, for the runners' lines (a spare becomes a model's runner) */
+      log?: RunnerLogSink;
     },
   ) {}
 
   /** Asks node-llama-cpp for the GPUs in a new child, which then stays as the spare. */
   async probe(): Promise<GpuProbe> {
     const keep = this.opts.enabled && !this.closed && !this.spare;
-    const child = new RunnerProcess(0, this.opts.debug, {}, keep);
+    const child = new RunnerProcess(0, this.opts.debug, {}, keep, this.opts.log);
     if (!keep) {
       try {
         return await child.probe();
@@ -96,7 +98,7 @@ export class SpareRunner {
 
   private start(): void {
     if (!this.opts.enabled || this.closed) return;
-    const child = new RunnerProcess(0, this.opts.debug, {}, true);
+    const child = new RunnerProcess(0, this.opts.debug, {}, true, this.opts.log);
     this.keep(child);
     child.prepare(this.gpu);
   }

@@ -47,7 +47,7 @@ describe("cases", () => {
     for (let k = 0; k < 57; k++) planCase(1, k, fx, doc);
     expect(sent(planCase(1, 57, fx, doc))).toBe(fresh);
     expect(sent(planCase(2, 57, fx, doc))).not.toBe(fresh);
-  });
+  }, 60_000);
 
   it("GGUF cases change the file, and most still start with a GGUF header", () => {
     const original = serialize(doc).bytes;
@@ -63,7 +63,7 @@ describe("cases", () => {
     expect(gguf).toBeGreaterThan(50);
     expect(changed).toBeGreaterThan(gguf * 0.95);
     expect(magic).toBeGreaterThan(gguf * 0.8);
-  });
+  }, 60_000);
 
   it("no request declares a Content-Length above its body, except one over the daemon's limit", () => {
     const lies: string[] = [];
@@ -76,7 +76,7 @@ describe("cases", () => {
       }
     }
     expect(lies).toEqual([]);
-  });
+  }, 60_000);
 
   it("pull, push and create name no registry but 127.0.0.1:1 in 1,000 cases", () => {
     const names: string[] = [];
@@ -99,5 +99,5 @@ describe("cases", () => {
     expect(names.length).toBeGreaterThan(30);
     const local = (n: string) => n.toLowerCase().startsWith(`${NOWHERE}/`) || /^(fuzz-base|fuzz-embed)(:latest)?$/i.test(n) || n.startsWith("@") || n === "";
     expect(names.filter((n) => !local(n))).toEqual([]);
-  });
+  }, 60_000);
 });

@@ -1,11 +1,10 @@
-// Runs one direct-side job of `npm run bench` (bench-direct.ts) in a child process, so that the
+// Runs one direct-side job of the parallel case (bench-direct.ts) in a child process, so that the
 // engine there and the daemon's runner never hold the model or the cores at the same time.
 import { fork, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { REPO } from "../test/helpers/daemon.js";
 import type { DirectJob } from "./bench-direct.js";
-import type { BenchPlan } from "./bench-plan.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -34,44 +33,4 @@ export function runDirect<T>(job: DirectJob): Promise<T> {
     });
     child.send(job);
   });
-}
-
-export interface FirstTokenServer {
-  pid: number;
-  /** evaluate() → first token on the direct engine, ms, and the prompt's tokens. */
-  time(prompt: string): Promise<{ ms: number; promptTokens: number }>;
-  stop(): Promise<void>;
-}
-
-/** A direct engine kept loaded in a child for first-token pairs (bench-ttft-pairs.ts). */
-export async function startFirstTokenServer(plan: BenchPlan): Promise<FirstTokenServer> {
-  const child = forkDirect();
-  type Reply = { ready?: true; ms?: number; promptTokens?: number; error?: string };
-  let waiting: { resolve: (r: Reply) => void; reject: (e: Error) => void } | null = null;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.on("message", (m) => {
-    const w = waiting;
-    waiting = null;
-    const r = m as Reply;
-    if (r.error) w?.reject(new Error(`first-token server: ${r.error}`));
-    else w?.resolve(r);
-  });
-  child.once("exit", (code, signal) => waiting?.reject(new Error(`first-token server exited (${signal ?? code})`)));
-  const next = () => new Promise<Reply>((resolve, reject) => (waiting = { resolve, reject }));
-  const ready = next();
-  child.send({ job: "first-token-server", plan });
-  await ready;
-  return {
-    pid: child.pid!,
-    time: async (prompt) => {
-      const reply = next();
-      child.send({ prompt });
-      const r = await reply;
-      return { ms: r.ms!, promptTokens: r.promptTokens! };
-    },
-    stop: async () => {
-      child.send({ stop: true });
-      await exited;
-    },
-  };
 }

@@ -87,10 +87,10 @@ function commonPrefix(a: string, b: string): number {
   return i;
 }
 
-export async function benchKv(opts: { modelPath: string; log?: (s: string) => void; quietWaitMs?: number }): Promise<KvBench> {
+export async function benchKv(opts: { modelPath: string; log?: (s: string) => void; quietWaitMs?: number; rounds?: number; tokens?: number }): Promise<KvBench> {
   const log = opts.log ?? ((s: string) => console.log(s));
-  const rounds = Math.max(1, Number(process.env.BENCH_KV_ROUNDS) || 2);
-  const tokens = Math.max(8, Number(process.env.BENCH_KV_TOKENS) || 64);
+  const rounds = Math.max(1, opts.rounds ?? 2);
+  const tokens = Math.max(8, opts.tokens ?? 64);
   const shape = caseShape(opts.modelPath, opts.quietWaitMs, 2048);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const daemons: BenchDaemon[] = [];

@@ -83,10 +83,10 @@ function sideOf(levels: number[], rounds: ParallelRound[][]): ParallelSide {
   return { levels: ls, ratio2: ls[1]!.aggregateTokPerS / one, ratio4: ls[2]!.aggregateTokPerS / one };
 }
 
-export async function benchParallel(opts: { modelPath: string; log?: (s: string) => void; quietWaitMs?: number }): Promise<ParallelBench> {
+export async function benchParallel(opts: { modelPath: string; log?: (s: string) => void; quietWaitMs?: number; rounds?: number; tokens?: number; direct?: boolean }): Promise<ParallelBench> {
   const log = opts.log ?? ((s: string) => console.log(s));
-  const rounds = Math.max(1, Number(process.env.BENCH_PARALLEL_ROUNDS) || 2);
-  const tokens = Math.max(8, Number(process.env.BENCH_PARALLEL_TOKENS) || 64);
+  const rounds = Math.max(1, opts.rounds ?? 2);
+  const tokens = Math.max(8, opts.tokens ?? 64);
   const levels = [1, 2, 4];
   // New prompts every run: no stream can reuse another's (or an earlier run's) prompt.
   const plans: ParallelPlan[] = Array.from({ length: rounds }, (_, r) => ({
@@ -103,7 +103,7 @@ export async function benchParallel(opts: { modelPath: string; log?: (s: string)
     rounds,
     maxSockets: 8,
     daemon: (agent, b, r) => daemonRound(agent, b, plans[r]!),
-    direct: process.env.BENCH_PARALLEL_DIRECT === "0" ? null : (r) => ({ job: "parallel", plan: plans[r]! }),
+    direct: opts.direct === false ? null : (r) => ({ job: "parallel", plan: plans[r]! }),
     show: (side, r, x, ms) =>
       log(
         `  parallel round ${r + 1} ${side.padEnd(6)} ` +

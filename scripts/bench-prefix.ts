@@ -93,10 +93,10 @@ function randomWords(seed: number, n: number): string {
   return Array.from({ length: n }, () => WORDS[Math.floor(next() * WORDS.length)]!).join(" ");
 }
 
-export async function benchPrefix(opts: { modelPath: string; log?: (s: string) => void; quietWaitMs?: number; seed?: number }): Promise<PrefixBench> {
+export async function benchPrefix(opts: { modelPath: string; log?: (s: string) => void; quietWaitMs?: number; seed?: number; rounds?: number; prefixWords?: number }): Promise<PrefixBench> {
   const log = opts.log ?? ((s: string) => console.log(s));
-  const rounds = Math.max(1, Number(process.env.BENCH_PREFIX_ROUNDS) || 2);
-  const prefixWords = Math.max(16, Number(process.env.BENCH_PREFIX_WORDS) || 350);
+  const rounds = Math.max(1, opts.rounds ?? 2);
+  const prefixWords = Math.max(16, opts.prefixWords ?? 350);
   const seed = opts.seed ?? (Date.now() & 0x7fffffff);
   const numCtx = 2048;
   const options = {

@@ -1,4 +1,4 @@
-// The round loop of a daemon-vs-direct `npm run bench` case (bench-profile.ts, bench-parallel.ts):
+// The round loop of the parallel case (bench-parallel.ts), daemon vs direct:
 // one daemon with the test model, then each round runs the daemon side and the direct side (in a
 // child process, bench-child.ts) one after the other, the daemon first in even rounds, so that
 // neither side always runs first and the two never compete for the cores.

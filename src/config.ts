@@ -51,6 +51,8 @@ export interface Config {
   editor: string;
   goTemplate: boolean;
   debugLogRequests: boolean;
+  /** Keep a warm spare runner process, so a load pays only for the model (OLLAMATS_SPARE_RUNNER, default on). */
+  spareRunner: boolean;
   maxTransferStreams: number;
   vulkan: boolean | undefined;
   experiment: string[];
@@ -457,6 +459,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     editor: v("OLLAMA_EDITOR"),
     goTemplate: envBool(v("OLLAMA_GO_TEMPLATE"), true),
     debugLogRequests: envBool(v("OLLAMA_DEBUG_LOG_REQUESTS"), false),
+    spareRunner: envBool(v("OLLAMATS_SPARE_RUNNER"), true),
     maxTransferStreams: envUint("OLLAMA_MAX_TRANSFER_STREAMS", v("OLLAMA_MAX_TRANSFER_STREAMS"), 4),
     vulkan: envBool(v("OLLAMA_VULKAN"), undefined),
     experiment: envList(v("OLLAMA_EXPERIMENT")),

@@ -67,6 +67,8 @@ export interface Backend<P extends Placement = Placement, W = unknown> {
   load(spec: ModelSpec, placement: P, signal: AbortSignal): Promise<Runner>;
   /** Looks at devices or upstreams ahead of the first load. */
   warmUp?(log: (msg: string) => void): void;
+  /** Ends what the backend keeps besides runners (a warm spare process); called at shutdown. */
+  close?(): Promise<void>;
 }
 
 /** A feature a runner lacks: the reason, for the 400 that refuses a request needing it. */

@@ -89,13 +89,28 @@ export async function createModelFromFile(url: string, name: string, file: strin
   });
 }
 
-/** The runner processes the daemon started (its direct children). */
-export async function childPids(pid: number): Promise<number[]> {
+async function children(pid: number): Promise<Array<{ pid: number; spare: boolean }>> {
   const text = await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => "");
-  return text.trim().split(/\s+/).filter(Boolean).map(Number);
+  const pids = text.trim().split(/\s+/).filter(Boolean).map(Number);
+  return Promise.all(
+    pids.map(async (p) => {
+      const cmdline = await readFile(`/proc/${p}/cmdline`, "utf8").catch(() => "");
+      return { pid: p, spare: cmdline.split("\0").join(" ").includes("--spare") };
+    }),
+  );
 }
 
-/** Polls until `check` holds (at most `ms`; a failure shows the last value). */
+/** The runner processes serving models (the daemon's direct children, the warm spare left out). */
+export async function childPids(pid: number): Promise<number[]> {
+  return (await children(pid)).filter((c) => !c.spare).map((c) => c.pid);
+}
+
+/** The warm spare runner processes (no model yet; src/backends/llamacpp/spare-runner.ts). */
+export async function sparePids(pid: number): Promise<number[]> {
+  return (await children(pid)).filter((c) => c.spare).map((c) => c.pid);
+}
+
+/** Polls until `check` holds or `ms` have gone by; returns the last value read (a failure shows it). */
 export async function eventually<T>(read: () => Promise<T>, check: (v: T) => boolean, ms = 8000): Promise<T> {
   const end = Date.now() + ms;
   let v = await read();

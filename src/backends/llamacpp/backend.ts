@@ -14,6 +14,7 @@ import { humanBytes2, ramShortMessage, type MemoryPlan } from "./memory.js";
 import { FactsCache, loadOptionsFor, needsReload, planFor } from "./placement.js";
 import type { GpuProbe, LoadOptions, LoadPlan, StateStore } from "./protocol.js";
 import { LLAMACPP_FEATURES, RunnerProcess, type RunnerLogSink } from "./runner-process.js";
+import { SpareRunner } from "./spare-runner.js";
 
 /** llama.cpp's LLAMA_POOLING_TYPE_RANK: a reranker (Ollama's rule still calls it "embedding"). */
 const POOLING_RANK = 4;
@@ -46,6 +47,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
   private readonly config: Config;
   private readonly facts: FactsCache;
   private readonly formats = new FormatCompiler();
+  private readonly spares: SpareRunner;
 
   constructor(
     private readonly opts: {
@@ -62,6 +64,12 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
     this.config = opts.config ?? loadConfig(process.env);
     checkKvSettings(this.config); // contradicting cache settings stop the daemon at start
     this.facts = new FactsCache(this.config);
+    this.spares = new SpareRunner({
+      debug: opts.debug,
+      enabled: this.config.spareRunner,
+      busy: () => [...this.live].some((l) => !l.runner.idle),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
   }
 
   handles(spec: ModelSpec): boolean {
@@ -150,15 +158,16 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
   }
 
   /**
-   * GPUs come from a short-lived runner child, once (the daemon never loads the native addon
+   * GPUs come from a runner child, once, which then stays as the warm spare (the daemon never loads the native addon
    * itself: it would cost ~100 MB of RSS and put a native crash inside the daemon). node-llama-cpp
    * reports only the sum over the GPUs, so each of N GPUs is taken as 1/N of it (exact for
    * identical GPUs). A GPU's free memory is then what was free at the probe minus what our live
    * runners report they hold on it; system memory is read live from the OS.
    */
   probe(): Promise<GpuProbe> {
-    if (this.opts.cpuOnly) return Promise.resolve({ library: false, names: [], totalBytes: 0, freeBytes: 0 });
-    this.probed ??= RunnerProcess.probe(this.opts.debug, this.opts.log).catch(() => ({ library: false as const, names: [], totalBytes: 0, freeBytes: 0 }));
+    const none: GpuProbe = { library: false, names: [], totalBytes: 0, freeBytes: 0 };
+    if (!this.probed && this.opts.cpuOnly) this.spares.startCpuOnly();
+    this.probed ??= this.opts.cpuOnly ? Promise.resolve(none) : this.spares.probe().catch(() => none);
     return this.probed;
   }
 
@@ -202,12 +211,22 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
     const env: Record<string, string> = {};
     const envName = gpu && gpu.library !== false ? VISIBLE_ENV[gpu.library] : undefined;
     if (envName && plan.gpus && plan.gpus.length < all.length) env[envName] = visibleList(process.env[envName], plan.gpus);
-    const runner = new RunnerProcess(opts.slots, this.opts.debug, env, this.opts.log);
+    // The spare runs with the daemon's environment: a runner pinned to some GPUs starts afresh.
+    const runner = (Object.keys(env).length === 0 ? this.spares.take(plan.gpuLayers !== 0) : null) ?? new RunnerProcess(opts.slots, this.opts.debug, env, false, this.opts.log);
     const entry: Live = { runner, gpus: plan.gpuLayers !== 0 ? gpus : [] };
     this.live.add(entry);
     void runner.exited.then(() => this.live.delete(entry));
-    await runner.load(modelPath, opts, plan, signal, this.opts.states);
+    try {
+      await runner.load(modelPath, opts, plan, signal, this.opts.states);
+    } finally {
+      this.spares.replaceWhenIdle();
+    }
     return runner;
+  }
+
+  /** Ends the spare runner (loaded runners are the scheduler's to close). */
+  close(): Promise<void> {
+    return this.spares.close();
   }
 }
 

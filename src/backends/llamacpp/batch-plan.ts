@@ -51,9 +51,12 @@ function queuedDecodesOf(context: LlamaContext): readonly QueuedDecode[] | undef
 /**
  * The strategy for a context; `contextRef()` returns the context once it exists. When the
  * sequence of an item cannot be told (another node-llama-cpp version), items keep their order.
+ * node-llama-cpp calls it right before it allocates each batch's threads, so `beforeBatch` is
+ * where the thread budget is brought up to date (thread-budget.ts).
  */
-export function batchPlanStrategy(contextRef: () => LlamaContext | undefined): CustomBatchingPrioritizationStrategy {
+export function batchPlanStrategy(contextRef: () => LlamaContext | undefined, beforeBatch: () => void = () => {}): CustomBatchingPrioritizationStrategy {
   return ({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
+    beforeBatch();
     const amounts = planBatch(
       items.map((item) => item.tokens.length),
       size,

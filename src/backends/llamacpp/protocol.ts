@@ -58,6 +58,10 @@ export interface GpuProbe {
   freeBytes: number;
 }
 
+/** The argument a spare runner is started with (spare-runner.ts); its command line drops it once
+ *  the spare loads a model, so `ps` and tests tell a spare from a runner serving a model. */
+export const SPARE_ARG = "--spare";
+
 /** Where a runner keeps its slots' KV states across unloads (sequence-states.ts). */
 export interface StateStore {
   dir: string;
@@ -67,6 +71,8 @@ export interface StateStore {
 
 export type HostMessage =
   | { type: "probe" }
+  /** A spare runner: load node-llama-cpp's binary now, for a later load (gpu: layers may go to a GPU). */
+  | { type: "prepare"; gpu: boolean }
   | { type: "load"; modelPath: string; opts: LoadOptions; gpuLayers: number; states?: StateStore }
   | { type: "generate"; id: number; job: RunnerJob }
   | { type: "abort"; id: number }

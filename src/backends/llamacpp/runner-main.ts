@@ -20,7 +20,7 @@ import type { EmbedResult, GenerateStats, RankResult, RunnerStats } from "../bac
 import { EngineError } from "../errors.js";
 import { embeddingContextOptions, embedInputs } from "./embed.js";
 import { isRankingModel, rankDocuments } from "./rank.js";
-import type { ChildMessage, GpuProbe, HostMessage, LoadOptions, RunnerJob, RunnerLogLevel, StateStore } from "./protocol.js";
+import { SPARE_ARG, type ChildMessage, type GpuProbe, type HostMessage, type LoadOptions, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
 import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
@@ -30,10 +30,14 @@ import { batchPlanStrategy } from "./batch-plan.js";
 import { restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-states.js";
 import { PromptCache } from "./prompt-cache.js";
 import { PrefixReuse, reusable } from "./prefix-reuse.js";
+import { MIN_WINDOW_S, ProcCpuMeter, ThreadBudget } from "./thread-budget.js";
 import { makeDirs } from "../../fs/make-dirs.js";
 import { removeDeadOwnerDirs } from "../../fs/dead-owner-dirs.js";
 
 let llama: Llama | undefined;
+/** node-llama-cpp's binary loaded ahead (a spare, or after the GPU probe), and whether it was
+ *  asked for with GPU support ("auto") or without (false). */
+let prepared: { gpu: "auto" | false; llama: Promise<Llama> } | undefined;
 let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let embedder: LlamaEmbeddingContext | undefined;
@@ -53,6 +57,18 @@ const SCRATCH_PREFIX = "ollamats-runner-";
 const DEFAULT_STATE_BUDGET = 512 * 1024 ** 2;
 /** Threads the model was loaded with: the most a thread budget can give back. */
 let loadedThreads = os.availableParallelism();
+/** The daemon's share of the cores for this runner (scheduler/threads.ts), and the cores free
+ *  on the machine (thread-budget.ts; absent when num_thread was set explicitly). */
+let daemonThreads = Infinity;
+let freeThreads: ThreadBudget | undefined;
+
+/** Gives the next batch the smaller of the daemon's share and the cores free right now. */
+function applyThreads(): void {
+  if (!llama) return;
+  const free = freeThreads?.current() ?? loadedThreads;
+  const n = Math.max(1, Math.min(loadedThreads, daemonThreads, free));
+  if (llama.maxThreads !== n) llama.maxThreads = n;
+}
 
 /** This runner's private directory for sequence copies and prompt snapshots, inside the
  *  daemon's state directory when there is one; removed when the process ends, and a killed
@@ -108,8 +124,31 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+function llamaFor(gpu: "auto" | false): Promise<Llama> {
+  return getLlama({ build: "never", gpu, logLevel: LlamaLogLevel.error, progressLogs: false });
+}
+
+/** The prepared binary if it suits a load with or without GPU layers, else a fresh one. */
+async function takeLlama(gpu: "auto" | false): Promise<Llama> {
+  const p = prepared;
+  prepared = undefined;
+  const ready = await p?.llama.catch(() => undefined);
+  // "auto" on a machine without a GPU library is CPU-only, which suits a CPU-only load too.
+  if (ready && (p?.gpu === gpu || (gpu === false && ready.gpu === false))) return ready;
+  await ready?.dispose(); // a GPU context this CPU-only runner must not hold
+  return llamaFor(gpu);
+}
+
+function prepare(gpu: "auto" | false): void {
+  if (prepared || llama) return;
+  const l = llamaFor(gpu);
+  l.catch(() => undefined); // a failure is met again, and reported, by the load
+  prepared = { gpu, llama: l };
+}
+
 async function probe(): Promise<GpuProbe> {
-  const l = await getLlama({ build: "never", gpu: "auto", logLevel: LlamaLogLevel.error, progressLogs: false });
+  prepare("auto");
+  const l = await (prepared?.llama ?? llamaFor("auto"));
   const library = l.gpu;
   if (library === false) return { library: false, names: [], totalBytes: 0, freeBytes: 0 };
   const vram = await l.getVramState();
@@ -119,17 +158,16 @@ async function probe(): Promise<GpuProbe> {
 async function load(modelPath: string, requested: LoadOptions, gpuLayers: number, states: StateStore | undefined): Promise<void> {
   // The daemon has already done this; a runner never trusts its caller with thread counts.
   const opts = boundLoadOptions(requested);
-  const threads = opts.numThread > 0 ? opts.numThread : os.availableParallelism();
+  // Automatic threads follow the cores free for each batch; an explicit num_thread is kept as is.
+  freeThreads = opts.numThread > 0 ? undefined : new ThreadBudget(new ProcCpuMeter());
+  const threads = freeThreads?.capacity ?? opts.numThread;
   loadedThreads = threads;
-  // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.
+  // A spare's command line now reads as any other runner's (`ps`, /proc/<pid>/cmdline).
+  if (process.argv.includes(SPARE_ARG)) process.title = process.argv.filter((a) => a !== SPARE_ARG).join(" ");
   // Without GPU layers the GPU backend is not even initialised (no VRAM spent on a context).
-  llama = await getLlama({
-    build: "never",
-    gpu: gpuLayers === 0 ? false : "auto",
-    maxThreads: threads,
-    logLevel: LlamaLogLevel.error,
-    progressLogs: false,
-  });
+  llama = await takeLlama(gpuLayers === 0 ? false : "auto");
+  // maxThreads matters: node-llama-cpp defaults to 4 threads, which on 2 cores is ~50x slower.
+  llama.maxThreads = threads;
   const flashAttention = opts.flashAttention ?? false;
   let lastProgress = -1;
   model = await llama.loadModel({
@@ -158,7 +196,7 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
       batchSize: Math.min(opts.numBatch, contextSize),
       threads,
       flashAttention,
-      batching: { itemPrioritizationStrategy: batchPlanStrategy(() => context) },
+      batching: { itemPrioritizationStrategy: batchPlanStrategy(() => context, applyThreads) },
       ...(opts.adapters.length > 0 ? { lora: { adapters: opts.adapters.map((filePath) => ({ filePath })) } } : {}),
     };
     const k = KV_TYPES[opts.kvCacheTypeK] ?? "F16";
@@ -190,6 +228,11 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
     // The prefixes this model's previous runner had evaluated, if it saved them on unload.
     if (states) await restoreSlotStates(seqs, states.dir, fingerprint);
   }
+  // Between batches the budget is checked before each one; while idle, every measuring window,
+  // so the first batch of the next request (a whole short prompt) starts from what is free now,
+  // not from what was free when a job that has just ended was running (embeddings use it too).
+  if (freeThreads) setInterval(applyThreads, MIN_WINDOW_S * 1000).unref();
+  applyThreads();
   const usage = await llama.getLlamaMemoryUsage();
   // A fully offloaded model is all GPU, as Ollama reports it (the token embeddings llama.cpp
   // keeps in host memory are not counted as a CPU share).
@@ -326,6 +369,9 @@ async function handle(msg: HostMessage): Promise<void> {
     case "probe":
       send({ type: "probed", gpu: await probe() });
       return;
+    case "prepare":
+      prepare(msg.gpu ? "auto" : false);
+      return;
     case "load":
       try {
         await load(msg.modelPath, msg.opts, msg.gpuLayers, msg.states);
@@ -357,7 +403,10 @@ async function handle(msg: HostMessage): Promise<void> {
     case "threads":
       // node-llama-cpp hands each batch at most this many threads (contexts were made with
       // threads as a number: ideal = that number, minimum 1, so a smaller budget never blocks).
-      if (llama && Number.isFinite(msg.threads)) llama.maxThreads = Math.max(1, Math.min(Math.trunc(msg.threads), loadedThreads));
+      if (Number.isFinite(msg.threads)) {
+        daemonThreads = Math.max(1, Math.trunc(msg.threads));
+        applyThreads();
+      }
       return;
     case "close":
       await dispose(msg.keepPromptCache === true);

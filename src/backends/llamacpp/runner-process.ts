@@ -18,7 +18,7 @@ import {
 import { EngineError, RunnerError } from "../errors.js";
 import { AsyncQueue } from "../async-queue.js";
 import { fitEmbedInputs, inputTokenLimit, isInputLimitError } from "./embed-inputs.js";
-import type { ChildMessage, GpuProbe, GrammarSpec, HostMessage, LoadOptions, LoadPlan, RunnerJob, RunnerLogLevel, StateStore } from "./protocol.js";
+import { SPARE_ARG, type ChildMessage, type GpuProbe, type GrammarSpec, type HostMessage, type LoadOptions, type LoadPlan, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
 
 /** What node-llama-cpp 3.21.1 can do, and why not where it cannot. */
 export const LLAMACPP_FEATURES: RunnerFeatures = {
@@ -90,13 +90,20 @@ export class RunnerProcess implements Runner {
   private onProgress: ((progress: number) => void) | null = null;
 
   /**
-   * `env` adds to the daemon's environment (GPU pinning: CUDA_VISIBLE_DEVICES, …). With `log`, the
-   * runner's own log lines go there, and under `debug` its stdout and stderr too, line by line
-   * (without it, debug output is copied to the daemon's as it comes).
+   * `env` adds to the daemon's environment (GPU pinning: CUDA_VISIBLE_DEVICES, …). A spare
+   * (spare-runner.ts) is started before anyone knows its model; its slots are set by load(). With
+   * `log`, the runner's own log lines go there, and under `debug` its stdout and stderr too, line
+   * by line (without it, debug output is copied to the daemon's as it comes).
    */
-  constructor(readonly slots: number, debug: boolean, env: Record<string, string> = {}, private readonly log?: RunnerLogSink) {
+  constructor(
+    public slots: number,
+    debug: boolean,
+    env: Record<string, string> = {},
+    spare = false,
+    private readonly log?: RunnerLogSink,
+  ) {
     const entry = childEntry();
-    this.child = fork(entry.path, [], {
+    this.child = fork(entry.path, spare ? [SPARE_ARG] : [], {
       execArgv: entry.execArgv,
       env: { ...process.env, ...env },
       stdio: ["ignore", debug ? (log ? "pipe" : "inherit") : "ignore", "pipe", "ipc"],
@@ -142,12 +149,40 @@ export class RunnerProcess implements Runner {
     return this.child.pid;
   }
 
+  /** The child is running and reachable. */
+  get alive(): boolean {
+    return this.exit === null && this.child.connected;
+  }
+
+  /** No generation or call is in flight. */
+  get idle(): boolean {
+    return this.streams.size === 0 && this.calls.size === 0;
+  }
+
+  /** Whether this process keeps the daemon's event loop alive (a spare does not). */
+  holdsDaemon(hold: boolean): void {
+    const channel = this.child.channel as { ref?: () => void; unref?: () => void } | undefined;
+    if (hold) {
+      this.child.ref();
+      channel?.ref?.();
+    } else {
+      this.child.unref();
+      channel?.unref?.();
+    }
+  }
+
+  /** Has the child get node-llama-cpp's binary ready (getLlama) ahead of a load. */
+  prepare(gpu: boolean): void {
+    this.tell({ type: "prepare", gpu });
+  }
+
   /**
    * Loads the model in the child; rejects with the engine's message, when aborted, or when the
    * load makes no progress for plan.loadTimeoutMs (Ollama's OLLAMA_LOAD_TIMEOUT stall rule). A
    * load that does not succeed kills the child.
    */
   async load(modelPath: string, opts: LoadOptions, plan: LoadPlan, signal: AbortSignal, states?: StateStore): Promise<void> {
+    this.slots = opts.slots;
     let progress = 0;
     let stall: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
@@ -188,19 +223,20 @@ export class RunnerProcess implements Runner {
     throw new RunnerError(reply.type === "load-error" ? reply.message : "unexpected runner reply");
   }
 
-  /** Starts a child only to ask node-llama-cpp which GPUs it can use, then ends it. */
-  static async probe(debug: boolean, log?: RunnerLogSink): Promise<GpuProbe> {
-    const p = new RunnerProcess(1, debug, {}, log);
-    try {
-      const reply = await new Promise<ChildMessage>((resolve) => {
-        p.onLoaded = resolve;
-        p.post({ type: "probe" });
-      });
-      if (reply.type === "probed") return reply.gpu;
-      throw new RunnerError(reply.type === "load-error" ? reply.message : "unexpected runner reply");
-    } finally {
-      await p.close();
-    }
+  /** Asks node-llama-cpp in the child which GPUs it can use (the child keeps what it loaded
+   *  for that, so a spare that probed is ready for a load on those GPUs). */
+  async probe(): Promise<GpuProbe> {
+    const reply = await new Promise<ChildMessage>((resolve) => {
+      this.onLoaded = resolve;
+      try {
+        this.post({ type: "probe" });
+      } catch (err) {
+        resolve({ type: "load-error", message: (err as Error).message });
+      }
+    });
+    this.onLoaded = null;
+    if (reply.type === "probed") return reply.gpu;
+    throw new RunnerError(reply.type === "load-error" ? reply.message : "unexpected runner reply");
   }
 
   private post(msg: HostMessage): void {
@@ -312,6 +348,12 @@ export class RunnerProcess implements Runner {
 
   setThreadBudget(threads: number): void {
     this.tell({ type: "threads", threads });
+  }
+
+  /** Ends a child that holds nothing worth a clean close (a spare): at once, whatever it is doing. */
+  async terminate(): Promise<void> {
+    if (!this.exit) this.child.kill("SIGTERM");
+    await this.exited;
   }
 
   async close(opts: { keepPromptCache?: boolean } = {}): Promise<void> {

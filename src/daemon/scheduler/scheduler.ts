@@ -181,7 +181,7 @@ export class Scheduler {
     const { config, log } = this.deps;
     const { spec } = req;
     for (const w of placement.warnings ?? []) log.warn(`${spec.shortName}: ${w}`);
-    log.info(`loading ${spec.shortName}`, { backend: backend.name, ...placement.describe });
+    log.info(`loading ${spec.shortName}`, { ...placement.describe, backend: backend.name });
     // OLLAMA_DEBUG: the whole placement (for llama.cpp the memory plan and the runner's options),
     // less the model's source (its GGUF header, already described by `show`)
     if (debugEnabled(log)) log.debug(`load plan for ${spec.shortName}`, { placement: { ...placement, source: undefined } });
@@ -403,7 +403,7 @@ export class Scheduler {
       this.forget(e);
       this.observer.unloaded(e.spec.shortName, "shutdown");
     }
-    await Promise.all(all.map((e) => e.runner.close()));
+    await Promise.all([...all.map((e) => e.runner.close()), ...this.deps.backends.all.map((b) => b.close?.())]);
   }
 }
 

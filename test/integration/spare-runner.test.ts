@@ -1,0 +1,123 @@
+// The warm spare runner (src/backends/llamacpp/spare-runner.ts) with the real daemon: a load
+// takes the spare process, another one follows once the runners are idle, it is never a loaded
+// model (ps, OLLAMA_MAX_LOADED_MODELS), a dead spare costs nothing, and it ends with the daemon.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestModel } from "../../scripts/make-test-model.js";
+import { childPids, createModelFromFile, eventually as eventuallyWithin, sparePids, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function generate(d: TestDaemon, body: object): Promise<{ status: number; done_reason?: string; response?: string; error?: string }> {
+  const r = await fetch(`${d.url}/api/generate`, { method: "POST", body: JSON.stringify({ stream: false, ...body }) });
+  return { status: r.status, ...((await r.json()) as object) };
+}
+
+async function psNames(d: TestDaemon): Promise<string[]> {
+  const r = (await (await fetch(`${d.url}/api/ps`)).json()) as { models: Array<{ name: string }> };
+  return r.models.map((m) => m.name).sort();
+}
+
+/** Spares start at a runner's pace: allow for a loaded machine. */
+const eventually = <T>(read: () => Promise<T>, check: (v: T) => boolean, ms = 30_000) => eventuallyWithin(read, check, ms);
+
+const spares = (d: TestDaemon) => sparePids(d.proc.pid as number);
+const runners = (d: TestDaemon) => childPids(d.proc.pid as number);
+const oneSpare = (p: number[]) => p.length === 1;
+
+let tiny: string;
+let tiny2: string;
+beforeAll(async () => {
+  tiny = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 });
+  tiny2 = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 2 });
+}, 60_000);
+
+describe("the warm spare runner (OLLAMA_MAX_LOADED_MODELS=1)", () => {
+  let d: TestDaemon;
+  beforeAll(async () => {
+    d = await startDaemon({ OLLAMA_MAX_LOADED_MODELS: "1", OLLAMA_KEEP_ALIVE: "10m" });
+    for (const [name, file] of Object.entries({ a: tiny, b: tiny2 })) expect((await createModelFromFile(d.url, name, file)).status).toBe(200);
+  }, 60_000);
+  afterAll(async () => {
+    await d?.stop();
+  });
+
+  it("is started with the daemon, is no loaded model, and a load takes it", async () => {
+    const [spare] = await eventually(() => spares(d), oneSpare);
+    expect(spare).toBeGreaterThan(0);
+    expect(await runners(d)).toEqual([]);
+    expect(await psNames(d)).toEqual([]);
+
+    expect((await generate(d, { model: "a", prompt: "" })).done_reason).toBe("load");
+    // The model runs in the very process that was the spare.
+    expect(await runners(d)).toEqual([spare]);
+    expect(await psNames(d)).toEqual(["a:latest"]);
+    // A new spare follows once the runner is idle.
+    const [next] = await eventually(() => spares(d), oneSpare);
+    expect(next).toBeDefined();
+    expect(next).not.toBe(spare);
+  }, 60_000);
+
+  it("a model switch loads into the spare; the spare never counts as a loaded model", async () => {
+    const [spare] = await eventually(() => spares(d), oneSpare);
+    const r = await generate(d, { model: "b", prompt: "Hello", options: { num_predict: 3 } });
+    expect(r.status).toBe(200);
+    expect(r.response?.length).toBeGreaterThan(0);
+    expect(await psNames(d)).toEqual(["b:latest"]);
+    expect(await runners(d)).toEqual([spare]);
+    expect(await eventually(() => spares(d), (p) => p.length === 1 && p[0] !== spare)).toHaveLength(1);
+  }, 60_000);
+
+  it("a spare killed while waiting is replaced by a fresh process at the next load", async () => {
+    const [spare] = await eventually(() => spares(d), oneSpare);
+    process.kill(spare!, "SIGKILL");
+    await eventually(() => spares(d), (p) => p.length === 0);
+    const r = await generate(d, { model: "a", prompt: "Still fine?", options: { num_predict: 3 } });
+    expect(r.status).toBe(200);
+    expect(r.response?.length).toBeGreaterThan(0);
+    const now = await runners(d);
+    expect(now).toHaveLength(1);
+    expect(now).not.toContain(spare);
+    expect(await eventually(() => spares(d), oneSpare)).toHaveLength(1);
+    expect(d.proc.exitCode).toBeNull();
+  }, 60_000);
+
+  it("SIGTERM ends the spare with the runners; the daemon exits 0", async () => {
+    const [spare] = await eventually(() => spares(d), oneSpare);
+    const [runner] = await runners(d);
+    const exited = new Promise<number | null>((r) => d.proc.once("exit", (code) => r(code)));
+    d.proc.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    for (const pid of [spare!, runner!]) {
+      await eventually(
+        async () => {
+          try {
+            process.kill(pid, 0);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        (alive) => !alive,
+        10_000,
+      );
+      expect(() => process.kill(pid, 0)).toThrow();
+    }
+  }, 60_000);
+});
+
+describe("OLLAMATS_SPARE_RUNNER=0", () => {
+  it("keeps no spare: the probe child ends, and loads start their own process", async () => {
+    const d = await startDaemon({ OLLAMATS_SPARE_RUNNER: "0" });
+    try {
+      expect((await createModelFromFile(d.url, "a", tiny)).status).toBe(200);
+      await eventually(async () => d.logs(), (l) => /GPU|device discovery/.test(l));
+      expect(await eventually(() => spares(d), (p) => p.length === 0)).toEqual([]);
+      expect((await generate(d, { model: "a", prompt: "" })).done_reason).toBe("load");
+      expect(await runners(d)).toHaveLength(1);
+      await sleep(1500); // past the spare's idle wait, had it been on
+      expect(await spares(d)).toEqual([]);
+    } finally {
+      await d.stop();
+    }
+  }, 60_000);
+});

@@ -1,4 +1,4 @@
-// `npm run bench`, metrics case: does scraping /metrics cost decode speed? One daemon, one loaded
+// `npm run bench -- --only metrics` (scripts/bench/cases/metrics.ts): does scraping /metrics cost decode speed? One daemon, one loaded
 // model, one stream at a time of BENCH_METRICS_TOKENS (default 128) tokens; rounds alternate
 // (ABBA) between no scraper and a scraper fetching /metrics every second (BENCH_METRICS_SCRAPE_MS,
 // as a tight Prometheus would), BENCH_METRICS_ROUNDS (default 4) of each. Decode tok/s of a stream

@@ -1,11 +1,12 @@
-// `npm run bench`, metrics case: does scraping /metrics cost decode speed? One daemon, one loaded
-// model, one stream at a time of BENCH_METRICS_TOKENS (default 128) tokens; rounds alternate
-// (ABBA) between no scraper and a scraper fetching /metrics every second (BENCH_METRICS_SCRAPE_MS,
-// as a tight Prometheus would), BENCH_METRICS_ROUNDS (default 4) of each. Decode tok/s of a stream
-// = eval_count / eval_duration of its final chunk (the runner's decode clock), and also the
-// client's view (tokens after the first / time from the first to the last). Issue 18's target:
-// with scraping / without ≥ 0.99 (reported only). Runs alone with `tsx scripts/bench-metrics.ts`
-// (the 1B-shaped model by default; BENCH_METRICS_MODEL=tiny or small for a smaller one).
+// `npm run bench -- --only metrics` (scripts/bench/cases/metrics.ts): does scraping /metrics cost
+// decode speed? One daemon, one loaded model, one stream at a time of BENCH_METRICS_TOKENS
+// (default 128) tokens; rounds alternate (ABBA) between no scraper and a scraper fetching /metrics
+// every second (BENCH_METRICS_SCRAPE_MS, as a tight Prometheus would), BENCH_METRICS_ROUNDS
+// (default 4) of each. Decode tok/s of a stream = eval_count / eval_duration of its final chunk
+// (the runner's decode clock), and also the client's view (tokens after the first / time from the
+// first to the last). Issue 18's target: with scraping / without ≥ 0.99 (reported only). Runs
+// alone with `tsx scripts/bench-metrics.ts` (the 1B-shaped model by default; BENCH_METRICS_MODEL=tiny
+// or small for a smaller one).
 import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { loadModel, startWithModel, unloadModel } from "./bench-daemon.js";

@@ -23,10 +23,11 @@ import { engineCase } from "./cases/engine.js";
 import { loadCase, switchCase } from "./cases/load.js";
 import { prefixSlotsCase } from "./cases/prefix-slots.js";
 import { rssCase } from "./cases/rss.js";
+import { metricsCase } from "./cases/metrics.js";
 import type { BenchCase, CaseContext, Row } from "./registry.js";
 import { fmt } from "./support.js";
 
-export const CASES: BenchCase[] = [engineCase, busyCase, loadCase, switchCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase, remoteCase, cliCase];
+export const CASES: BenchCase[] = [engineCase, busyCase, loadCase, switchCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase, remoteCase, cliCase, metricsCase];
 
 function parse(argv: string[]) {
   const { values } = parseArgs({

@@ -120,4 +120,3 @@ export async function eventually<T>(read: () => Promise<T>, check: (v: T) => boo
   }
   return v;
 }
-

@@ -68,7 +68,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
       debug: opts.debug,
       enabled: this.config.spareRunner,
       busy: () => [...this.live].some((l) => !l.runner.idle),
-      log: opts.log,
+      ...(opts.log ? { log: opts.log } : {}),
     });
   }
 

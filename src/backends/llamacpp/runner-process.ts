@@ -92,8 +92,8 @@ export class RunnerProcess implements Runner {
   /**
    * `env` adds to the daemon's environment (GPU pinning: CUDA_VISIBLE_DEVICES, …). A spare
    * (spare-runner.ts) is started before anyone knows its model; its slots are set by load(). With
-   * `log`, the runner's own log lines go there, and under `debug` its stdout and stderr too, line by
-   * line (without it, debug output is copied to the daemon's as it comes).
+   * `log`, the runner's own log lines go there, and under `debug` its stdout and stderr too, line
+   * by line (without it, debug output is copied to the daemon's as it comes).
    */
   constructor(
     public slots: number,

@@ -30,7 +30,7 @@ export class SpareRunner {
       enabled: boolean;
       /** True while any runner has a request in flight. */
       busy: () => boolean;
-      /** the daemon's log, for the runners' lines (a spare becomes a model's runner) */
+      /** the daemon's log, for the runners' lines */
       log?: RunnerLogSink;
     },
   ) {}

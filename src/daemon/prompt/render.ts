@@ -62,7 +62,9 @@ export function selectTemplate(go: string | undefined, jinja: string | undefined
         t = withinBudget(() => new JinjaTemplate(jinja));
       } catch (err) {
         // The model's own template: the client cannot fix it, but a request TEMPLATE can replace it.
-        throw badRequest(`template error: the model's chat template does not parse (${(err as Error).message}); give the model a TEMPLATE in its Modelfile`);
+        // The engine's own TypeErrors on malformed input say nothing to a user: only its syntax errors are quoted.
+        const why = err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError ? "" : ` (${(err as Error).message})`;
+        throw badRequest(`template error: the model's chat template does not parse${why}; give the model a TEMPLATE in its Modelfile`);
       }
       remember(jinjaCache, jinja, t);
     }

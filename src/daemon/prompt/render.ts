@@ -1,7 +1,7 @@
 // Renders a conversation into the prompt text a runner evaluates, with the model's template:
 // the Go TEMPLATE layer (or request `template`) wins; else the GGUF's Jinja chat template;
 // else Ollama's default `{{ .Prompt }}` pass-through.
-import { Template as JinjaTemplate } from "@huggingface/jinja";
+import { Environment, Template as JinjaTemplate } from "@huggingface/jinja";
 import { OllamaTemplate, type ApiMessage, type ApiTool } from "../../template/ollama.js";
 import { JsonDepthError, parseJson } from "../bounded-json.js";
 import { badRequest } from "../errors.js";
@@ -94,6 +94,22 @@ function apiMessage(m: RenderMessage): ApiMessage {
     }),
   };
 }
+
+/** Jinja's range(), bounded: the engine builds the whole list first (range(10^8) held 250–600 MB
+ *  after the time budget stopped it), and a template may not replace a global, so the engine's own
+ *  registration of `range` is swapped for this one. Real templates count messages or tools. */
+const RANGE_MAX = 100_000;
+function boundedRange(start: number, stop?: number, step = 1): number[] {
+  const [a, b] = stop === undefined ? [0, start] : [start, stop];
+  if (![a, b, step].every(Number.isFinite) || step === 0) throw new Error("range() needs finite numbers and a step other than 0");
+  const n = Math.max(0, Math.ceil((b - a) / step));
+  if (n > RANGE_MAX) throw new Error(`range() of ${n} numbers is more than the ${RANGE_MAX} a chat template may use`);
+  return Array.from({ length: n }, (_, i) => a + i * step);
+}
+const engineSet = Environment.prototype.set;
+Environment.prototype.set = function (this: Environment, name: string, value: unknown) {
+  return engineSet.call(this, name, name === "range" && typeof value === "function" ? boundedRange : value);
+};
 
 /**
  * The GGUF's Jinja chat template, with what such templates expect (reference §7.4): OpenAI-shaped

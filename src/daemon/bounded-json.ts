@@ -14,6 +14,17 @@
  */
 export const MAX_JSON_DEPTH = 128;
 
+/** Arrays and objects in one body: real requests hold at most thousands (messages, tools, schema
+ *  nodes); each costs ~100 bytes of heap, so 541,200 tiny objects (a 16.7 MB body) kept 75 MB. */
+export const MAX_JSON_CONTAINERS = 100_000;
+
+export class JsonSizeError extends Error {
+  override name = "JsonSizeError";
+  constructor(readonly limit: number) {
+    super(`too many values: more than ${limit} arrays and objects in one body`);
+  }
+}
+
 export class JsonDepthError extends Error {
   override name = "JsonDepthError";
   constructor(readonly limit: number) {
@@ -33,8 +44,9 @@ const CLOSE_OBJECT = 0x7d;
  * literals in one pass (strings are skipped with indexOf: base64 images make most of a large
  * body). Malformed text is scanned the same way; JSON.parse rejects it afterwards.
  */
-export function nestsDeeperThan(text: string, limit: number): boolean {
+export function nestsDeeperThan(text: string, limit: number, maxContainers = Infinity): boolean {
   let depth = 0;
+  let containers = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
@@ -42,6 +54,7 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
       if (i === -1) return false; // unterminated string
     } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
       if (++depth > limit) return true;
+      if (++containers > maxContainers) throw new JsonSizeError(maxContainers);
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
       depth--;
     }
@@ -60,8 +73,9 @@ function closingQuote(text: string, open: number): number {
   return -1;
 }
 
-/** JSON.parse, refusing nesting deeper than `limit` (JsonDepthError) before parsing. */
+/** JSON.parse, refusing nesting deeper than `limit` (JsonDepthError) and more than
+ *  MAX_JSON_CONTAINERS arrays and objects (JsonSizeError) before parsing. */
 export function parseJson(text: string, limit = MAX_JSON_DEPTH): unknown {
-  if (nestsDeeperThan(text, limit)) throw new JsonDepthError(limit);
+  if (nestsDeeperThan(text, limit, MAX_JSON_CONTAINERS)) throw new JsonDepthError(limit);
   return JSON.parse(text) as unknown;
 }

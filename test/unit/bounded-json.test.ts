@@ -99,3 +99,14 @@ describe("the recursive walkers are safe at the bound", () => {
     }
   });
 });
+
+describe("container count", () => {
+  it("a body of more than 100,000 arrays and objects is refused before parsing (541,200 tiny objects kept 75 MB)", async () => {
+    const { MAX_JSON_CONTAINERS, JsonSizeError, parseJson: parse } = await import("../../src/daemon/bounded-json.js");
+    const many = JSON.stringify({ messages: [{ role: "user", content: Array.from({ length: MAX_JSON_CONTAINERS }, () => ({ a: 1 })) }] });
+    expect(() => parse(many)).toThrow(JsonSizeError);
+    expect(() => parse(many)).toThrow(/more than 100000 arrays and objects/);
+    const fine = JSON.stringify({ input: Array.from({ length: 200_000 }, (_, i) => `s${i}`), context: Array.from({ length: 200_000 }, (_, i) => i) });
+    expect((parse(fine) as { input: string[] }).input).toHaveLength(200_000);
+  });
+});

@@ -98,7 +98,7 @@ function apiMessage(m: RenderMessage): ApiMessage {
 /** Jinja's range(), bounded: the engine builds the whole list first (range(10^8) held 250–600 MB
  *  after the time budget stopped it), and a template may not replace a global, so the engine's own
  *  registration of `range` is swapped for this one. Real templates count messages or tools. */
-const RANGE_MAX = 100_000;
+const RANGE_MAX = 10_000;
 function boundedRange(start: number, stop?: number, step = 1): number[] {
   const [a, b] = stop === undefined ? [0, start] : [start, stop];
   if (![a, b, step].every(Number.isFinite) || step === 0) throw new Error("range() needs finite numbers and a step other than 0");

@@ -180,7 +180,7 @@ class Cursor {
   }
 
   /** Moves past n bytes without reading them. */
-  skip(n: number, what: string): void {
+  advance(n: number, what: string): void {
     if (n > this.remaining) throw bad(`truncated (${what} needs ${n} bytes at offset ${this.pos}, file is ${this.size} bytes)`);
     this.pos += n;
   }
@@ -270,11 +270,11 @@ async function readValue(c: Cursor, type: number, key: string, depth: number, po
 
 /** Walks past n array elements without keeping them (string lengths are still checked). */
 async function skipItems(c: Cursor, itemType: number, n: number, key: string, depth: number): Promise<void> {
-  if (itemType !== VT.STRING && itemType !== VT.ARRAY) return c.skip(n * MIN_SIZE[itemType]!, `array "${key}"`);
+  if (itemType !== VT.STRING && itemType !== VT.ARRAY) return c.advance(n * MIN_SIZE[itemType]!, `array "${key}"`);
   for (let i = 0; i < n; i++) {
     if (itemType === VT.STRING) {
       if (!c.has(8)) await c.need(8, `length of element ${i} of array "${key}"`);
-      c.skip(c.stringLength(`element ${i} of array "${key}"`, MAX_ITEM_STRING), `element ${i} of array "${key}"`);
+      c.advance(c.stringLength(`element ${i} of array "${key}"`, MAX_ITEM_STRING), `element ${i} of array "${key}"`);
       if ((i & 1023) === 0) checkMetadataSize(c, key);
     } else {
       if (depth >= MAX_ARRAY_DEPTH) throw bad(`arrays nested deeper than ${MAX_ARRAY_DEPTH} in key "${key}"`);
@@ -299,7 +299,7 @@ async function tokenTexts(c: Cursor, count: number, offset: number, ids: Set<num
     if (ids.has(i)) {
       if (!c.has(n)) await c.need(n, `token ${i}`);
       out[i] = c.text(n);
-    } else c.skip(n, `token ${i}`);
+    } else c.advance(n, `token ${i}`);
   }
   return out;
 }

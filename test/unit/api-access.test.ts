@@ -11,6 +11,7 @@ import { createLogger } from "../../src/daemon/log.js";
 import { INFERENCE_SCOPE, INVALID_KEY, MISSING_KEY, NO_MANAGEMENT } from "../../src/daemon/middleware/api-access.js";
 import { routeAccess } from "../../src/daemon/routes/access.js";
 import { createApp } from "../../src/daemon/server.js";
+import { keyedRequest } from "../helpers/app-request.js";
 import { OLLAMA_API_VERSION } from "../../src/daemon/api-version.js";
 
 const ALL = "all-0123456789abcdef0123456789";
@@ -27,11 +28,7 @@ function app(env: Record<string, string>, keys: ApiKey[] = []) {
     keys: mergeApiKeys(config.apiKeys, keys),
   } as unknown as Deps; // store, models and scheduler are never reached by these requests
   const a = createApp(deps);
-  const req = (path: string, init: RequestInit & { key?: string } = {}) => {
-    const headers = new Headers(init.headers);
-    if (init.key !== undefined) headers.set("authorization", `Bearer ${init.key}`);
-    return a.request(path, { ...init, headers });
-  };
+  const req = keyedRequest(a);
   return { app: a, req, lines };
 }
 

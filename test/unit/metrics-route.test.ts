@@ -8,6 +8,7 @@ import type { Deps } from "../../src/daemon/deps.js";
 import { createLogger } from "../../src/daemon/log.js";
 import { PrometheusMetrics } from "../../src/daemon/metrics/prometheus.js";
 import { createApp } from "../../src/daemon/server.js";
+import { keyedRequest } from "../helpers/app-request.js";
 import { Scrape } from "../helpers/prometheus.js";
 
 const ALL = "all-0123456789abcdef0123456789";
@@ -25,11 +26,7 @@ function app(env: Record<string, string>) {
     keys: config.apiKeys.length > 0 ? [...config.apiKeys, ...parseApiKeysFile(`${INFER} inference`, "F")] : [],
   } as unknown as Deps; // store, models and scheduler are never reached by these requests
   const a = createApp(deps);
-  const req = (path: string, init: RequestInit & { key?: string } = {}) => {
-    const headers = new Headers(init.headers);
-    if (init.key !== undefined) headers.set("authorization", `Bearer ${init.key}`);
-    return a.request(path, { ...init, headers });
-  };
+  const req = keyedRequest(a);
   const scrape = async () => new Scrape(await (await req("/metrics", { key: ALL })).text());
   return { req, lines, scrape };
 }

@@ -143,7 +143,7 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
   const servers: LlamaServer[] = [];
   const daemons: TestDaemon[] = [];
   try {
-    servers.push(await startLlamaServer(model, { alias: "m", slots: 4, ctx: 2048, threads }));
+    servers.push(await startLlamaServer(model, { alias: "m", slots: 4, ctx: 4096, threads }));
     const front = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1" });
     daemons.push(front);
     await createRemote(front, "one", [`${servers[0]!.url}/v1`]);
@@ -175,7 +175,7 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
     const concurrentErrors = results.filter((x) => x.status === "rejected").length;
     log(`  ${concurrent} concurrent streams through the remote model: ${concurrentErrors} errors`);
 
-    servers.push(await startLlamaServer(model, { alias: "m", slots: 4, ctx: 2048, threads: 1 }));
+    servers.push(await startLlamaServer(model, { alias: "m", slots: 4, ctx: 4096, threads: 1 }));
     const hosts = servers.map((s) => `${s.url}/v1`);
     const aff = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1", OLLAMATS_REMOTE_ROUTING: "affinity" });
     daemons.push(aff);

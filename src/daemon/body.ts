@@ -4,6 +4,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { parseJson } from "./bounded-json.js";
 import { badRequest } from "./errors.js";
+import { lingerAfterRefusal } from "./lingering-close.js";
 
 const tooLarge = (limit: number) => badRequest(`request body too large (limit ${limit} bytes)`);
 
@@ -26,8 +27,8 @@ async function readWeb(body: ReadableStream<Uint8Array>, limit: number): Promise
 }
 
 /**
- * Reads the Node request, refusing more than `limit` bytes in all. Past the limit it stops
- * reading, so the 400 still reaches the client; the answer then closes the connection.
+ * Reads the Node request, refusing more than `limit` bytes in all. Past the limit it keeps
+ * nothing more and answers at once; `onTooLarge` arranges the connection's close.
  */
 function readNode(incoming: IncomingMessage, limit: number, onTooLarge: () => void): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -46,7 +47,6 @@ function readNode(incoming: IncomingMessage, limit: number, onTooLarge: () => vo
         return;
       }
       done();
-      incoming.pause();
       onTooLarge();
       reject(tooLarge(limit));
     };
@@ -72,16 +72,19 @@ function readNode(incoming: IncomingMessage, limit: number, onTooLarge: () => vo
 
 /** Reads at most `limit` bytes so a huge body cannot exhaust memory. */
 async function readText(c: Context, limit: number): Promise<string> {
-  // A refused body is left unread: the answer closes the connection instead of draining it.
-  const refuse = () => c.header("Connection", "close");
+  // Under @hono/node-server the Node request is read directly: the web stream hono would build
+  // around it costs a few promise hops per chunk on every request (time to first token).
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  // A refused body is not kept: the answer closes the connection, lingering so it is not lost.
+  const refuse = () => {
+    c.header("Connection", "close");
+    if (incoming) lingerAfterRefusal(incoming);
+  };
   const len = Number(c.req.header("content-length") ?? "0");
   if (len > limit) {
     refuse();
     throw tooLarge(limit);
   }
-  // Under @hono/node-server the Node request is read directly: the web stream hono would build
-  // around it costs a few promise hops per chunk on every request (time to first token).
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   if (incoming && !incoming.readableDidRead && !incoming.readableEnded) return readNode(incoming, limit, refuse);
   const body = c.req.raw.body;
   return body ? readWeb(body, limit) : "";

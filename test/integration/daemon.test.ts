@@ -168,6 +168,34 @@ describe("bad input", () => {
     expect(after.status).toBe(200);
   });
 
+  it("the 400 for a refused body survives a client that keeps sending and reads late (lingering close, no RST)", async () => {
+    const net = await import("node:net");
+    const { port } = new URL(d.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      let got = "";
+      const sock = net.connect(Number(port), "127.0.0.1", () => {
+        sock.pause(); // read nothing until the server has answered and closed its side
+        sock.write(`POST /api/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${100 << 20}\r\n\r\n`);
+        sock.write(Buffer.alloc(4 << 20, 0x20));
+        setTimeout(() => {
+          sock.write(Buffer.alloc(1 << 20, 0x20), () => undefined);
+          sock.setEncoding("utf8");
+          sock.on("data", (t: string) => (got += t));
+          sock.resume();
+        }, 300);
+      });
+      sock.on("error", (e) => reject(new Error(`${e.message} after reading ${JSON.stringify(got)}`)));
+      sock.on("end", () => {
+        sock.destroy();
+        resolve(got);
+      });
+      setTimeout(() => reject(new Error("no answer")), 20_000).unref();
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toMatch(/connection: close/i);
+    expect(answer).toContain(`request body too large (limit ${64 << 20} bytes)`);
+  });
+
   it("a client that leaves in the middle of its body is no internal error; the daemon keeps serving", async () => {
     const net = await import("node:net");
     const { port } = new URL(d.url);

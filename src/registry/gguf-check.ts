@@ -58,12 +58,45 @@ function arrayLength(info: GgufInfo, key: string): number | undefined {
   return Array.isArray(v) ? (info.arrayLengths?.[key] ?? v.length) : undefined;
 }
 
+/**
+ * The hyperparameters llama.cpp reads, with the one type it reads each as (llama-model-loader's
+ * get_key: any other stored type is "key has wrong type"). Checked at create so a mistyped value
+ * (a uint64 head count, which also breaks node-llama-cpp's JS arithmetic) never reaches a runner.
+ */
+const UINT32_KEYS = [
+  "context_length", "embedding_length", "block_count", "vocab_size", "expert_count",
+  "expert_shared_count", "leading_dense_block_count", "attention.key_length", "attention.value_length",
+  "attention.sliding_window", "rope.dimension_count", "rope.scaling.original_context_length", "pooling_type",
+];
+/** Per layer: one uint32 for every layer, or an array of int32/uint32 (get_key_or_arr). */
+const PER_LAYER_KEYS = ["attention.head_count", "attention.head_count_kv", "feed_forward_length", "expert_used_count"];
+const FLOAT32_KEYS = [
+  "attention.layer_norm_epsilon", "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.scaling.factor",
+  "rope.scale_linear", "logit_scale", "attn_logit_softcapping", "final_logit_softcapping",
+];
+
+function checkTypes(info: GgufInfo, arch: string): void {
+  const expect = (key: string, allowed: string[]) => {
+    const t = info.types[key];
+    if (t !== undefined && !allowed.includes(t)) {
+      throw bad(`"${key}" is stored as ${t}; llama.cpp reads it only as ${allowed.join(" or ")}`);
+    }
+  };
+  for (const name of UINT32_KEYS) expect(`${arch}.${name}`, ["uint32"]);
+  for (const name of PER_LAYER_KEYS) expect(`${arch}.${name}`, ["uint32", "array of int32", "array of uint32"]);
+  for (const name of FLOAT32_KEYS) expect(`${arch}.${name}`, ["float32"]);
+  for (const key of Object.keys(info.types)) {
+    if (/^tokenizer\.ggml\.\w+_token_id$/.test(key)) expect(key, ["uint32"]);
+  }
+}
+
 /** Throws GgufError when the metadata describes a model the tensors do not. */
 export function checkModelConsistency(info: GgufInfo): void {
   const md = info.metadata;
   const arch = md["general.architecture"];
   if (typeof arch !== "string") return;
   const k = (name: string) => `${arch}.${name}`;
+  checkTypes(info, arch);
 
   // Layers present: blk.<i>.* tensors, every index from 0 up, at least one tensor each.
   const present = new Set<number>();

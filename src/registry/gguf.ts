@@ -25,6 +25,9 @@ export interface GgufInfo {
   /** uint64/int64 values are bigint; float32 scalars are rounded to their shortest decimal form.
    *  In a slim read (the default) long arrays are empty: see arrayLengths. */
   metadata: Record<string, GgufValue>;
+  /** Each key's stored type ("uint32", "float32", "array of int32", …): the engine reads its
+   *  hyperparameters with one exact type each, so a value is judged by its type, not just its size. */
+  types: Record<string, string>;
   /** Slim reads only: the real length of every array that was emptied. */
   arrayLengths?: Record<string, number>;
   /** Slim reads only: the text of the tokens that `tokenizer.ggml.*_token_id` keys name. */
@@ -227,6 +230,8 @@ interface ArrayPolicy {
   slim: boolean;
   /** Long arrays skipped in a slim read: key -> [element type, length, file offset of element 0]. */
   skipped: Map<string, [number, number, number]>;
+  /** The element type of every top-level array. */
+  elementTypes: Map<string, number>;
 }
 
 function checkMetadataSize(c: Cursor, key: string): void {
@@ -242,6 +247,7 @@ async function readValue(c: Cursor, type: number, key: string, depth: number, po
   if (!c.has(4)) await c.need(4, `array type of "${key}"`);
   const itemType = c.u32();
   if (itemType > VT.F64) throw bad(`unknown array element type ${itemType} for key "${key}"`);
+  if (depth === 0) policy.elementTypes.set(key, itemType);
   const n = await c.count(`array "${key}" (${VT_NAMES[itemType]}) element count`, MIN_SIZE[itemType]!, MAX_ARRAY);
   if (n > MAX_OTHER_ARRAY && !key.startsWith("tokenizer.")) {
     throw bad(`metadata array "${key}" has ${n} elements; only tokenizer arrays may hold more than ${MAX_OTHER_ARRAY}`);
@@ -319,7 +325,7 @@ export async function readGgufInfo(path: string, opts: ReadOptions = {}): Promis
 }
 
 async function readGgufFile(path: string, opts: ReadOptions): Promise<GgufInfo> {
-  const policy: ArrayPolicy = { slim: opts.arrays !== "full", skipped: new Map() };
+  const policy: ArrayPolicy = { slim: opts.arrays !== "full", skipped: new Map(), elementTypes: new Map() };
   const fh = await open(path, "r");
   try {
     const fileSize = (await fh.stat()).size;
@@ -343,6 +349,7 @@ async function readGgufFile(path: string, opts: ReadOptions): Promise<GgufInfo> 
     if (tensorCount > BigInt(MAX_TENSORS)) throw bad(`tensor count ${tensorCount} exceeds the limit of ${MAX_TENSORS}`);
 
     const metadata: Record<string, GgufValue> = Object.create(null) as Record<string, GgufValue>;
+    const types: Record<string, string> = Object.create(null) as Record<string, string>;
     let alignment = 32;
     for (let i = 0; i < kvCount; i++) {
       const key = await c.string(`key of KV #${i}`, MAX_KEY);
@@ -352,6 +359,7 @@ async function readGgufFile(path: string, opts: ReadOptions): Promise<GgufInfo> 
       if (type > VT.F64) throw bad(`unknown value type ${type} for key "${key}"`);
       const value = await readValue(c, type, key, 0, policy);
       metadata[key] = value;
+      types[key] = type === VT.ARRAY ? `array of ${VT_NAMES[policy.elementTypes.get(key)!]}` : VT_NAMES[type]!;
       checkMetadataSize(c, key);
       if (key === "general.alignment") {
         if (type !== VT.U32) throw bad(`general.alignment must be uint32, got ${VT_NAMES[type]}`);
@@ -398,7 +406,7 @@ async function readGgufFile(path: string, opts: ReadOptions): Promise<GgufInfo> 
       const end = dataOffset + t.offset + t.bytes;
       if (end > fileSize) throw bad(`truncated (tensor "${t.name}" data ends at byte ${end}, file is ${fileSize} bytes)`);
     }
-    const info: GgufInfo = { version, metadata, tensors, dataOffset, fileSize };
+    const info: GgufInfo = { version, metadata, types, tensors, dataOffset, fileSize };
     if (policy.slim) {
       info.arrayLengths = {};
       for (const [key, [, n]] of policy.skipped) info.arrayLengths[key] = n;

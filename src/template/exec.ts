@@ -15,7 +15,15 @@ export interface ExecEnv {
   builtinNames: ReadonlySet<string>;
   /** "zero" is Option("missingkey=zero") (Ollama); "invalid" is the default option. */
   missingKey: "zero" | "invalid";
+  /** The most characters the output, or a string a function returns, may hold. */
+  maxChars: number;
   ctx: FuncCtx;
+}
+
+/** The output of one execution, shared by the templates it calls, measured as it grows. */
+class Output {
+  readonly parts: string[] = [];
+  chars = 0;
 }
 
 const MISSING = Symbol("missing");
@@ -34,16 +42,16 @@ type ArgType = "value" | "any" | "string" | null;
 
 export function execute(env: ExecEnv, name: string, data: unknown): string {
   const tree = env.trees.get(name);
-  const out: string[] = [];
+  const out = new Output();
   const s: State = new State(env, name, [{ name: "$", value: data }], out, 0);
   if (!tree) s.errorf(`${quote(name)} is an incomplete or empty template`);
   try {
     s.walk(data, tree.root);
   } catch (e) {
-    if (e instanceof RangeError) s.errorf(`exceeded maximum template depth (${MAX_EXEC_DEPTH})`);
+    if (e instanceof RangeError && /call stack/.test(e.message)) s.errorf(`exceeded maximum template depth (${MAX_EXEC_DEPTH})`);
     throw e;
   }
-  return out.join("");
+  return out.parts.join("");
 }
 
 class State {
@@ -52,9 +60,19 @@ class State {
     readonly env: ExecEnv,
     readonly tmpl: string,
     public vars: Variable[],
-    readonly out: string[],
+    readonly out: Output,
     readonly depth: number,
   ) {}
+
+  write(text: string): void {
+    this.out.chars += text.length;
+    if (this.out.chars > this.env.maxChars) this.tooLong(`the output reached ${this.out.chars} characters`);
+    this.out.parts.push(text);
+  }
+
+  tooLong(what: string): never {
+    this.errorf(`${what}, more than the ${this.env.maxChars} allowed`);
+  }
 
   at(n: Node): void {
     this.node = n;
@@ -119,7 +137,7 @@ class State {
       case "template":
         return this.walkTemplate(dot, node);
       case "text":
-        this.out.push(node.text);
+        this.write(node.text);
         return;
       default:
         this.errorf(`unknown node: ${nodeString(node)}`);
@@ -363,7 +381,9 @@ class State {
         const callee = args.length === 0 ? String(final) : nodeString(args[0]!);
         return this.callFunc(callee, argv);
       }
-      return fn.fn(argv, this.env.ctx);
+      const result = fn.fn(argv, this.env.ctx);
+      if (typeof result === "string" && result.length > this.env.maxChars) this.tooLong(`${name} returned ${result.length} characters`);
+      return result;
     } catch (e) {
       if (e instanceof ExecError || (e !== null && typeof e === "symbol")) throw e;
       this.at(node);
@@ -429,10 +449,10 @@ class State {
   printValue(n: Node, v: unknown): void {
     this.at(n);
     if (v === undefined) {
-      this.out.push("<no value>");
+      this.write("<no value>");
       return;
     }
     if (kindOf(v) === "func" && !stringerOf(v)) this.errorf(`can't print ${nodeString(n)} of type ${typeName(v)}`);
-    this.out.push(formatValue(v));
+    this.write(formatValue(v));
   }
 }

@@ -27,6 +27,9 @@ export type { Node, ListNode, Tree } from "./parser.js";
 export * as ast from "./parser.js";
 
 export interface ExecuteOptions {
+  /** The most characters the output, or any string a function returns, may hold (default: no
+   *  bound); past it execution stops with an ExecError. */
+  maxChars?: number;
   /** Clock for currentDate/yesterdayDate (default: new Date()). */
   now?: () => Date;
   /** "zero" (default, Ollama's option) or "invalid" (Go's default option). */
@@ -80,6 +83,7 @@ export function templateFromTrees(
         funcs,
         builtinNames: BUILTIN_NAMES,
         missingKey: opts.missingKey ?? "zero",
+        maxChars: opts.maxChars ?? Infinity,
         ctx: { now: opts.now ?? (() => new Date()) },
       };
       return run(env, name, data);

@@ -350,8 +350,10 @@ export class OllamaTemplate {
     let system = "";
     let prompt = "";
     let response = "";
+    // One output bound for all turns together: each turn may use what the earlier ones left.
+    const left = () => ({ ...opts, maxChars: (opts.maxChars ?? Infinity) - out.length });
     const exec = (): void => {
-      out += this.template.execute({ System: system, Prompt: prompt, Response: response, ...think }, opts);
+      out += this.template.execute({ System: system, Prompt: prompt, Response: response, ...think }, left());
       system = prompt = response = "";
     };
     for (const m of messages) {
@@ -369,7 +371,7 @@ export class OllamaTemplate {
     // no {{define}}s, default missingkey option (template.New("").AddParseTree).
     const root = cutAfterResponse(this.template.root);
     const last = templateFromTrees(new Map([["", { name: "", root }]]), this.raw, "", BUILTINS);
-    out += last.execute({ System: system, Prompt: prompt, Response: response, ...think }, { ...opts, missingKey: "invalid" });
+    out += last.execute({ System: system, Prompt: prompt, Response: response, ...think }, { ...left(), missingKey: "invalid" });
     return out;
   }
 }

@@ -94,6 +94,12 @@ describe("GGUF metadata checked against the tensors", () => {
     ["key_length 0", u32("llama.attention.key_length", 0), /key_length/],
     ["block_count as a string", { key: "llama.block_count", type: GgufValueType.STRING, value: "2" } as KvEntry, /block_count/],
     ["block_count as a float", { key: "llama.block_count", type: GgufValueType.FLOAT32, value: 2.5 } as KvEntry, /block_count/],
+    // right values, wrong stored types: llama.cpp reads each with one exact type (fuzz case 804)
+    ["head_count 2 as u64", u64("llama.attention.head_count", 2n), /"llama.attention.head_count" is stored as uint64; llama.cpp reads it only as uint32 or array of int32 or array of uint32/],
+    ["context_length as u64", u64("llama.context_length", 256n), /"llama.context_length" is stored as uint64; llama.cpp reads it only as uint32/],
+    ["head_count as a u8 array", { key: "llama.attention.head_count", type: GgufValueType.ARRAY, itemType: GgufValueType.UINT8, value: [2, 2] } as KvEntry, /stored as array of uint8/],
+    ["rms epsilon as f64", { key: "llama.attention.layer_norm_rms_epsilon", type: GgufValueType.FLOAT64, value: 1e-5 } as KvEntry, /stored as float64; llama.cpp reads it only as float32/],
+    ["bos token id as i32", { key: "tokenizer.ggml.bos_token_id", type: GgufValueType.INT32, value: 1 } as KvEntry, /"tokenizer.ggml.bos_token_id" is stored as int32/],
   ])("%s is refused", async (_, e, re) => {
     await refused(await crafted(setKv(e)), re);
   });

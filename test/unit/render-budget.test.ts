@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../src/daemon/errors.js";
 import { renderPrompt, renderSuffix, selectTemplate } from "../../src/daemon/prompt/render.js";
-import { withinBudget } from "../../src/daemon/prompt/time-budget.js";
+import { withinBudget } from "../../src/daemon/prompt/render-budget.js";
 
 const input = { messages: [{ role: "user", content: "hi" }] };
 
@@ -50,5 +50,44 @@ describe("template time budget", () => {
     expect(renderPrompt(t, input)).toBe("<user>hi");
     expect(() => withinBudget(() => { throw new TypeError("boom"); })).toThrow(TypeError);
     expect(withinBudget(() => 42)).toBe(42);
+  });
+});
+
+describe("template size budget", () => {
+  const limit = (16 << 20) + 2 * "hi".length;
+
+  it("stops a Jinja template that doubles a string (fuzz case 741) at the limit, not at V8's", () => {
+    const doubling = "{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}";
+    const rss = process.memoryUsage().rss;
+    refused(() => renderPrompt(selectTemplate(undefined, doubling, "", ""), input), new RegExp(`^template error: the template built text of \\d+ characters, more than the ${limit} this prompt may use$`));
+    expect(process.memoryUsage().rss - rss).toBeLessThan(256 << 20);
+  });
+
+  it("stops lists that double, and padding widths past the limit, in Jinja", () => {
+    const lists = "{% set ns = namespace(a=[1]) %}{% for i in range(40) %}{% set ns.a = ns.a + ns.a %}{% endfor %}{{ ns.a | length }}";
+    refused(() => renderPrompt(selectTemplate(undefined, lists, "", ""), input), /^template error: the template built a list of \d+ items, more than the 1000002 this prompt may use$/);
+    refused(() => renderPrompt(selectTemplate(undefined, "{{ 'a\nb' | indent(1000000000) }}", "", ""), input), /^template error: the template built text of 1000000000 characters/);
+    refused(() => renderPrompt(selectTemplate(undefined, "{{ messages | tojson(indent=100000000) }}", "", ""), input), /^template error: the template built text of/);
+  });
+
+  it("stops a Go template that doubles a string with printf, with one bound for all turns", () => {
+    const messages = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: "ab" }));
+    const doubling = '{{ $s := "xx" }}{{ range .Messages }}{{ $s = printf "%s%s" $s $s }}{{ end }}{{ $s }}';
+    refused(() => renderPrompt(selectTemplate(doubling, undefined, "", ""), { messages }), /^template error: template: :1:\d+: executing "" at <\$s>: printf returned 33554432 characters, more than the 16777376 allowed$/);
+    // many turns of a per-message template share one bound
+    const big = "y".repeat(1 << 18);
+    const turns = Array.from({ length: 30 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: big }));
+    const perTurn = `${"{{ .Prompt }}".repeat(8)}{{ .Response }}`; // 9 × 256 KiB a turn, 15 turns: past 16 Mi + 2 × 7.5 Mi
+    refused(() => renderPrompt(selectTemplate(perTurn, undefined, "", ""), { messages: turns }), /more than the \d+ allowed/);
+  });
+
+  it("real templates render as before; the engines' string builders are native again afterwards", () => {
+    const native = String.prototype.repeat;
+    const t = selectTemplate(undefined, "{{ messages | tojson(indent=2) }}{{ 'x' | indent(4, true) }}", "", "");
+    expect(renderPrompt(t, input)).toContain('"content": "hi"');
+    expect(String.prototype.repeat).toBe(native);
+    expect("ab".repeat(3)).toBe("ababab");
+    const go = selectTemplate("{{ range .Messages }}[{{ .Role }}] {{ .Content }}{{ end }}", undefined, "", "");
+    expect(renderPrompt(go, input)).toBe("[user] hi");
   });
 });

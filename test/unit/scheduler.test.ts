@@ -89,6 +89,7 @@ function spec(name: string, bytes = GiB): ModelSpec {
   const block = Math.floor(bytes / 8);
   const gguf: GgufInfo = {
     version: 3,
+    types: {},
     metadata: {
       "general.architecture": "llama",
       "llama.block_count": 4,

@@ -1,11 +1,12 @@
 // Renders a conversation into the prompt text a runner evaluates, with the model's template:
 // the Go TEMPLATE layer (or request `template`) wins; else the GGUF's Jinja chat template;
 // else Ollama's default `{{ .Prompt }}` pass-through.
-import { Environment, Template as JinjaTemplate } from "@huggingface/jinja";
+import { Template as JinjaTemplate } from "@huggingface/jinja";
 import { OllamaTemplate, type ApiMessage, type ApiTool } from "../../template/ollama.js";
 import { JsonDepthError, parseJson } from "../bounded-json.js";
 import { badRequest } from "../errors.js";
-import { withinBudget } from "./time-budget.js";
+import "./jinja-bounds.js";
+import { withinBudget, type RenderLimits } from "./render-budget.js";
 
 export interface RenderMessage {
   role: string;
@@ -95,22 +96,6 @@ function apiMessage(m: RenderMessage): ApiMessage {
   };
 }
 
-/** Jinja's range(), bounded: the engine builds the whole list first (range(10^8) held 250–600 MB
- *  after the time budget stopped it), and a template may not replace a global, so the engine's own
- *  registration of `range` is swapped for this one. Real templates count messages or tools. */
-const RANGE_MAX = 10_000;
-function boundedRange(start: number, stop?: number, step = 1): number[] {
-  const [a, b] = stop === undefined ? [0, start] : [start, stop];
-  if (![a, b, step].every(Number.isFinite) || step === 0) throw new Error("range() needs finite numbers and a step other than 0");
-  const n = Math.max(0, Math.ceil((b - a) / step));
-  if (n > RANGE_MAX) throw new Error(`range() of ${n} numbers is more than the ${RANGE_MAX} a chat template may use`);
-  return Array.from({ length: n }, (_, i) => a + i * step);
-}
-const engineSet = Environment.prototype.set;
-Environment.prototype.set = function (this: Environment, name: string, value: unknown) {
-  return engineSet.call(this, name, name === "range" && typeof value === "function" ? boundedRange : value);
-};
-
 /**
  * The GGUF's Jinja chat template, with what such templates expect (reference §7.4): OpenAI-shaped
  * messages (tool calls with object arguments, tool results with name and tool_call_id, thinking
@@ -148,21 +133,37 @@ function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: Rende
   });
 }
 
+/** What a render may build: its input twice over plus 16 Mi characters (a real template adds a
+ *  few hundred characters per message), and lists of a million items plus its messages and tools. */
+export function limitsFor(input: RenderInput): RenderLimits {
+  let chars = 0;
+  for (const m of input.messages) chars += m.content.length + (m.thinking?.length ?? 0) + (m.tool_calls ? JSON.stringify(m.tool_calls).length : 0);
+  if (input.tools?.length) chars += JSON.stringify(input.tools).length;
+  return { chars: (16 << 20) + 2 * chars, items: 1_000_000 + 2 * (input.messages.length + (input.tools?.length ?? 0)) };
+}
+
 export function renderPrompt(t: PromptTemplate, input: RenderInput): string {
   try {
+    const limits = limitsFor(input);
     switch (t.kind) {
       case "go":
-        return withinBudget(() =>
-          t.template.execute({
-            messages: input.messages.map(apiMessage),
-            tools: (input.tools ?? []) as ApiTool[],
-            think: input.think,
-            thinkLevel: input.thinkLevel,
-            isThinkSet: input.isThinkSet,
-          }),
+        return withinBudget(
+          () =>
+            t.template.execute(
+              {
+                messages: input.messages.map(apiMessage),
+                tools: (input.tools ?? []) as ApiTool[],
+                think: input.think,
+                thinkLevel: input.thinkLevel,
+                isThinkSet: input.isThinkSet,
+              },
+              { maxChars: limits.chars },
+            ),
+          undefined,
+          limits,
         );
       case "jinja":
-        return withinBudget(() => renderJinja(t, input));
+        return withinBudget(() => renderJinja(t, input), undefined, limits);
       case "default":
         return input.messages.filter((m) => m.role !== "system").map((m) => m.content).join("");
     }
@@ -176,7 +177,8 @@ export function renderPrompt(t: PromptTemplate, input: RenderInput): string {
 export function renderSuffix(t: PromptTemplate, prompt: string, suffix: string): string {
   if (t.kind !== "go") throw badRequest("this model does not support insert");
   try {
-    return withinBudget(() => t.template.execute({ prompt, suffix }));
+    const limits = limitsFor({ messages: [{ role: "user", content: prompt + suffix }] });
+    return withinBudget(() => t.template.execute({ prompt, suffix }, { maxChars: limits.chars }), undefined, limits);
   } catch (err) {
     throw badRequest(`template error: ${(err as Error).message}`);
   }

@@ -26,6 +26,8 @@ export interface Step {
 export const QUEUE_FULL = /^server busy, please try again\. {2}maximum pending requests exceeded$/;
 /** A crafted model that create accepted and the runner could not load: a clean 500, as Ollama's. */
 export const LOAD_ERROR = /^(failed to load model |llama runner process has terminated|model requires more system memory)/;
+/** An option of the wrong JSON type: Ollama answers 500 with these words (reference §1.3). */
+export const OPTION_TYPE = /^option "\w+" must be of (type (integer|float32|boolean|array)|an array of strings)$/;
 /** A pull or push that cannot reach the registry (127.0.0.1:1): Ollama answers 500. */
 export const REGISTRY_ERROR = /(ECONNREFUSED|connection refused|pull model manifest|max retries|registry|unreachable)/i;
 
@@ -72,7 +74,7 @@ export function checkAnswer(step: Step, a: Answer): Violation[] {
   const messages = errorMessages(a);
   const message = messages[0] ?? text.trim();
   if (a.status >= 500) {
-    const designed = (a.status === 503 && QUEUE_FULL.test(message)) || (step.designed5xx?.test(message) && !INTERNAL.test(message) && !NON_FINITE.test(message));
+    const designed = (a.status === 503 && QUEUE_FULL.test(message)) || (a.status === 500 && OPTION_TYPE.test(message)) || (step.designed5xx?.test(message) && !INTERNAL.test(message) && !NON_FINITE.test(message));
     if (!designed) v.push({ oracle: "5xx", step: at, detail: `${a.status} ${clip(message)}` });
   }
   if (STACK.test(text)) v.push({ oracle: "stack-trace", step: at, detail: `${a.status}: ${clip(text.slice(Math.max(0, text.search(STACK) - 80)), 300)}` });

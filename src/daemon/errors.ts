@@ -14,7 +14,8 @@ export type ErrorCode =
   | "shutting_down"
   | "bad_gateway"
   | "forbidden"
-  | "payload_too_large";
+  | "payload_too_large"
+  | "invalid_option";
 
 const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   bad_request: { status: 400, type: "invalid_request_error" },
@@ -32,6 +33,9 @@ const TABLE: Record<ErrorCode, { status: number; type: string }> = {
   payload_too_large: { status: 413, type: "invalid_request_error" },
   canceled: { status: 499, type: "api_error" },
   internal: { status: 500, type: "api_error" },
+  // Ollama answers an option of the wrong JSON type with a 500 (Options.FromMap's error is not
+  // mapped to 400); clients that match on it see the same.
+  invalid_option: { status: 500, type: "api_error" },
   runner_failed: { status: 500, type: "api_error" },
   bad_gateway: { status: 502, type: "api_error" },
   upstream_down: { status: 502, type: "api_error" },

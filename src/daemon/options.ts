@@ -1,11 +1,11 @@
 // Ollama's option precedence: DefaultOptions → model PARAMETERs → request `options`.
-// Unknown keys are ignored; a value of the wrong JSON type is rejected; every number is brought
+// Unknown keys are ignored; a value of the wrong JSON type is a 500 with Ollama's words; every number is brought
 // into its range (backends/option-ranges.ts), and a value with no meaning is refused with a 400.
 import os from "node:os";
 import type { RunnerOptions, SamplingOptions } from "../backends/backend.js";
 import { boundOption, optionRefusal, type RangeLimits } from "../backends/option-ranges.js";
-import { OPTION_TYPES } from "../registry/modelfile.js";
-import { badRequest } from "./errors.js";
+import { DEPRECATED_OPTIONS, OPTION_TYPES } from "../registry/modelfile.js";
+import { ApiError, badRequest } from "./errors.js";
 
 export type { RunnerOptions };
 
@@ -20,12 +20,17 @@ export interface RequestRunOptions {
   explicit: Record<string, unknown>;
 }
 
-const TYPE_WORD: Record<string, string> = { int: "integer", float: "float", bool: "boolean", "string[]": "array of strings" };
+/** Ollama's words for the types (Options.FromMap: Go's float32, "array" for a slice). */
+const TYPE_WORD: Record<string, string> = { int: "integer", float: "float32", bool: "boolean", "string[]": "array" };
+
+/** A value of the wrong JSON type, answered exactly as Ollama does (reference §1.3). */
+const wrongType = (key: string, what: string) => new ApiError("invalid_option", `option "${key}" must be of ${what}`);
 
 function coerce(key: string, value: unknown): unknown {
   const type = OPTION_TYPES[key];
-  if (type === undefined || value === null || value === undefined) return undefined;
-  const fail = () => badRequest(`option "${key}" must be of type ${TYPE_WORD[type] ?? type}`);
+  // Ollama's Options no longer hold the deprecated keys: in the API they are ignored, any type.
+  if (type === undefined || DEPRECATED_OPTIONS.has(key) || value === null || value === undefined) return undefined;
+  const fail = () => wrongType(key, `type ${TYPE_WORD[type] ?? type}`);
   switch (type) {
     case "int":
       if (typeof value !== "number" || !Number.isFinite(value)) throw fail();
@@ -37,8 +42,8 @@ function coerce(key: string, value: unknown): unknown {
       if (typeof value !== "boolean") throw fail();
       return value;
     case "string[]":
-      if (typeof value === "string") return [value];
-      if (!Array.isArray(value) || !value.every((v) => typeof v === "string")) throw fail();
+      if (!Array.isArray(value)) throw fail(); // a bare string too: Ollama wants the array
+      if (!value.every((v) => typeof v === "string")) throw wrongType(key, "an array of strings");
       return value;
     default:
       return undefined;

@@ -225,10 +225,19 @@ describe("bad input", () => {
     expect(await bad.json()).toEqual({ error: "invalid model name" });
   });
 
-  it("wrong option types are rejected", async () => {
+  it("wrong option types get Ollama's 500 and words, on /api; /v1's string stop stays valid", async () => {
     const r = await post("/api/generate", JSON.stringify({ model: "tiny", prompt: "hi", options: { num_ctx: "big" } }));
-    expect(r.status).toBe(400);
+    expect(r.status).toBe(500);
     expect((await errorOf(r))).toBe('option "num_ctx" must be of type integer');
+    const s = await post("/api/chat", JSON.stringify({ model: "tiny", messages: [{ role: "user", content: "hi" }], options: { stop: "\n" } }));
+    expect(s.status).toBe(500);
+    expect((await errorOf(s))).toBe('option "stop" must be of type array');
+    await expect(ollama.generate({ model: "tiny", prompt: "hi", options: { temperature: "hot" as unknown as number } })).rejects.toMatchObject({
+      status_code: 500,
+      error: 'option "temperature" must be of type float32',
+    });
+    const v1 = await post("/v1/chat/completions", JSON.stringify({ model: "tiny", messages: [{ role: "user", content: "hi" }], stop: "\n", max_tokens: 2 }));
+    expect(v1.status).toBe(200);
   });
 
   it("unknown paths and wrong methods get Ollama's plain-text replies", async () => {

@@ -1,3 +1,4 @@
+import { ApiError } from "../../src/daemon/errors.js";
 import { describe, expect, it } from "vitest";
 import type { LoadOptions, RunnerJob as GenerateJob } from "../../src/backends/llamacpp/protocol.js";
 import { boundJob, boundLoadOptions } from "../../src/backends/option-ranges.js";
@@ -28,10 +29,30 @@ describe("resolveOptions", () => {
     expect(o.stop).toEqual(["<|x|>"]);
     expect(o.runner.numCtx).toBe(1024);
   });
-  it("ignores unknown options and rejects wrong types", () => {
-    expect(resolveOptions({ numCtx: 8 }, undefined, { bogus: 1 }).runner.numCtx).toBe(8);
-    expect(() => resolveOptions({ numCtx: 8 }, undefined, { num_ctx: "big" })).toThrow('option "num_ctx" must be of type integer');
-    expect(() => resolveOptions({ numCtx: 8 }, undefined, { use_mmap: 1 })).toThrow('option "use_mmap" must be of type boolean');
+  it("ignores unknown options and answers wrong types exactly as Ollama does (a 500, its words)", () => {
+    expect(resolveOptions({ numCtx: 8 }, undefined, { bogus: 1, num_ctx: null }).runner.numCtx).toBe(8);
+    const wrong = (options: Record<string, unknown>, message: string) => {
+      let err: unknown;
+      try {
+        resolveOptions({ numCtx: 8 }, undefined, options);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).status).toBe(500);
+      expect((err as Error).message).toBe(message);
+    };
+    wrong({ num_ctx: "big" }, 'option "num_ctx" must be of type integer');
+    wrong({ num_ctx: "4096" }, 'option "num_ctx" must be of type integer');
+    wrong({ seed: true }, 'option "seed" must be of type integer');
+    wrong({ temperature: "0.5" }, 'option "temperature" must be of type float32');
+    wrong({ use_mmap: 1 }, 'option "use_mmap" must be of type boolean');
+    wrong({ stop: "\n" }, 'option "stop" must be of type array');
+    wrong({ stop: ["a", 1] }, 'option "stop" must be of an array of strings');
+    wrong({ stop: { a: "b" } }, 'option "stop" must be of type array');
+    expect(resolveOptions({ numCtx: 8 }, undefined, { stop: [], num_predict: 7.9 }).numPredict).toBe(7);
+    // deprecated keys are not Ollama options any more: ignored whatever their type (fuzz case 731)
+    expect(resolveOptions({ numCtx: 8 }, undefined, { penalize_newline: "true", mirostat: "x", f16_kv: 3 }).runner.numCtx).toBe(8);
   });
 });
 
@@ -90,7 +111,7 @@ describe("option ranges", () => {
   it("stop: at most 256 sequences of at most 256 characters (a longer one would stall the runner)", () => {
     expect(req({ stop: Array.from({ length: 256 }, (_, i) => `s${i}`) }).stop).toHaveLength(256);
     expect(() => req({ stop: Array.from({ length: 257 }, (_, i) => `s${i}`) })).toThrow('option "stop" takes at most 256 sequences; got 257');
-    expect(req({ stop: "x".repeat(256) }).stop).toEqual(["x".repeat(256)]);
+    expect(req({ stop: ["x".repeat(256)] }).stop).toEqual(["x".repeat(256)]);
     expect(() => req({ stop: ["ok", "x".repeat(1_000_000)] })).toThrow('option "stop" sequences may be at most 256 characters long; got one of 1000000');
   });
   it("a refused value from the model's PARAMETER says so; the request may override it", () => {

@@ -4,7 +4,6 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { parseJson } from "./bounded-json.js";
 import { badRequest } from "./errors.js";
-import { lingerAfterRefusal } from "./lingering-close.js";
 
 const tooLarge = (limit: number) => badRequest(`request body too large (limit ${limit} bytes)`);
 
@@ -75,10 +74,11 @@ async function readText(c: Context, limit: number): Promise<string> {
   // Under @hono/node-server the Node request is read directly: the web stream hono would build
   // around it costs a few promise hops per chunk on every request (time to first token).
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  // A refused body is not kept: the answer closes the connection, lingering so it is not lost.
+  // A refused body is not kept: the answer closes the connection (lingering-close.ts sees that
+  // the answer still reaches the client), and what else arrives is discarded as it comes.
   const refuse = () => {
     c.header("Connection", "close");
-    if (incoming) lingerAfterRefusal(incoming);
+    incoming?.resume();
   };
   const len = Number(c.req.header("content-length") ?? "0");
   if (len > limit) {

@@ -1,14 +1,15 @@
-// Closing a connection whose request body was refused, the way careful HTTP servers do.
+// Closing a connection whose request was not read to its end, the way careful HTTP servers do.
 //
 // Destroying a socket that still has unread input makes the kernel send RST, and an RST can
-// discard our 400 from the client's receive buffer before the client reads it: the client
-// then sees "EPIPE"/"ECONNRESET" instead of the answer. So after the answer we half-close
-// (FIN), keep reading and discarding what the client still sends, and close when it closes
-// its side — bounded in bytes and time, so a client that never stops cannot hold the socket.
-import type { IncomingMessage } from "node:http";
+// discard our answer from the client's receive buffer before the client reads it: the client
+// sees EPIPE or ECONNRESET instead of the answer. This happens whenever a "Connection: close"
+// answer is written before the body has arrived: a refused body (too large, unauthorized), or a
+// body sent to a route that reads none (GET / with a body, from a client that asks to close).
+// So such a socket half-closes (FIN), keeps reading and discarding, and closes once the request
+// has arrived or the client has closed its side — bounded in bytes and time, so a client that
+// never stops sending cannot hold it open.
+import type { IncomingMessage, Server } from "node:http";
 import type { Socket } from "node:net";
-
-const LINGERING = Symbol("lingering");
 
 export interface LingerBounds {
   maxBytes: number;
@@ -17,28 +18,42 @@ export interface LingerBounds {
 
 const defaults: LingerBounds = { maxBytes: 64 << 20, maxMs: 5_000 };
 
-export function lingerAfterRefusal(incoming: IncomingMessage, bounds: LingerBounds = defaults): void {
-  const socket = incoming.socket as (Socket & { [LINGERING]?: true }) | null;
-  if (!socket || socket.destroyed || socket[LINGERING]) return;
-  socket[LINGERING] = true;
-  let discarded = 0;
-  const discard = (chunk: Buffer) => {
-    discarded += chunk.byteLength;
-    if (discarded > bounds.maxBytes) socket.destroy();
-  };
-  incoming.on("data", discard);
-  incoming.on("error", () => undefined); // the client may reset; that ends the lingering
-  incoming.resume();
-  let timer: NodeJS.Timeout | undefined;
-  // Node's HTTP server calls destroySoon() once a "Connection: close" answer is written;
-  // this socket ends its writing side instead and waits for the client to finish.
-  socket.destroySoon = function lingeringClose(this: Socket) {
-    if (this.writable) this.end();
-    if (timer) return;
-    timer = setTimeout(() => this.destroy(), bounds.maxMs);
+const CURRENT = Symbol("current request");
+type TrackedSocket = Socket & { [CURRENT]?: IncomingMessage };
+
+/** Every connection of `server` lingers when it closes with its request unread. */
+export function lingerOnClose(server: Server, bounds: LingerBounds = defaults): void {
+  server.on("request", (req: IncomingMessage) => {
+    const socket = req.socket as TrackedSocket | null;
+    if (!socket) return;
+    if (!(CURRENT in socket)) install(socket, bounds);
+    socket[CURRENT] = req;
+  });
+}
+
+function install(socket: TrackedSocket, bounds: LingerBounds): void {
+  const destroySoon = socket.destroySoon.bind(socket);
+  let lingering = false;
+  // Node's HTTP server calls destroySoon() once a "Connection: close" answer is written.
+  socket.destroySoon = function lingeringClose(this: TrackedSocket) {
+    const req = this[CURRENT];
+    if (lingering) return;
+    if (!req || req.complete || this.destroyed) return destroySoon();
+    lingering = true;
+    // Destroy only after our answer has been flushed, as destroySoon would.
+    const close = () => (this.writableFinished ? this.destroy() : this.once("finish", () => this.destroy()));
+    const timer = setTimeout(() => this.destroy(), bounds.maxMs);
     timer.unref();
-    this.once("end", () => this.destroy());
     this.once("close", () => clearTimeout(timer));
-    this.resume();
+    let discarded = 0;
+    req.on("data", (chunk: Buffer) => {
+      discarded += chunk.byteLength;
+      if (discarded > bounds.maxBytes) this.destroy();
+    });
+    req.on("error", () => undefined); // a reset ends the lingering; nothing to report
+    req.once("end", close); // everything the client sent has been read: closing sends no RST
+    this.once("end", close); // the client closed its side
+    req.resume();
+    if (this.writable) this.end();
   };
 }

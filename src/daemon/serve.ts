@@ -1,6 +1,7 @@
 // `ollamats serve`: build the daemon from the config, listen, and drain on SIGINT/SIGTERM.
 import { serve as listen, type ServerType } from "@hono/node-server";
 import { readFileSync } from "node:fs";
+import { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ApiKey } from "../api-keys.js";
 import type { Config } from "../config.js";
@@ -17,6 +18,7 @@ import type { StateStore } from "../backends/llamacpp/protocol.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import { loadApiKeys } from "./keys-file.js";
 import { logAccessPolicy } from "./middleware/api-access.js";
+import { lingerOnClose } from "./lingering-close.js";
 import { createApp } from "./server.js";
 import { PrometheusMetrics } from "./metrics/prometheus.js";
 import { requestLogFields } from "./request-context.js";
@@ -74,6 +76,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const hostname = config.host.host === "" ? "0.0.0.0" : config.host.host;
   const server: ServerType = await new Promise<ServerType>((resolve, reject) => {
     const s = listen({ fetch: app.fetch, hostname, port: config.host.port }, () => resolve(s));
+    if (s instanceof HttpServer) lingerOnClose(s);
     s.once("error", reject);
   }).catch((err: unknown) => {
     stateDir.remove();

@@ -196,6 +196,28 @@ describe("bad input", () => {
     expect(answer).toContain(`request body too large (limit ${64 << 20} bytes)`);
   });
 
+  it("an answer written before the body arrived reaches a client that asked to close (GET / with 16 MB, fuzz case 2555)", async () => {
+    const http = await import("node:http");
+    const body = Buffer.alloc(16 << 20, 0x20);
+    const outcomes: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      outcomes.push(
+        await new Promise<string>((resolve) => {
+          // agent: false sends "Connection: close": the daemon answers at once and closes
+          const r = http.request(`${d.url}/`, { method: "GET", headers: { "content-length": body.length }, agent: false }, (res) => {
+            let text = "";
+            res.setEncoding("utf8");
+            res.on("data", (t: string) => (text += t));
+            res.on("end", () => resolve(`${res.statusCode} ${text}`));
+          });
+          r.on("error", (e: NodeJS.ErrnoException) => resolve(`error ${e.code}`));
+          r.end(body);
+        }),
+      );
+    }
+    expect(outcomes).toEqual(new Array(12).fill("200 Ollama is running"));
+  });
+
   it("a client that leaves in the middle of its body is no internal error; the daemon keeps serving", async () => {
     const net = await import("node:net");
     const { port } = new URL(d.url);

@@ -36,20 +36,31 @@ const nowMs = () => performance.now();
 
 interface Timed {
   firstMs: number;
-  /** content pieces after the first, per second (one piece per token on both sides) */
+  /** generated tokens after the first, per second between the first and the last piece; the
+   *  token count is the engine's own (usage / eval_count), so pieces that carry several tokens
+   *  (a front that coalesces) are not undercounted */
   decodeTokPerS: number;
   promptTokens: number;
+  text: string;
 }
 
-/** Reads a streamed body line by line; `piece` says whether a line carries generated text. */
-async function timeStream(res: Response, t0: number, piece: (line: string) => { text: boolean; promptTokens?: number }): Promise<Timed> {
+interface Piece {
+  text?: string;
+  promptTokens?: number;
+  tokens?: number;
+}
+
+/** Reads a streamed body line by line; `piece` says what a line carries. */
+async function timeStream(res: Response, t0: number, piece: (line: string) => Piece): Promise<Timed> {
   if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let rest = "";
   let first = 0;
   let last = 0;
-  let n = 0;
+  let pieces = 0;
+  let tokens = 0;
   let promptTokens = 0;
+  let text = "";
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
@@ -62,14 +73,17 @@ async function timeStream(res: Response, t0: number, piece: (line: string) => { 
       if (line.includes('"error"')) throw new Error(line);
       const p = piece(line);
       if (p.promptTokens) promptTokens = p.promptTokens;
+      if (p.tokens) tokens = p.tokens;
       if (!p.text) continue;
+      text += p.text;
       const t = nowMs();
-      if (n === 0) first = t;
+      if (pieces === 0) first = t;
       last = t;
-      n++;
+      pieces++;
     }
   }
-  return { firstMs: first - t0, decodeTokPerS: n > 1 ? (n - 1) / ((last - first) / 1000) : NaN, promptTokens };
+  const n = tokens || pieces;
+  return { firstMs: first - t0, decodeTokPerS: n > 1 && last > first ? (n - 1) / ((last - first) / 1000) : NaN, promptTokens, text };
 }
 
 function direct(server: LlamaServer, messages: unknown[], maxTokens: number): Promise<Timed> {
@@ -80,9 +94,9 @@ function direct(server: LlamaServer, messages: unknown[], maxTokens: number): Pr
     body: JSON.stringify({ model: "m", messages, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
   }).then((r) =>
     timeStream(r, t0, (line) => {
-      if (!line.startsWith("data:") || line.includes("[DONE]")) return { text: false };
-      const j = JSON.parse(line.slice(5)) as { choices?: Array<{ delta?: { content?: string } }>; usage?: { prompt_tokens?: number } };
-      return { text: !!j.choices?.[0]?.delta?.content, ...(j.usage?.prompt_tokens ? { promptTokens: j.usage.prompt_tokens } : {}) };
+      if (!line.startsWith("data:") || line.includes("[DONE]")) return {};
+      const j = JSON.parse(line.slice(5)) as { choices?: Array<{ delta?: { content?: string } }>; usage?: { prompt_tokens?: number; completion_tokens?: number } };
+      return { text: j.choices?.[0]?.delta?.content ?? "", promptTokens: j.usage?.prompt_tokens, tokens: j.usage?.completion_tokens };
     }),
   );
 }
@@ -94,8 +108,8 @@ function viaRemote(d: TestDaemon, model: string, messages: unknown[], maxTokens:
     body: JSON.stringify({ model, messages, options: { num_predict: maxTokens, temperature: 0 }, stream: true }),
   }).then((r) =>
     timeStream(r, t0, (line) => {
-      const j = JSON.parse(line) as { message?: { content?: string }; done?: boolean; prompt_eval_count?: number };
-      return { text: !!j.message?.content, ...(j.done && j.prompt_eval_count ? { promptTokens: j.prompt_eval_count } : {}) };
+      const j = JSON.parse(line) as { message?: { content?: string }; done?: boolean; prompt_eval_count?: number; eval_count?: number };
+      return { text: j.message?.content ?? "", ...(j.done ? { promptTokens: j.prompt_eval_count, tokens: j.eval_count } : {}) };
     }),
   );
 }
@@ -107,7 +121,8 @@ async function createRemote(d: TestDaemon, name: string, hosts: string[]): Promi
 
 const words = (seed: number, n: number) => Array.from({ length: n }, (_, i) => `w${(seed * 7919 + i * 104729) % 9973}`).join(" ");
 
-/** 8 conversations × 4 turns, concurrently; each turn's first token and the replicas' cache hits. */
+/** 8 conversations × 4 turns, concurrently, streamed: each turn's first token as the client sees
+ *  it (queueing, routing and prompt evaluation together), and the replicas' prompt-cache hits. */
 async function conversations(d: TestDaemon, model: string, servers: LlamaServer[], tag: string): Promise<{ hitRate: number; meanFirstMs: number }> {
   const before = await Promise.all(servers.map((s) => llamaMetric(s.url, "prompt_tokens_total")));
   const firsts: number[] = [];
@@ -117,15 +132,10 @@ async function conversations(d: TestDaemon, model: string, servers: LlamaServer[
       const messages: Array<{ role: string; content: string }> = [{ role: "system", content: `${tag} conversation ${c}. ${words(c, 300)}` }];
       for (let turn = 0; turn < 4; turn++) {
         messages.push({ role: "user", content: `${words(c * 10 + turn, 40)}?` });
-        let answer = "";
-        const t0 = nowMs();
-        const r = await fetch(`${d.url}/api/chat`, { method: "POST", body: JSON.stringify({ model, messages, options: { num_predict: 16, temperature: 0 }, stream: false }) });
-        const j = (await r.json()) as { message?: { content: string }; prompt_eval_count?: number; prompt_eval_duration?: number; load_duration?: number; error?: string };
-        if (j.error) throw new Error(j.error);
-        answer = j.message?.content ?? "";
-        firsts.push((j.load_duration ?? 0) / 1e6 + (j.prompt_eval_duration ?? 0) / 1e6 || nowMs() - t0);
-        sent += j.prompt_eval_count ?? 0;
-        messages.push({ role: "assistant", content: answer });
+        const t = await viaRemote(d, model, messages, 16);
+        firsts.push(t.firstMs);
+        sent += t.promptTokens;
+        messages.push({ role: "assistant", content: t.text });
       }
     }),
   );
@@ -175,7 +185,10 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
     const concurrentErrors = results.filter((x) => x.status === "rejected").length;
     log(`  ${concurrent} concurrent streams through the remote model: ${concurrentErrors} errors`);
 
-    servers.push(await startLlamaServer(model, { alias: "m", slots: 4, ctx: 4096, threads: 1 }));
+    // the pair's replicas are alike (one thread each on this machine's cores), so routing is what differs
+    await servers[0]!.stop();
+    servers.length = 0;
+    for (let i = 0; i < 2; i++) servers.push(await startLlamaServer(model, { alias: "m", slots: 4, ctx: 4096, threads: 1 }));
     const hosts = servers.map((s) => `${s.url}/v1`);
     const aff = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1", OLLAMATS_REMOTE_ROUTING: "affinity" });
     daemons.push(aff);

@@ -4,6 +4,7 @@
 
 import type { ToolCall } from "../api/types.js";
 import { charWidth, displayWidth } from "./table.js";
+import { terminalSafe } from "./terminal-text.js";
 
 export const COLOR_GREY = "\x1b[38;5;245m";
 export const COLOR_DEFAULT = "\x1b[0m";
@@ -126,6 +127,8 @@ export class ResponseWriter {
   }
 
   push(part: ResponsePart): void {
+    // What is kept (the conversation's history) is what the model said; what is shown is safe.
+    const shown = (text: string) => (this.opts.plain ? text : terminalSafe(text));
     if (part.thinking && !this.opts.hideThinking) {
       if (!this.thinkingOpen) {
         this.write(thinkingOpeningText(this.opts.plain));
@@ -133,7 +136,7 @@ export class ResponseWriter {
         this.thinkingClosed = false;
       }
       this.thinking += part.thinking;
-      this.wrap.display(part.thinking, this.opts.wordWrap);
+      this.wrap.display(shown(part.thinking), this.opts.wordWrap);
     }
     const calls = part.toolCalls ?? [];
     if (this.thinkingOpen && !this.thinkingClosed && (part.content !== "" || calls.length > 0)) {
@@ -145,7 +148,7 @@ export class ResponseWriter {
     }
     this.content += part.content;
     if (this.opts.toolCallsFirst && calls.length > 0) this.write(renderToolCalls(calls, this.opts.plain));
-    this.wrap.display(part.content, this.opts.wordWrap);
+    this.wrap.display(shown(part.content), this.opts.wordWrap);
     if (!this.opts.toolCallsFirst && calls.length > 0) this.write(renderToolCalls(calls, this.opts.plain));
   }
 }

@@ -1,5 +1,6 @@
 // Terminal display: `show` sections (cmd_test.go TestShowInfo), progress lines and the streamed
 // answer (word wrap, thinking block).
+import { terminalSafe } from "../../src/cli/terminal-text.js";
 import { describe, expect, it } from "vitest";
 import { Bar, fitLine, formatEta, Progress, Spinner } from "../../src/cli/progress.js";
 import { ResponseWriter, WrapWriter } from "../../src/cli/response-writer.js";
@@ -315,5 +316,22 @@ describe("response display", () => {
     rw.push({ content: "", thinking: "x" });
     rw.push({ content: "ok" });
     expect(out).toBe("ok");
+  });
+});
+
+describe("model output on a terminal", () => {
+  it("shows control characters in caret notation, keeps what the model said in the history", () => {
+    expect(terminalSafe("a\x1b[2Jb\x07c\td\ne")).toBe("a^[[2Jb^Gc\td\ne");
+    expect(terminalSafe("line\r\nnext\r")).toBe("line\nnext");
+    expect(terminalSafe("del\x7f c1\x9b")).toBe("del^? c1\ufffd");
+    expect(terminalSafe("plain text, ünïcode ✓")).toBe("plain text, ünïcode ✓");
+    let out = "";
+    const w = new ResponseWriter((s) => void (out += s), () => 80, { wordWrap: false, hideThinking: false, plain: false, toolCallsFirst: true });
+    w.push({ content: "hi\x1b]0;pwned\x07!" });
+    expect(out).toBe("hi^[]0;pwned^G!");
+    expect(w.content).toBe("hi\x1b]0;pwned\x07!");
+    let piped = "";
+    new ResponseWriter((s) => void (piped += s), () => 80, { wordWrap: false, hideThinking: false, plain: true, toolCallsFirst: true }).push({ content: "x\x1b[1my" });
+    expect(piped).toBe("x\x1b[1my");
   });
 });

@@ -12,6 +12,7 @@ import { isMissingRoute, pullWithProgress } from "../pull-progress.js";
 import { extractFileData } from "../images.js";
 import { isMultiModal, type SessionState } from "../repl-input.js";
 import { WrapWriter } from "../response-writer.js";
+import { terminalSafe } from "../terminal-text.js";
 import { generateAnswer } from "../stream-answer.js";
 
 /** run's arguments; a flag not given is absent (main.ts's fast path passes none). */
@@ -174,9 +175,9 @@ export const runModel = action(async (argv: RunArgs) => {
 
   await loadOrUnload(client, { model, ...(keepAlive !== undefined ? { keepAlive } : {}), ...(think !== undefined ? { think } : {}) });
   for (const msg of info.messages ?? []) {
-    if (msg.role === "user") process.stdout.write(`>>> ${msg.content}\n`);
+    if (msg.role === "user") process.stdout.write(`>>> ${terminalSafe(msg.content)}\n`);
     else if (msg.role === "assistant") {
-      new WrapWriter((s) => void process.stdout.write(s), () => process.stdout.columns ?? 80).display(msg.content, wordWrap);
+      new WrapWriter((s) => void process.stdout.write(s), () => process.stdout.columns ?? 80).display(terminalSafe(msg.content), wordWrap);
       process.stdout.write("\n\n");
     }
   }

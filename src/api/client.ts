@@ -4,8 +4,8 @@
 
 import { STATUS_CODES } from "node:http";
 import { Readable } from "node:stream";
-import type { Dispatcher } from "undici";
 import { checkUnchanged, openRegularFile, readChunks } from "../fs/regular-file.js";
+import { NodeTransport, type HttpAnswer } from "./node-transport.js";
 import type {
   ChatRequest,
   ChatResponse,
@@ -77,8 +77,6 @@ export interface ClientOptions {
   userAgent?: string;
   /** Sent as `Authorization: Bearer <key>` on every request (OLLAMA_API_KEY; a server with API keys wants it). */
   apiKey?: string;
-  /** Override the undici dispatcher (tests). */
-  dispatcher?: Dispatcher;
 }
 
 /** Most bytes one NDJSON line may hold (Ollama's client uses 8 MB). */
@@ -90,12 +88,11 @@ export class Client {
   readonly baseUrl: string;
   private readonly userAgent: string;
   private readonly authorization: Record<string, string>;
-  private dispatcher: Dispatcher | undefined;
+  private readonly transport = new NodeTransport();
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.userAgent = options.userAgent ?? `ollamats (${process.arch} ${process.platform}) Node/${process.version}`;
-    this.dispatcher = options.dispatcher;
     this.authorization = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
   }
 
@@ -209,7 +206,7 @@ export class Client {
           throw err;
         }
       };
-      let res: Dispatcher.ResponseData;
+      let res: HttpAnswer;
       try {
         res = await this.send("POST", `/api/blobs/${digest}`, {
           body: Readable.from(counted()),
@@ -233,7 +230,7 @@ export class Client {
 
   /** Close idle connections (the process can exit without waiting for keep-alive timers). */
   async close(): Promise<void> {
-    await this.dispatcher?.close();
+    this.transport.close();
   }
 
   // ---- plumbing ----------------------------------------------------------------------------
@@ -246,18 +243,14 @@ export class Client {
     method: Method,
     path: string,
     opts: { body?: string | NodeJS.ReadableStream; headers?: Record<string, string>; signal?: AbortSignal },
-  ): Promise<Dispatcher.ResponseData> {
+  ): Promise<HttpAnswer> {
     const url = this.url(path);
-    // undici is loaded on first use (and only what a request needs), so commands start faster.
-    const { Agent, request } = (await import("./undici-core.js")).undiciCore();
-    // No timeouts: a model load can keep the headers waiting for minutes, and a stream can pause.
-    this.dispatcher ??= new Agent({ headersTimeout: 0, bodyTimeout: 0 });
     try {
-      return await request(this.dispatcher, new URL(url), {
+      return await this.transport.send(new URL(url), {
         method,
-        body: opts.body as Dispatcher.DispatchOptions["body"],
+        ...(opts.body !== undefined ? { body: opts.body as string | Readable } : {}),
         headers: { "user-agent": this.userAgent, ...this.authorization, ...opts.headers },
-        signal: opts.signal,
+        ...(opts.signal ? { signal: opts.signal } : {}),
       });
     } catch (err) {
       if (isConnectionRefused(err)) throw new ServerUnreachableError(url, { cause: err });

@@ -12,9 +12,10 @@ function settings(s: Partial<KvSettings> & { type?: string }): KvSettings {
 }
 
 describe("resolveKvCache", () => {
-  it("defaults: f16, flash attention off unless asked", () => {
-    expect(resolveKvCache(settings({}), llama)).toEqual({ flashAttention: false, typeK: "f16", typeV: "f16", warnings: [] });
-    expect(resolveKvCache(settings({ flashAttention: true }), llama).flashAttention).toBe(true);
+  it("defaults: f16, flash attention automatic (on where the model allows it, as Ollama main and node-llama-cpp), off when asked", () => {
+    expect(resolveKvCache(settings({}), llama)).toEqual({ flashAttention: true, typeK: "f16", typeV: "f16", warnings: [] });
+    expect(resolveKvCache(settings({ flashAttention: false }), llama).flashAttention).toBe(false);
+    expect(resolveKvCache(settings({}), { ...llama, isEmbedding: true }).flashAttention).toBe(false);
   });
 
   it("a quantized V cache turns flash attention on when the setting is automatic", () => {
@@ -28,7 +29,7 @@ describe("resolveKvCache", () => {
   });
 
   it("a quantized K cache alone needs no flash attention", () => {
-    expect(resolveKvCache(settings({ kvCacheTypeK: "q8_0" }), llama)).toEqual({ flashAttention: false, typeK: "q8_0", typeV: "f16", warnings: [] });
+    expect(resolveKvCache(settings({ kvCacheTypeK: "q8_0", flashAttention: false }), llama)).toEqual({ flashAttention: false, typeK: "q8_0", typeV: "f16", warnings: [] });
   });
 
   it("OLLAMA_KV_CACHE_TYPE with OLLAMA_FLASH_ATTENTION=0: f16, as Ollama does, with a warning", () => {
@@ -48,7 +49,7 @@ describe("resolveKvCache", () => {
 
   it("a head size the block cannot divide falls back to f16 with a warning (never a failed load)", () => {
     const r = resolveKvCache(settings({ type: "q8_0" }), hd16);
-    expect(r).toMatchObject({ flashAttention: false, typeK: "f16", typeV: "f16" });
+    expect(r).toMatchObject({ flashAttention: true, typeK: "f16", typeV: "f16" });
     expect(r.warnings).toEqual([
       "K cache type q8_0 needs a head size divisible by 32, the model's is 16; using f16",
       "V cache type q8_0 needs a head size divisible by 32, the model's is 16; using f16",

@@ -1,6 +1,7 @@
 // The daemon under test: the built CLI (`node dist/cli/main.js serve`) on loopback with a given
 // OLLAMA_MODELS, started through the test helper, plus what the suite asks of its logs: a clean
 // start has only INFO lines, and no line anywhere is an ERROR or a stack trace.
+import { DAEMON_NODE_FLAGS } from "../../src/daemon/node-flags.js";
 import { rm, writeFile } from "node:fs/promises";
 import { makeDirs } from "../../src/fs/make-dirs.js";
 import os from "node:os";
@@ -21,7 +22,9 @@ export interface Daemon {
 
 /** Starts the daemon on `models`; `home` holds its identity key. */
 export async function launch(models: string, home: string, env: Record<string, string> = {}): Promise<Daemon> {
-  const d: TestDaemon = await startDaemon(registryEnv(home, { OLLAMA_MODELS: models, ...env }));
+  // started as the service files start it (DAEMON_NODE_FLAGS: the heap sized for a server)
+  const nodeOptions = [process.env.NODE_OPTIONS ?? "", ...DAEMON_NODE_FLAGS].join(" ").trim();
+  const d: TestDaemon = await startDaemon(registryEnv(home, { OLLAMA_MODELS: models, NODE_OPTIONS: nodeOptions, ...env }));
   // startDaemon made a models directory of its own that this daemon does not use
   await rm(d.models, { recursive: true, force: true });
   const exited = new Promise<void>((r) => d.proc.once("exit", () => r()));

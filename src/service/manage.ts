@@ -2,6 +2,7 @@
 // anything, the systemctl/launchctl calls. All I/O on the service manager goes through the
 // context's `run`, and with `root` set only files are written (under that directory), which is how
 // the tests and packagers use it.
+import { DAEMON_NODE_FLAGS } from "../daemon/node-flags.js";
 import { makeDirs } from "../fs/make-dirs.js";
 import { readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -222,7 +223,7 @@ export function serviceFiles(ctx: ServiceContext, env: [string, string][]): { pa
   const layout = serviceLayout(ctx);
   const spec: ServiceSpec = {
     scope: ctx.scope,
-    command: [ctx.node, ctx.script, "serve"],
+    command: [ctx.node, ...DAEMON_NODE_FLAGS, ctx.script, "serve"],
     env,
     ...(ctx.runAs ? { runAs: ctx.runAs } : {}),
     ...(layout.logFile ? { logFile: layout.logFile } : {}),

@@ -305,7 +305,7 @@ describe("ollamats service (CLI, temporary root)", () => {
     expect(first.code, first.stderr).toBe(0);
     expect(await listFiles(root)).toEqual([dropInRel, unitRel, "etc/sysusers.d/ollamats.conf"].sort());
     const unit = await readFile(path.join(root, unitRel), "utf8");
-    expect(unit).toContain(`ExecStart=${process.execPath} ${path.join(REPO, "dist/cli/main.js")} serve`);
+    expect(unit).toContain(`ExecStart=${process.execPath} --max-semi-space-size=64 ${path.join(REPO, "dist/cli/main.js")} serve`);
     expect((await stat(path.join(root, unitRel))).mode & 0o777).toBe(0o644);
     if (has("systemd-analyze")) expect(verify(path.join(root, unitRel))).toEqual({ ok: true, output: "" });
 

@@ -3,7 +3,11 @@
 // instead: the qwen3 architecture (llama.cpp runs its rank pooling on the last token, then a
 // softmax over the classifier's labels) with pooling_type rank and a `cls.output` head.
 //
-//   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--embedding | --ranking] [--out DIR]
+//   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--layers N] [--embedding | --ranking] [--out DIR]
+//
+// `--layers N` keeps only the first N blocks of the shape: tensors are seeded by name, so the
+// result is the full model with its upper layers cut off (a draft model for speculative decoding
+// that shares the vocabulary, the embeddings and the lower layers).
 //
 // Prints the absolute path. Same options => byte-identical file. Files go to <repo>/.cache/models by
 // default and are reused when already present with the expected size and header bytes.
@@ -23,6 +27,8 @@ export interface MakeModelOptions {
   embedding?: boolean;
   /** A reranker (node-llama-cpp's ranking context): qwen3, pooling_type rank, a classifier. */
   ranking?: boolean;
+  /** Only the first N blocks of the shape (same weights for those): a cut-down draft model. */
+  layers?: number;
   outDir?: string;
 }
 
@@ -68,8 +74,9 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const DEFAULT_MODEL_DIR = join(REPO_ROOT, ".cache", "models");
 
 export function modelFileName(opts: MakeModelOptions = {}): string {
-  const { shape = "tiny", type = "Q4_0", seed = 1, embedding = false, ranking = false } = opts;
-  return `${shape}${embedding ? "-embed" : ""}${ranking ? "-rank" : ""}-${type}-s${seed}.gguf`;
+  const { shape = "tiny", type = "Q4_0", seed = 1, embedding = false, ranking = false, layers } = opts;
+  const cut = layers !== undefined && layers !== SHAPES[shape].layers ? `-L${layers}` : "";
+  return `${shape}${embedding ? "-embed" : ""}${ranking ? "-rank" : ""}${cut}-${type}-s${seed}.gguf`;
 }
 
 /** FNV-1a over a string, mixed with the seed: per-tensor PRNG seed. */
@@ -123,8 +130,11 @@ function constTensor(name: string, dims: number[], value: number): TensorSpec {
 
 export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tensors: TensorSpec[] } {
   const { shape = "tiny", type = "Q4_0", seed = 1, embedding = false, ranking = false } = opts;
-  const s = SHAPES[shape];
-  if (!s) throw new Error(`unknown shape ${shape}`);
+  const full = SHAPES[shape];
+  if (!full) throw new Error(`unknown shape ${shape}`);
+  const layers = opts.layers ?? full.layers;
+  if (!Number.isInteger(layers) || layers < 1 || layers > full.layers) throw new Error(`layers must be 1 to ${full.layers} for shape ${shape}, got ${layers}`);
+  const s = { ...full, layers };
   if (!(type in FILE_TYPE)) throw new Error(`unknown type ${type}`);
   if (embedding && ranking) throw new Error("a model is an embedding model or a reranker, not both");
   const headDim = s.embd / s.heads;
@@ -220,6 +230,7 @@ function optionsFromArgv(argv: string[]): MakeModelOptions {
       seed: { type: "string" },
       embedding: { type: "boolean" },
       ranking: { type: "boolean" },
+      layers: { type: "string" },
       out: { type: "string" },
     },
   });
@@ -231,6 +242,7 @@ function optionsFromArgv(argv: string[]): MakeModelOptions {
     seed: v.seed === undefined ? undefined : Number(v.seed),
     embedding: v.embedding,
     ranking: v.ranking,
+    layers: v.layers === undefined ? undefined : Number(v.layers),
     outDir: v.out,
   };
 }

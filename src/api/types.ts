@@ -165,12 +165,15 @@ export interface CreateRequest {
   from?: string;
   files?: Record<string, string>;
   adapters?: Record<string, string>;
+  /** The draft model (speculative decoding): file name → digest of its uploaded GGUF blob. */
+  draft_files?: Record<string, string>;
   template?: string;
   system?: string;
   license?: string | string[];
   parameters?: Record<string, unknown>;
   messages?: Message[];
   quantize?: string;
+  draft_quantize?: string;
   stream?: boolean;
 }
 

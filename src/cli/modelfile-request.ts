@@ -1,6 +1,7 @@
 // Modelfile commands → /api/create request, as Ollama's parser.Modelfile.CreateRequest does it on
 // the client: FROM a path that exists becomes `files` (digests computed here, uploaded later),
-// FROM anything else becomes `from`; PARAMETERs are typed; LICENSEs collect into an array.
+// FROM anything else becomes `from`; ADAPTER and DRAFT paths become `adapters` and `draft_files`;
+// PARAMETERs are typed; LICENSEs collect into an array.
 
 import { createHash } from "node:crypto";
 import { readdir, realpath, stat } from "node:fs/promises";
@@ -33,6 +34,8 @@ export interface CreatePlan {
   request: CreateRequestWire;
   files: LocalBlob[];
   adapters: LocalBlob[];
+  /** The DRAFT model's file(s), uploaded like FROM files. */
+  drafts: LocalBlob[];
   warnings: string[];
 }
 
@@ -188,6 +191,7 @@ export async function buildCreatePlan(
   const request: CreateRequestWire = {};
   const files: LocalBlob[] = [];
   const adapters: LocalBlob[] = [];
+  const drafts: LocalBlob[] = [];
   const warnings: string[] = [];
   const messages: Message[] = [];
   const licenses: string[] = [];
@@ -214,11 +218,13 @@ export async function buildCreatePlan(
         else files.push(...found);
         break;
       }
-      case "adapter": {
+      case "adapter":
+      case "draft": {
         const p = expandPath(c.args, relativeDir);
         const found = await blobs(p, digest);
         if (found === null) throw new Error(`stat ${p}: no such file or directory`);
-        adapters.splice(0, adapters.length, ...found);
+        const into = name === "adapter" ? adapters : drafts;
+        into.splice(0, into.length, ...found);
         break;
       }
       case "template":
@@ -258,10 +264,12 @@ export async function buildCreatePlan(
 
   const namedFiles = named(files);
   const namedAdapters = named(adapters);
+  const namedDrafts = named(drafts);
   if (namedFiles.length > 0) request.files = Object.fromEntries(namedFiles.map((f) => [f.name, f.digest]));
   if (namedAdapters.length > 0) request.adapters = Object.fromEntries(namedAdapters.map((f) => [f.name, f.digest]));
+  if (namedDrafts.length > 0) request.draft_files = Object.fromEntries(namedDrafts.map((f) => [f.name, f.digest]));
   if (Object.keys(params).length > 0) request.parameters = params;
   if (messages.length > 0) request.messages = messages;
   if (licenses.length > 0) request.license = licenses;
-  return { request, files: namedFiles, adapters: namedAdapters, warnings };
+  return { request, files: namedFiles, adapters: namedAdapters, drafts: namedDrafts, warnings };
 }

@@ -1,6 +1,6 @@
 // The legacy /api/create form: `{"model", "modelfile": "FROM …\nSYSTEM …"}` (Ollama before the
 // `from`/`files` fields). The Modelfile is parsed on the server and turned into the newer fields.
-// FROM / ADAPTER may name a model or a blob the client uploaded (`@sha256:<hex>`, which is what
+// FROM / ADAPTER / DRAFT may name a model or a blob the client uploaded (`@sha256:<hex>`, which is what
 // old clients substituted for local paths); a path on the server's file system is refused, so a
 // request can never make the daemon read arbitrary files.
 import { parseModelfile, parseParameterValue, splitCommandArgs, ModelfileError } from "./modelfile.js";
@@ -46,6 +46,12 @@ export function createInputFromModelfile(text: string): LegacyFields {
         out.adapters = { "adapter.gguf": parseDigest(m[1] as string) as string };
         break;
       }
+      case "draft": {
+        const m = BLOB_REF.exec(c.args);
+        if (!m) throw new LegacyModelfileError(`DRAFT ${c.args}: upload the draft model with POST /api/blobs/<digest> and use "DRAFT @sha256:<hex>" or the "draft_files" field`);
+        out.draftFiles = { "draft.gguf": parseDigest(m[1] as string) as string };
+        break;
+      }
       case "template":
         out.template = c.args;
         break;
@@ -76,8 +82,6 @@ export function createInputFromModelfile(text: string): LegacyFields {
         params[key] = Array.isArray(prev) && Array.isArray(typed) ? [...prev, ...typed] : typed;
         break;
       }
-      case "draft":
-        throw new LegacyModelfileError("DRAFT is not supported by ollamats");
     }
   }
   if (Object.keys(params).length > 0) out.parameters = params;

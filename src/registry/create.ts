@@ -1,15 +1,11 @@
 // /api/create (reference §4.8): weights from uploaded GGUF blobs (`files`), from an existing model
 // (`from`, pulled first when it is not in the store; `@sha256:<hex>` names a blob), an ADAPTER
-// (`adapters`), `quantize` (quantize.ts), plus template/system/params/messages/license layers and
-// the config blob, then the manifest. A failed create leaves no manifest and removes the blobs
+// (`adapters`), a DRAFT model (`draft_files`, create-draft.ts), `quantize` and `draft_quantize`
+// (quantize-layer.ts), plus template/system/params/messages/license layers and the config blob,
+// then the manifest. A failed create leaves no manifest and removes the blobs
 // only it had written; a replaced manifest's now-unused blobs are pruned (unless OLLAMA_NOPRUNE).
-import { makeDirs } from "../fs/make-dirs.js";
-import { randomBytes } from "node:crypto";
-import { promises as fs } from "node:fs";
-import path from "node:path";
-import lockfile from "proper-lockfile";
 import type { ProgressResponse } from "../api/types.js";
-import { GgufError, ggufFacts, readGgufInfo, type GgufInfo } from "./gguf.js";
+import { ggufFacts, readGgufInfo, type GgufInfo } from "./gguf.js";
 import { ggufSource, type ModelResolver } from "./model-spec.js";
 import { optionRefusal } from "../backends/option-ranges.js";
 import { parseRemoteHosts, RemoteHostError } from "./remote-host.js";
@@ -17,17 +13,19 @@ import { OllamaTemplate } from "../template/ollama.js";
 import { describeRemote, RemoteModelUnknownError, type RemoteDescription } from "./remote-describe.js";
 import { OPTION_TYPES } from "./modelfile.js";
 import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
-import { LOCK_STALE_MS } from "./store-sweep.js";
-import { parseQuantizeType, QuantizeError, quantizeGguf, sourceFileType, type QuantizeTarget } from "./quantize.js";
+import { sourceFileType, type QuantizeTarget } from "./quantize.js";
+import { quantizeLayer } from "./quantize-layer.js";
+import { checkFiles, CreateError, ggufLayers, requestedQuantization, type GgufLayer } from "./create-files.js";
+import { attachDraft, checkDraftRequest, DRAFT_REMOTE, quantizeDraft, type DraftPlan } from "./create-draft.js";
 import {
   MEDIA_TYPE_ADAPTER,
   MEDIA_TYPE_CONFIG,
+  MEDIA_TYPE_DRAFT,
   MEDIA_TYPE_LICENSE,
   MEDIA_TYPE_MANIFEST,
   MEDIA_TYPE_MESSAGES,
   MEDIA_TYPE_MODEL,
   MEDIA_TYPE_PARAMS,
-  MEDIA_TYPE_PROJECTOR,
   MEDIA_TYPE_PROMPT,
   MEDIA_TYPE_SYSTEM,
   MEDIA_TYPE_TEMPLATE,
@@ -36,20 +34,18 @@ import {
 } from "./manifest.js";
 import type { Store } from "./store.js";
 
-export class CreateError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { CreateError };
+
 
 export interface CreateInput {
   name: ModelName;
   from?: string;
   files?: Record<string, string>;
   adapters?: Record<string, string>;
+  /** The draft model for speculative decoding (Ollama's `draft_files`): one GGUF blob. */
+  draftFiles?: Record<string, string>;
+  /** Quantize the draft (F32/F16/BF16) to this type (`draft_quantize`). */
+  draftQuantize?: string;
   template?: string;
   system?: string;
   license?: string | string[];
@@ -103,61 +99,8 @@ function checkParameters(params: Record<string, unknown>): Record<string, unknow
   return out;
 }
 
-function checkFiles(files: Record<string, string> | undefined): Array<[string, string]> {
-  const list = Object.entries(files ?? {});
-  for (const [file, digest] of list) {
-    // fs.ValidPath: relative, slash-separated, no `.`/`..` elements, no empty elements
-    const parts = file.split("/");
-    if (file === "" || path.isAbsolute(file) || file.includes("\\") || file.includes("\0") || parts.some((p) => p === "" || p === "." || p === "..")) {
-      throw new CreateError(400, "file path must be relative");
-    }
-    if (!parseDigest(digest)) throw new CreateError(400, "invalid digest format");
-  }
-  return list;
-}
 
-interface GgufLayer {
-  layer: Layer;
-  info: GgufInfo;
-}
 
-/** Read and classify uploaded GGUF blobs (model, adapter, projector); 400 for anything else. */
-async function ggufLayers(store: Store, files: Array<[string, string]>, forceMediaType?: string): Promise<GgufLayer[]> {
-  const out: GgufLayer[] = [];
-  for (const [file, raw] of [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    const digest = parseDigest(raw) as string;
-    const size = await store.blobSize(digest);
-    if (size === null) throw new CreateError(400, `blob ${digest} for file "${file}" not found; upload it first with POST /api/blobs/${digest}`);
-    let info: GgufInfo;
-    try {
-      info = await readGgufInfo(store.blobPath(digest));
-    } catch (err) {
-      if (err instanceof GgufError) throw new CreateError(400, `${file}: ${err.message}`);
-      throw err;
-    }
-    let mediaType = forceMediaType ?? MEDIA_TYPE_MODEL;
-    if (!forceMediaType) {
-      const kind = info.metadata["general.type"];
-      const arch = info.metadata["general.architecture"];
-      if (kind === "adapter") mediaType = MEDIA_TYPE_ADAPTER;
-      else if (kind === "projector" || kind === "mmproj" || (arch === "clip" && info.metadata["clip.has_vision_encoder"] !== undefined)) mediaType = MEDIA_TYPE_PROJECTOR;
-    }
-    out.push({ layer: { mediaType, digest, size }, info });
-  }
-  return out;
-}
-
-/** Move a finished temp file into the store as blob `digest` (under the blob lock). */
-async function adoptBlob(store: Store, tmp: string, digest: string): Promise<void> {
-  const final = store.blobPath(digest);
-  const release = await lockfile.lock(final, { realpath: false, retries: { forever: true, minTimeout: 20, maxTimeout: 500, factor: 1.5 }, onCompromised: () => undefined });
-  try {
-    if (await store.hasBlob(digest)) await fs.rm(tmp, { force: true });
-    else await fs.rename(tmp, final);
-  } finally {
-    await release().catch(() => undefined);
-  }
-}
 
 export async function createModel(store: Store, models: ModelResolver, input: CreateInput, progress: Progress, ctx: CreateContext = {}): Promise<void> {
   // Everything that can be checked without reading a model comes before the first progress
@@ -165,6 +108,7 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
   const files = checkFiles(input.files);
   const adapters = checkFiles(input.adapters);
   const remote = input.remoteHost !== undefined ? checkRemote(input, files.length + adapters.length > 0) : undefined;
+  const draft = checkDraftRequest(input, remote !== undefined);
   let fromBlob: string | undefined;
   let fromName: ModelName | undefined;
   if (input.from && !remote) {
@@ -182,19 +126,12 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
     if (!ROLES.has(m.role)) throw new CreateError(400, `invalid message role '${m.role}' (use system, user or assistant)`);
   }
   const newParams = checkParameters(input.parameters ?? {});
-  let quantize: QuantizeTarget | undefined;
-  if (input.quantize) {
-    try {
-      quantize = parseQuantizeType(input.quantize);
-    } catch (e) {
-      throw new CreateError(400, (e as QuantizeError).message);
-    }
-  }
+  const quantize = requestedQuantization(input.quantize);
 
-  const written: string[] = [...files, ...adapters].map(([, d]) => parseDigest(d) as string);
+  const written: string[] = [...files, ...adapters, ...(draft?.files ?? [])].map(([, d]) => parseDigest(d) as string);
   if (fromBlob) written.push(fromBlob);
   try {
-    await build(store, models, input, { files, adapters, fromBlob, fromName, newParams, quantize, remote }, progress, written, ctx);
+    await build(store, models, input, { files, adapters, fromBlob, fromName, newParams, quantize, remote, draft }, progress, written, ctx);
   } catch (err) {
     await store.pruneUnreferencedBlobs(written).catch(() => undefined);
     throw err;
@@ -209,6 +146,7 @@ interface Plan {
   newParams: Record<string, unknown>;
   quantize?: QuantizeTarget;
   remote?: { host: string; model: string };
+  draft?: DraftPlan;
 }
 
 /** A remote model has no weights here: its upstream(s) must parse, and it needs a name upstream. */
@@ -263,6 +201,7 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
   let inheritedParams: Record<string, unknown> = {};
   let config: Partial<ModelConfigBlob> = {};
   let modelInfo: GgufInfo | undefined;
+  let draftParsed: GgufLayer | undefined;
 
   const fromFiles = plan.fromBlob ? ([["model.gguf", plan.fromBlob]] as Array<[string, string]>) : plan.files;
   if (plan.remote) {
@@ -278,6 +217,7 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
     const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);
     const model = parsed.find((p) => p.layer.mediaType === MEDIA_TYPE_MODEL);
     if (plan.quantize && model) checkQuantizable(model.info, plan.quantize);
+    if (plan.draft) draftParsed = await attachDraft(store, plan.draft, model ? { path: store.blobPath(model.layer.digest), info: model.info } : undefined);
     for (const p of parsed) {
       progress({ status: "parsing GGUF" });
       layers.push(p.layer);
@@ -312,10 +252,21 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
       checkQuantizable(modelInfo, plan.quantize);
     }
     const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);
+    const weights = ggufSource(base);
+    if (plan.draft) {
+      if (!weights) throw new CreateError(400, DRAFT_REMOTE);
+      draftParsed = await attachDraft(store, plan.draft, { path: weights.path, info: weights.gguf });
+    }
     for (const p of adapterParsed) {
       progress({ status: "parsing GGUF" });
       if (!layers.some((l) => l.digest === p.layer.digest)) layers.push(p.layer);
     }
+  }
+  if (draftParsed) {
+    // A new draft replaces the one the base model had.
+    progress({ status: "parsing GGUF" });
+    layers = [...layers.filter((l) => l.mediaType !== MEDIA_TYPE_DRAFT), draftParsed.layer];
+    config = { ...config, draft: { model_format: "gguf", architecture: ggufFacts(draftParsed.info).family } };
   }
   if (!plan.remote && !config.remote_host && !layers.some((l) => l.mediaType === MEDIA_TYPE_MODEL)) throw new CreateError(400, "no base model was found");
 
@@ -328,8 +279,15 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
     config = { ...config, ...configFromGguf(await readGgufInfo(store.blobPath(q.digest))) };
     progress({ status: `${layerStatus(created)} ${q.digest}` });
   }
+  const draftQuantized = draftParsed && plan.draft?.quantize ? await quantizeDraft(store, draftParsed, plan.draft.quantize, progress, ctx.signal) : undefined;
+  if (draftQuantized) {
+    written.push(draftQuantized.layer.digest);
+    layers = layers.map((l) => (l === draftParsed?.layer ? draftQuantized.layer : l));
+    progress({ status: `${layerStatus(draftQuantized.created)} ${draftQuantized.layer.digest}` });
+  }
   for (const l of layers) {
-    if (!(plan.quantize && l.mediaType === MEDIA_TYPE_MODEL && !l.from)) progress({ status: `using existing layer ${l.digest}` });
+    const rewritten = (plan.quantize && l.mediaType === MEDIA_TYPE_MODEL && !l.from) || l === draftQuantized?.layer;
+    if (!rewritten) progress({ status: `using existing layer ${l.digest}` });
   }
 
   const addText = async (mediaType: string, text: string) => {
@@ -403,42 +361,6 @@ function checkQuantizable(info: GgufInfo, target: QuantizeTarget): void {
 /** Ollama's words for a layer a create wrote, or found in the store already (NewLayer). */
 function layerStatus(created: boolean): string {
   return created ? "creating new layer" : "using existing layer";
-}
-
-/** Quantize the model layer into a blob (`created` false if the store had it), with Ollama's progress lines. */
-async function quantizeLayer(store: Store, layer: Layer, info: GgufInfo, target: QuantizeTarget, progress: Progress, signal?: AbortSignal): Promise<{ layer: Layer; created: boolean }> {
-  const status = `quantizing ${sourceFileType(info)} model to ${target}`;
-  await makeDirs(store.blobsDir);
-  const tmp = path.join(store.blobsDir, `.quantize-${randomBytes(6).toString("hex")}.tmp`);
-  // Written under a lock of its own, so the startup sweep (store-sweep.ts) can tell a live
-  // quantizer in another process from one that was killed.
-  const release = await lockfile.lock(tmp, { realpath: false, stale: LOCK_STALE_MS, onCompromised: () => undefined });
-  let last = 0;
-  try {
-    progress({ status, digest: "0000000000000000000", total: layer.size, completed: 0 });
-    const res = await quantizeGguf(
-      store.blobPath(layer.digest),
-      tmp,
-      target,
-      (done, total) => {
-        const now = Date.now();
-        if (now - last < 60 && done < total) return;
-        last = now;
-        progress({ status, digest: "0000000000000000000", total: layer.size, completed: Math.floor((done / Math.max(total, 1)) * layer.size) });
-      },
-      signal,
-    );
-    progress({ status: "verifying conversion" });
-    await readGgufInfo(tmp).catch((e: Error) => {
-      throw new Error(`quantized model does not verify: ${e.message}`);
-    });
-    const existed = await store.hasBlob(res.digest);
-    await adoptBlob(store, tmp, res.digest);
-    return { layer: { mediaType: MEDIA_TYPE_MODEL, digest: res.digest, size: res.size }, created: !existed };
-  } finally {
-    await fs.rm(tmp, { force: true });
-    await release().catch(() => undefined);
-  }
 }
 
 function replaces(input: CreateInput, mediaType: string): boolean {

@@ -50,6 +50,8 @@ export interface ModelConfigBlob {
   embedding_length?: number;
   base_name?: string;
   capabilities?: string[];
+  /** The draft model stored with it (speculative decoding), as Ollama's model.Draft. */
+  draft?: { model_format?: string; architecture?: string };
 }
 
 export class CorruptManifestError extends Error {

@@ -7,6 +7,7 @@ import { GgufError, readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } fro
 import { parseModelName, displayName, type ModelName } from "./name.js";
 import {
   MEDIA_TYPE_ADAPTER,
+  MEDIA_TYPE_DRAFT,
   MEDIA_TYPE_LICENSE,
   MEDIA_TYPE_MESSAGES,
   MEDIA_TYPE_MODEL,
@@ -31,6 +32,15 @@ export interface GgufSource {
   adapters: string[];
   gguf: GgufInfo;
   facts: GgufFacts;
+  /** The DRAFT model that proposes tokens for this one (speculative decoding), if it has one. */
+  draft?: DraftSource;
+}
+
+/** A draft model's GGUF blob and its (slim) header, for the memory plan. */
+export interface DraftSource {
+  path: string;
+  digest: string;
+  gguf: GgufInfo;
 }
 
 /** Ollama's remote stub: the model runs on other engines (config `remote_host`, `remote_model`). */
@@ -152,12 +162,17 @@ export class ModelResolver {
     const modelLayer = layers.find((l) => l.mediaType === MEDIA_TYPE_MODEL);
     if (!modelLayer) throw new Error(`model ${displayName(stored.name)} has no GGUF weights layer`);
     const path = this.store.blobPath(modelLayer.digest);
-    const gguf = await this.gguf(modelLayer.digest, path).catch((err: unknown) => {
-      // A model stored before its file was checked (or by another program): say what to do.
-      if (!(err instanceof GgufError)) throw err;
-      const name = displayName(stored.name);
-      throw new GgufError(`model '${name}' cannot be used: ${err.message}; remove it with 'ollamats rm ${name}' and create or pull it again`);
-    });
+    const checked = (digest: string, file: string, what: string) =>
+      this.gguf(digest, file).catch((err: unknown) => {
+        // A model stored before its file was checked (or by another program): say what to do.
+        if (!(err instanceof GgufError)) throw err;
+        const name = displayName(stored.name);
+        throw new GgufError(`model '${name}' cannot be used: ${what}${err.message}; remove it with 'ollamats rm ${name}' and create or pull it again`);
+      });
+    const gguf = await checked(modelLayer.digest, path, "");
+    const draftLayer = layers.find((l) => l.mediaType === MEDIA_TYPE_DRAFT);
+    const draftPath = draftLayer ? this.store.blobPath(draftLayer.digest) : undefined;
+    const draft = draftLayer && draftPath ? { path: draftPath, digest: draftLayer.digest, gguf: await checked(draftLayer.digest, draftPath, "its draft model: ") } : undefined;
     return {
       kind: "gguf",
       path,
@@ -165,6 +180,7 @@ export class ModelResolver {
       adapters: layers.filter((l) => l.mediaType === MEDIA_TYPE_ADAPTER).map((l) => this.store.blobPath(l.digest)),
       gguf,
       facts: ggufFacts(gguf),
+      ...(draft ? { draft } : {}),
     };
   }
 

@@ -1,10 +1,10 @@
 // The Modelfile /api/show returns (Ollama's Model.String() behind a three-line header). It
-// re-creates the model: `ollamats create x -f <it>` gives the same weights (FROM and ADAPTER name
-// the blob files, which the CLI uploads as-is), template, system, parameters, licenses and
+// re-creates the model: `ollamats create x -f <it>` gives the same weights (FROM, ADAPTER and DRAFT
+// name the blob files, which the CLI uploads as-is), template, system, parameters, licenses and
 // messages. Values are quoted so the parser reads them back unchanged.
 import { formatModelfileCommand, type ModelfileCommand } from "./modelfile.js";
 import type { ModelSpec } from "./model-spec.js";
-import { MEDIA_TYPE_ADAPTER, MEDIA_TYPE_PROJECTOR } from "./manifest.js";
+import { MEDIA_TYPE_ADAPTER, MEDIA_TYPE_DRAFT, MEDIA_TYPE_PROJECTOR } from "./manifest.js";
 import type { Store } from "./store.js";
 
 function paramValue(v: unknown): string {
@@ -19,6 +19,8 @@ export function modelfileCommands(spec: ModelSpec, store: Store, system: string 
   const from = spec.source.kind === "gguf" ? store.blobPath(spec.source.digest) : spec.source.model;
   const cmds: ModelfileCommand[] = [{ name: "model", args: from }];
   for (const l of layers) if (l.mediaType === MEDIA_TYPE_ADAPTER) cmds.push({ name: "adapter", args: store.blobPath(l.digest) });
+  // Ollama's order: the draft after the adapters, before projectors (server/images.go).
+  for (const l of layers) if (l.mediaType === MEDIA_TYPE_DRAFT) cmds.push({ name: "draft", args: store.blobPath(l.digest) });
   for (const l of layers) if (l.mediaType === MEDIA_TYPE_PROJECTOR) cmds.push({ name: "model", args: store.blobPath(l.digest) });
   // Only a TEMPLATE layer is printed: without one the model uses its GGUF chat template, and
   // re-creating it must not pin a default in its place.

@@ -1,4 +1,4 @@
-// `ollamats create MODEL [-f Modelfile] [-q QUANT]`: parse the Modelfile here, upload the local
+// `ollamats create MODEL [-f Modelfile] [-q QUANT] [--draft-quantize QUANT]`: parse the Modelfile here, upload the local
 // files it names as blobs, then ask the daemon to build the model, showing its progress.
 import path from "node:path";
 import type { CommandModule } from "yargs";
@@ -15,6 +15,7 @@ interface CreateArgs {
   model: string;
   file?: string;
   quantize?: string;
+  "draft-quantize"?: string;
 }
 
 /** The Modelfile's text and directory: -f, else ./Modelfile, else `FROM .` in the current directory. */
@@ -56,7 +57,8 @@ export const CreateCommand: CommandModule<object, CreateArgs> = {
     yargs
       .positional("model", { type: "string", demandOption: true })
       .option("file", { alias: "f", type: "string", requiresArg: true, describe: 'Name of the Modelfile (default "Modelfile")' })
-      .option("quantize", { alias: "q", type: "string", requiresArg: true, describe: "Quantize model to this level (q8_0 or q4_0, from an F32, F16 or BF16 model)" }),
+      .option("quantize", { alias: "q", type: "string", requiresArg: true, describe: "Quantize model to this level (q8_0 or q4_0, from an F32, F16 or BF16 model)" })
+      .option("draft-quantize", { type: "string", requiresArg: true, describe: "Quantize draft model to this level (q8_0 or q4_0, from an F32, F16 or BF16 draft)" }),
   handler: action(async (argv: CreateArgs) => {
     const model = String(argv.model);
     if (parseModelName(model) === null) throw new CliError(`invalid model name: ${model}`);
@@ -74,7 +76,12 @@ export const CreateCommand: CommandModule<object, CreateArgs> = {
 
       const request = { ...plan.request, model };
       if (argv.quantize) request.quantize = argv.quantize;
-      for (const blob of [...plan.files, ...plan.adapters]) await uploadBlob(client, p, blob);
+      const draftQuantize = argv["draft-quantize"];
+      if (draftQuantize) {
+        if (!request.draft_files) throw new CliError("--draft-quantize requires a DRAFT model");
+        request.draft_quantize = draftQuantize;
+      }
+      for (const blob of [...plan.files, ...plan.adapters, ...plan.drafts]) await uploadBlob(client, p, blob);
 
       await client.create(request, progressHandler(p, statusLabel("pulling"), false));
     } finally {

@@ -21,6 +21,7 @@ const createBody = createSchema.extend({
   renderer: z.string().optional(),
   parser: z.string().optional(),
   draft_files: z.record(z.string(), z.string()).nullish(),
+  draft_quantize: z.string().optional(),
   // A remote model (Ollama's remote stub): `from` names it upstream unless remote_model does.
   remote_host: z.string().optional(),
   remote_model: z.string().optional(),
@@ -35,7 +36,6 @@ export function createRoutes(deps: Deps): Hono {
     const body = await parseBody(c, createBody);
     const name = parseModelName(body.model ?? body.name ?? "");
     if (!name) throw badRequest("invalid model name");
-    if (body.draft_files && Object.keys(body.draft_files).length > 0) throw badRequest("DRAFT models are not supported by ollamats");
 
     let legacy: Omit<CreateInput, "name"> = {};
     if (body.modelfile !== undefined && !body.from && !body.files) {
@@ -52,6 +52,8 @@ export function createRoutes(deps: Deps): Hono {
       ...(body.from !== undefined ? { from: body.from } : {}),
       ...(body.files !== undefined ? { files: body.files } : {}),
       ...(body.adapters !== undefined ? { adapters: body.adapters } : {}),
+      ...(body.draft_files ? { draftFiles: body.draft_files } : {}),
+      ...(body.draft_quantize ? { draftQuantize: body.draft_quantize } : {}),
       ...(body.template !== undefined ? { template: body.template } : {}),
       ...(body.system !== undefined ? { system: body.system } : {}),
       ...(body.license !== undefined ? { license: body.license } : {}),

@@ -53,6 +53,9 @@ export interface Config {
   debugLogRequests: boolean;
   /** Keep a warm spare runner process, so a load pays only for the model (OLLAMATS_SPARE_RUNNER, default on). */
   spareRunner: boolean;
+  /** A draft model's token below this probability ends its proposal for the step
+   *  (OLLAMATS_DRAFT_P_MIN, 0..1, default 0.6: node-llama-cpp's; llama-server's --draft-p-min). */
+  draftMinConfidence: number;
   maxTransferStreams: number;
   vulkan: boolean | undefined;
   experiment: string[];
@@ -335,6 +338,13 @@ function envUint(name: string, s: string, dflt: number): number {
   return n;
 }
 
+function envProbability(name: string, s: string, dflt: number): number {
+  if (s === "") return dflt;
+  const n = /^\d*\.?\d+$/.test(s) ? Number(s) : NaN;
+  if (!(n >= 0 && n <= 1)) throw new ConfigError(`${name}: invalid value ${goQuote(s)} (use a number from 0 to 1)`);
+  return n;
+}
+
 /** OLLAMA_DEBUG: bool (true → 1) or an integer level (2 = trace); anything else is an error. */
 function envDebug(s: string): number {
   if (s === "") return 0;
@@ -460,6 +470,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     goTemplate: envBool(v("OLLAMA_GO_TEMPLATE"), true),
     debugLogRequests: envBool(v("OLLAMA_DEBUG_LOG_REQUESTS"), false),
     spareRunner: envBool(v("OLLAMATS_SPARE_RUNNER"), true),
+    draftMinConfidence: envProbability("OLLAMATS_DRAFT_P_MIN", v("OLLAMATS_DRAFT_P_MIN"), 0.6),
     maxTransferStreams: envUint("OLLAMA_MAX_TRANSFER_STREAMS", v("OLLAMA_MAX_TRANSFER_STREAMS"), 4),
     vulkan: envBool(v("OLLAMA_VULKAN"), undefined),
     experiment: envList(v("OLLAMA_EXPERIMENT")),

@@ -24,6 +24,11 @@ export interface RunnerOptions {
   numGpu: number;
   numThread: number;
   useMmap: boolean | undefined;
+  /** draft_num_predict when the model's PARAMETERs or the request set it (the default depends
+   *  on whether the model has a draft, which the backend knows). */
+  draftNumPredict?: number;
+  /** prompt_lookup: speculative decoding from the prompt's own tokens (ollamats). */
+  promptLookup?: boolean;
 }
 
 /**
@@ -182,6 +187,10 @@ export interface GenerateStats {
   cachedTokens?: number;
   /** Where those came from: the slot's own cache, a prompt snapshot, or a copy of another slot. */
   cachedFrom?: "own" | "snapshot" | "slot";
+  /** Speculative decoding: tokens proposed (by a draft model or prompt lookup) and checked by
+   *  the model, and how many of those it accepted. */
+  draftTokens?: number;
+  draftAccepted?: number;
 }
 
 /**

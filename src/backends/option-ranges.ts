@@ -37,13 +37,15 @@ export const INT32_MAX = 2 ** 31 - 1;
  *  same as at them, and a denormal divisor would overflow logits to infinity (NaN probabilities). */
 const FLOAT_MAX = 1e4;
 const FLOAT_MIN = 1e-4;
+/** The most tokens speculative decoding may propose per step (draft_num_predict). */
+export const DRAFT_MAX = 64;
 
 const clamp = (v: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, v));
 /** A count where any negative value is Ollama's -1 sentinel. */
 const countOrAll = (v: number): number => (v < 0 ? -1 : Math.min(v, INT32_MAX));
 const probability: OptionRange = { range: "0 to 1", bound: (v) => clamp(v, 0, 1) };
 const penalty: OptionRange = { range: `-${FLOAT_MAX} to ${FLOAT_MAX}`, bound: (v) => clamp(v, -FLOAT_MAX, FLOAT_MAX) };
-/** Options ollamats accepts and type-checks but does not use (no drafts, one GPU choice). */
+/** Options ollamats accepts and type-checks but does not use (one GPU choice). */
 const unused: OptionRange = { range: `0 to ${INT32_MAX} (not used by ollamats)`, bound: (v) => clamp(v, 0, INT32_MAX) };
 
 /** Every numeric option Ollama accepts (deprecated ones are dropped before they get here). */
@@ -57,7 +59,9 @@ export const OPTION_RANGES: Readonly<Record<string, OptionRange>> = Object.freez
   // More threads than cores only make llama.cpp's spinning workers fight for them.
   num_thread: { range: "0 (automatic) to the number of logical cores", bound: (v, l) => (v <= 0 ? 0 : Math.min(v, l.cores)) },
   main_gpu: unused,
-  draft_num_predict: unused,
+  // Tokens a draft (or prompt lookup) proposes per step; more than this only wastes the draft's
+  // and the model's work on tokens that are refuted (llama-server's default maximum is 16).
+  draft_num_predict: { range: `0 (off) to ${DRAFT_MAX}`, bound: (v) => clamp(v, 0, DRAFT_MAX) },
   // Sampling and prediction. The runner caps num_keep at the context and num_predict at 10x it.
   num_keep: { range: "-1 (the whole prompt) or a number of tokens", bound: countOrAll },
   num_predict: { range: "-1 (until a stop) or a number of tokens", bound: countOrAll },

@@ -100,6 +100,7 @@ export function resolveOptions(
   const numCtx = num("num_ctx", defaults.numCtx);
   limits.numCtx = numCtx;
   const mmap = merged.get("use_mmap")?.value;
+  const lookup = merged.get("prompt_lookup")?.value;
   const stop = merged.get("stop")?.value;
   return {
     runner: {
@@ -108,6 +109,8 @@ export function resolveOptions(
       numGpu: num("num_gpu", -1),
       numThread: num("num_thread", 0),
       useMmap: typeof mmap === "boolean" ? mmap : undefined,
+      ...(merged.has("draft_num_predict") ? { draftNumPredict: num("draft_num_predict", 0) } : {}),
+      ...(lookup === true ? { promptLookup: true } : {}),
     },
     sampling: {
       temperature: num("temperature", 0.8),

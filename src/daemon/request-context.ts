@@ -19,6 +19,9 @@ export interface GenerationRecord {
   evalDurationNs: number;
   /** Prompt tokens taken from a cache instead of being evaluated. */
   cachedTokens: number;
+  /** Speculative decoding: tokens proposed and checked, and those accepted (0 without it). */
+  draftTokens: number;
+  draftAccepted: number;
 }
 
 export interface RequestContext {

@@ -46,6 +46,8 @@ export const OPTION_TYPES: Readonly<Record<string, "int" | "float" | "bool" | "s
   use_mmap: "bool",
   num_thread: "int",
   draft_num_predict: "int",
+  // ollamats: prompt-lookup decoding for a model without a draft (docs/performance.md)
+  prompt_lookup: "bool",
   // sampling / prediction
   num_keep: "int",
   seed: "int",

@@ -16,6 +16,8 @@ const gen = (g: Partial<GenerationRecord> = {}): GenerationRecord => ({
   evalCount: 8,
   evalDurationNs: 40e6,
   cachedTokens: 0,
+  draftTokens: 0,
+  draftAccepted: 0,
   ...g,
 });
 
@@ -65,6 +67,18 @@ describe("PrometheusMetrics", () => {
     // the runtime's own metrics come along under their usual names
     expect(s.families.has("nodejs_eventloop_lag_seconds")).toBe(true);
     expect(s.families.has("process_resident_memory_bytes")).toBe(true);
+  });
+
+  it("counts speculative decoding's proposals as accepted and rejected, only where there were any", async () => {
+    const m = new PrometheusMetrics("0");
+    const gens = [gen({ draftTokens: 10, draftAccepted: 7 }), gen({ draftTokens: 4, draftAccepted: 0 })];
+    m.requestDone({ route: "/api/generate", method: "POST", status: 200, model: "d", seconds: 1, canceled: false, generations: gens });
+    m.requestDone({ route: "/api/generate", method: "POST", status: 200, model: "plain", seconds: 1, canceled: false, generations: [gen()] });
+    const s = await scrape(m);
+    expect(s.problems("ollamats_")).toEqual([]);
+    expect(s.value("ollamats_draft_tokens_total", { model: "d", result: "accepted" })).toBe(7);
+    expect(s.value("ollamats_draft_tokens_total", { model: "d", result: "rejected" })).toBe(7);
+    expect(s.samples("ollamats_draft_tokens_total").filter((x) => x.labels.model === "plain")).toEqual([]);
   });
 
   it("leaves generations with nothing to divide out of the speed histograms", async () => {

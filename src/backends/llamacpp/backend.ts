@@ -111,7 +111,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
   async plan(_spec: ModelSpec, { source, opts }: LlamaWant): Promise<LlamaPlacement> {
     const facts = this.facts.get(source);
     const devices = await this.devices();
-    const memory = planFor(this.config, devices, facts.shape, opts);
+    const memory = planFor(this.config, devices, facts, opts);
     const gpuNames = new Map(devices.map((d) => [d.id, d.name]));
     return {
       fits: memory.fitsRam && memory.fitsGpu,
@@ -127,6 +127,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
         "memory.kv": humanBytes2(memory.kvBytes),
         "memory.graph": humanBytes2(memory.graphBytes),
         ctx: `${opts.numCtx}x${opts.slots}`,
+        draft: memory.draft ? `${memory.draft.gpuLayers > 0 ? "GPU" : "CPU"} ${humanBytes2(memory.draft.vramBytes + memory.draft.ramBytes)}, ${opts.draftNumPredict} per step` : opts.promptLookup ? `prompt lookup, ${opts.draftNumPredict} per step` : undefined,
         kv: `${opts.kvCacheTypeK}/${opts.kvCacheTypeV}`,
         flash_attention: opts.flashAttention,
       },
@@ -139,6 +140,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
   async load(spec: ModelSpec, p: LlamaPlacement, signal: AbortSignal): Promise<Runner> {
     const plan: LoadPlan = {
       gpuLayers: p.memory.gpuLayers,
+      ...(p.memory.draft ? { draftGpuLayers: p.memory.draft.gpuLayers } : {}),
       ...(p.memory.devices.length > 0 ? { gpus: p.memory.devices.map((d) => d.id) } : {}),
       ...(Number.isFinite(this.config.loadTimeoutMs) ? { loadTimeoutMs: this.config.loadTimeoutMs } : {}),
     };

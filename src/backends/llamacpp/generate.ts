@@ -2,7 +2,8 @@
 // into the context (Ollama's truncate/shift rules), reuse the cached prefix, evaluate with the
 // request's sampling options and grammar, decode text incrementally, apply Ollama's stop and
 // num_predict rules, shift the context (keeping num_keep tokens) or stop when it is full; with
-// `logprobs`, each token's log probability (logprobs.ts) goes out with its text.
+// `logprobs`, each token's log probability (logprobs.ts) goes out with its text. A sequence with a
+// token predictor decodes speculatively (speculative.ts) unless the request uses penalties.
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import type { GenerateStats, Logprob } from "../backend.js";
 import { EngineError, PROMPT_TOO_LONG } from "../errors.js";
@@ -11,6 +12,7 @@ import { StopMatcher } from "../stop-matcher.js";
 import { grammarCacheFor } from "./grammar.js";
 import { tokenLogprob } from "./logprobs.js";
 import type { StepGate } from "./step-gate.js";
+import { dropProposals, GatedPredictor, predictionCounts } from "./speculative.js";
 
 const DEFAULT_NUM_KEEP = 4; // Ollama's default num_keep
 
@@ -94,6 +96,13 @@ export async function runGeneration(
   const penalize = lastN > 0 && (s.repeatPenalty !== 1 || s.presencePenalty !== 0 || s.frequencyPenalty !== 0);
   const limit = job.numPredict < 0 || job.numPredict > 10 * contextSize ? 10 * contextSize : job.numPredict;
   const shiftKeep = keepCount(tokens, job.numKeep ?? DEFAULT_NUM_KEEP, bos, contextSize - 1);
+  const predictor = seq.tokenPredictor instanceof GatedPredictor ? seq.tokenPredictor : undefined;
+  if (predictor) {
+    predictor.enabled = !penalize;
+    // What prompt lookup copies from (node-llama-cpp's completion classes hand it the prompt).
+    predictor.updateInputTokens(tokens);
+  }
+  const predictedBefore = predictor?.enabled ? predictionCounts(seq) : undefined;
 
   const stops = new StopMatcher([...job.stop, ...(grammar?.stops ?? [])]);
   const trailing = grammar ? new TrailingWhitespace() : undefined;
@@ -183,6 +192,7 @@ export async function runGeneration(
       }
     } finally {
       lockstep?.gate.leave(lockstep.id);
+      if (predictor?.enabled) await dropProposals(seq);
     }
     if (!stopped && pending.length > 0) emit(model.detokenize(pending, false));
     if (!stopped) {
@@ -200,6 +210,11 @@ export async function runGeneration(
     evalCount: output.length,
     evalDurationNs: Number(tEnd - first),
   };
+  if (predictedBefore) {
+    const now = predictionCounts(seq);
+    stats.draftTokens = now.drafted - predictedBefore.drafted;
+    stats.draftAccepted = now.accepted - predictedBefore.accepted;
+  }
   if (job.wantContext) stats.context = [...tokens, ...output.filter((t) => !model.isEogToken(t))];
   return stats;
 }

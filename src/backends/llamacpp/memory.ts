@@ -10,6 +10,7 @@
 import type { GgufInfo, GgufValue } from "../../registry/gguf.js";
 import { ggufArrayLength } from "../../registry/gguf-slim.js";
 import { humanBytes2 } from "../human-bytes.js";
+import type { DraftMemory } from "./draft-memory.js";
 
 export type KvCacheType = "f16" | "q8_0" | "q4_0";
 
@@ -104,6 +105,8 @@ export interface MemoryPlan {
   /** The RAM part fits in free RAM + free swap. */
   fitsRam: boolean;
   ramAvailableBytes: number;
+  /** The draft model's part, already counted in the totals above (draft-memory.ts). */
+  draft?: DraftMemory;
 }
 
 // ------------------------------------------------------------------------------------------

@@ -55,6 +55,9 @@ export class PrefixReuse {
     private readonly scratchDir: () => string,
     /** Reports a failure that only costs reuse (the runner formats the error). */
     private readonly warn: (what: string, err: unknown) => void,
+    /** Whether another request's prefix may be copied from this slot now (speculative.ts: a
+     *  busy slot with a token predictor may hold proposals past its tokens). */
+    private readonly canDonate: (seq: LlamaContextSequence) => boolean = () => true,
   ) {}
 
   /**
@@ -76,7 +79,7 @@ export class PrefixReuse {
     let donor: LlamaContextSequence | undefined;
     let fromSlot = own + MIN_COPY_GAIN_TOKENS - 1;
     for (const s of this.seqs) {
-      const r = s === seq ? 0 : reusable(s, tokens);
+      const r = s === seq || !this.canDonate(s) ? 0 : reusable(s, tokens);
       if (r > fromSlot) {
         fromSlot = r;
         donor = s;

@@ -18,10 +18,20 @@ export interface LoadOptions {
   embedding: boolean;
   /** LoRA adapter GGUF paths (Modelfile ADAPTER), applied to every sequence. */
   adapters: string[];
+  /** Speculative decoding (speculative.ts): the draft model's GGUF path (Modelfile DRAFT), or
+   *  prompt lookup for a model without one; `draftNumPredict` tokens proposed per step. All
+   *  absent: none (a model without a draft, an embedding model, draft_num_predict 0). */
+  draft?: string;
+  promptLookup?: boolean;
+  draftNumPredict?: number;
+  /** A drafted token less probable than this (to the draft) ends the step's proposal. */
+  draftMinConfidence?: number;
 }
 
 export interface LoadPlan {
   gpuLayers: number;
+  /** The draft model's layers on the GPU (all or none; draft-memory.ts). */
+  draftGpuLayers?: number;
   /** GPU ids (DeviceInfo.id) the runner may use; absent = all. */
   gpus?: string[];
   /** Stall timeout of the load (OLLAMA_LOAD_TIMEOUT): reset by load progress; absent = none. */
@@ -73,7 +83,7 @@ export type HostMessage =
   | { type: "probe" }
   /** A spare runner: load node-llama-cpp's binary now, for a later load (gpu: layers may go to a GPU). */
   | { type: "prepare"; gpu: boolean }
-  | { type: "load"; modelPath: string; opts: LoadOptions; gpuLayers: number; states?: StateStore }
+  | { type: "load"; modelPath: string; opts: LoadOptions; gpuLayers: number; draftGpuLayers?: number; states?: StateStore }
   | { type: "generate"; id: number; job: RunnerJob }
   | { type: "abort"; id: number }
   | { type: "embed"; id: number; inputs: string[] }

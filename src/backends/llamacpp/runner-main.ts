@@ -31,6 +31,7 @@ import { restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-
 import { PromptCache } from "./prompt-cache.js";
 import { PrefixReuse, reusable } from "./prefix-reuse.js";
 import { MIN_WINDOW_S, ProcCpuMeter, ThreadBudget } from "./thread-budget.js";
+import { Speculation } from "./speculative.js";
 import { makeDirs } from "../../fs/make-dirs.js";
 import { removeDeadOwnerDirs } from "../../fs/dead-owner-dirs.js";
 
@@ -44,6 +45,8 @@ let embedder: LlamaEmbeddingContext | undefined;
 let ranker: LlamaRankingContext | undefined;
 let slots: SlotPool<LlamaContextSequence> | undefined;
 let prefixes: PrefixReuse | undefined;
+/** The draft model or prompt lookup, when this model decodes speculatively. */
+let speculation: Speculation | undefined;
 const stepPause = new StepPause();
 const lockstep = new StepGate(() => stepPause.settle());
 /** Slots in the order they were taken from the context: the index is llama.cpp's sequence id.
@@ -155,7 +158,7 @@ async function probe(): Promise<GpuProbe> {
   return { library, names: await l.getGpuDeviceNames(), totalBytes: vram.total, freeBytes: vram.free };
 }
 
-async function load(modelPath: string, requested: LoadOptions, gpuLayers: number, states: StateStore | undefined): Promise<void> {
+async function load(modelPath: string, requested: LoadOptions, gpuLayers: number, draftGpuLayers: number, states: StateStore | undefined): Promise<void> {
   // The daemon has already done this; a runner never trusts its caller with thread counts.
   const opts = boundLoadOptions(requested);
   // Automatic threads follow the cores free for each batch; an explicit num_thread is kept as is.
@@ -210,8 +213,9 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
       warnings.push(`KV cache ${opts.kvCacheTypeK}/${opts.kvCacheTypeV} refused (${message(err)}); using f16`);
       context = await model.createContext({ ...base, experimentalKvCacheKeyType: "F16", experimentalKvCacheValueType: "F16" });
     }
+    speculation = await Speculation.load(llama, opts, { contextSize, batchSize: base.batchSize ?? contextSize, threads, gpuLayers: draftGpuLayers });
     const seqs: LlamaContextSequence[] = [];
-    for (let i = 0; i < opts.slots; i++) seqs.push(context.getSequence());
+    for (let i = 0; i < opts.slots; i++) seqs.push(context.getSequence(speculation ? { tokenPredictor: speculation.predictor() } : {}));
     slots = new SlotPool(seqs);
     allSeqs = seqs;
     fingerprint = await stateFingerprint(modelPath, opts, contextSize);
@@ -222,8 +226,15 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
       save: async (seq, file) => (await seq.saveStateToFile(file)).fileSize,
       load: (seq, file) => seq.loadStateFromFile(file, { acceptRisk: true }),
     });
-    prefixes = new PrefixReuse(seqs, slots, lockstep, promptCache, scratchDir, (what, err) =>
-      process.stderr.write(`runner: ${what}: ${message(err)}\n`),
+    const pool = slots;
+    prefixes = new PrefixReuse(
+      seqs,
+      pool,
+      lockstep,
+      promptCache,
+      scratchDir,
+      (what, err) => process.stderr.write(`runner: ${what}: ${message(err)}\n`),
+      (seq) => !speculation || !pool.isBusy(seq),
     );
     // The prefixes this model's previous runner had evaluated, if it saved them on unload.
     if (states) await restoreSlotStates(seqs, states.dir, fingerprint);
@@ -242,7 +253,7 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
     info: {
       contextLength: contextSize,
       gpuLayers: model.gpuLayers,
-      sizeBytes: full ? usage.gpuVram : Math.max(usage.cpuRam + usage.gpuVram, model.size),
+      sizeBytes: full ? usage.gpuVram : Math.max(usage.cpuRam + usage.gpuVram, model.size + (speculation?.draftBytes ?? 0)),
       vramBytes: usage.gpuVram,
       threads,
       ...(context
@@ -309,6 +320,8 @@ async function generate(id: number, job: RunnerJob, ac: AbortController): Promis
         prompt_eval_ms: ms(stats.promptEvalDurationNs),
         eval_tokens: stats.evalCount,
         eval_ms: ms(stats.evalDurationNs),
+        draft_tokens: stats.draftTokens,
+        draft_accepted: stats.draftAccepted,
         done_reason: stats.doneReason,
       });
     }
@@ -350,6 +363,7 @@ async function dispose(keepPromptCache: boolean): Promise<void> {
     }
   }
   await context?.dispose();
+  await speculation?.dispose();
   await embedder?.dispose();
   await ranker?.dispose();
   await model?.dispose();
@@ -374,7 +388,7 @@ async function handle(msg: HostMessage): Promise<void> {
       return;
     case "load":
       try {
-        await load(msg.modelPath, msg.opts, msg.gpuLayers, msg.states);
+        await load(msg.modelPath, msg.opts, msg.gpuLayers, msg.draftGpuLayers ?? 0, msg.states);
       } catch (err) {
         send({ type: "load-error", message: message(err) });
       }

@@ -206,7 +206,7 @@ export class RunnerProcess implements Runner {
       signal.addEventListener("abort", onAbort, { once: true });
       arm();
       try {
-        this.post({ type: "load", modelPath, opts, gpuLayers: plan.gpuLayers, ...(states ? { states } : {}) });
+        this.post({ type: "load", modelPath, opts, gpuLayers: plan.gpuLayers, ...(plan.draftGpuLayers !== undefined ? { draftGpuLayers: plan.draftGpuLayers } : {}), ...(states ? { states } : {}) });
       } catch (err) {
         resolve({ type: "load-error", message: (err as Error).message });
       }

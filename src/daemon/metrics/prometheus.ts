@@ -45,6 +45,7 @@ export class PrometheusMetrics implements DaemonObserver, MetricsEndpoint {
   private readonly promptTokens = this.counter("ollamats_prompt_tokens_total", "Prompt tokens evaluated.", ["model"]);
   private readonly cachedTokens = this.counter("ollamats_prompt_cached_tokens_total", "Prompt tokens taken from a cache instead of being evaluated.", ["model"]);
   private readonly generatedTokens = this.counter("ollamats_generated_tokens_total", "Tokens generated.", ["model"]);
+  private readonly draftTokens = this.counter("ollamats_draft_tokens_total", "Speculative decoding: tokens proposed (by a draft model or prompt lookup) and checked by the model, by result (accepted or rejected).", ["model", "result"]);
   private readonly queueWait = this.histogram("ollamats_queue_wait_seconds", "Time a request waited for its model's runner (loading included).", ["model"], SECONDS_FAST);
   private readonly loads = this.counter("ollamats_model_loads_total", "Model loads, by result (success or failure).", ["model", "result"]);
   private readonly loadSeconds = this.histogram("ollamats_model_load_duration_seconds", "Time to load a model into a runner.", ["model"], SECONDS_SLOW);
@@ -138,6 +139,10 @@ export class PrometheusMetrics implements DaemonObserver, MetricsEndpoint {
       this.promptTokens.inc(labels, g.promptEvalCount);
       this.cachedTokens.inc(labels, g.cachedTokens);
       this.generatedTokens.inc(labels, g.evalCount);
+      if (g.draftTokens > 0) {
+        this.draftTokens.inc({ ...labels, result: "accepted" }, g.draftAccepted);
+        this.draftTokens.inc({ ...labels, result: "rejected" }, g.draftTokens - g.draftAccepted);
+      }
     }
   }
 

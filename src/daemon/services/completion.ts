@@ -379,6 +379,8 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
             evalCount: stats.evalCount,
             evalDurationNs: stats.evalDurationNs,
             cachedTokens: stats.cachedTokens ?? 0,
+            draftTokens: stats.draftTokens ?? 0,
+            draftAccepted: stats.draftAccepted ?? 0,
           },
           request,
         );

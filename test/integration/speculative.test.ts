@@ -2,14 +2,19 @@
 // through /api/create `draft_files` and through `ollamats create` with a Modelfile DRAFT line,
 // checked against the model's vocabulary; and greedy output that is the same token for token with
 // a draft (one that agrees with the model, one cut down to its first layer), with prompt lookup,
-// and without either, while /metrics shows that proposals were made and checked.
+// and without either, while /metrics shows that proposals were made and checked; and a
+// speculative runner's reused prefixes (snapshots, other slots) give the text of a cold run.
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
+import type { GenerateJob, Runner, RunnerEvent } from "../../src/backends/backend.js";
+import { LlamaCppBackend } from "../../src/backends/llamacpp/backend.js";
+import type { LoadOptions } from "../../src/backends/llamacpp/protocol.js";
 import { CLI, createModelFromFile, sha256File, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { testLoadOptions } from "../helpers/load-options.js";
 import { Scrape } from "../helpers/prometheus.js";
 
 let d: TestDaemon;
@@ -211,4 +216,83 @@ describe("greedy output is the same with and without speculative decoding", () =
     }
     expect(await drafted("self-draft:latest")).toEqual(before);
   });
+});
+
+describe("a speculative runner's reused prefixes", () => {
+  // Runners driven directly (no daemon): 2 slots; the model as its own draft, so most steps end
+  // with an accepted proposal loaded in the sequence; greedy, and cut short by num_predict.
+  const words = "river stone cloud lantern meadow copper whisper harbor orchard ember violet canyon".split(" ");
+  const text = (n: number, seed: number) => Array.from({ length: n }, (_, i) => words[(i * 5 + seed) % words.length]).join(" ");
+  const prefix = text(80, 1); // ~350 tokens of the tiny vocabulary: over SNAPSHOT_MIN_TOKENS, so snapshotted
+  const job = (prompt: string, numPredict = 13): GenerateJob => ({
+    prompt,
+    sampling: { temperature: 0, topK: 1, topP: 1, minP: 0, seed: 42, repeatLastN: 64, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0 },
+    numPredict,
+    stop: [],
+    wantContext: false,
+  });
+  type Done = Extract<RunnerEvent, { type: "done" }>;
+
+  async function run(runner: Runner, j: GenerateJob, signal = new AbortController().signal): Promise<{ text: string; done: Done }> {
+    let out = "";
+    for await (const ev of runner.generate(j, signal)) {
+      if (ev.type === "text") out += ev.text;
+      else if (ev.type === "done") return { text: out, done: ev };
+    }
+    throw new Error("no done event");
+  }
+
+  async function withRunner<T>(opts: Partial<LoadOptions>, use: (r: Runner) => Promise<T>): Promise<T> {
+    const runner = await new LlamaCppBackend({ debug: false, cpuOnly: true }).start(model, testLoadOptions({ numCtx: 1024, slots: 2, ...opts }), { gpuLayers: 0 }, new AbortController().signal);
+    try {
+      return await use(runner);
+    } finally {
+      await runner.close();
+    }
+  }
+  const speculative: Partial<LoadOptions> = { draft: "", draftNumPredict: 4, draftMinConfidence: 0 };
+
+  it("a prefix loaded from the snapshot a cut-short generation left gives the cold run's text", async () => {
+    const again = job(`${prefix} so what about the lantern`, 24);
+    const cold = await withRunner({}, (r) => run(r, again));
+    const warm = await withRunner({ ...speculative, draft: model }, async (r) => {
+      // Without dropping the proposals it held, this snapshot failed to evaluate after a load.
+      const first = await run(r, job(`${prefix} first of all`));
+      expect(first.done.draftAccepted).toBeGreaterThan(0);
+      await run(r, job(`${text(80, 2)} something else`));
+      await run(r, job(`${text(80, 4)} something else again`));
+      return run(r, again);
+    });
+    expect(warm.done.cachedFrom).toBe("snapshot");
+    expect(warm.done.cachedTokens).toBeGreaterThan(200);
+    expect(warm.text).toBe(cold.text);
+  }, 120_000);
+
+  // A copy of the busy slot carried its loaded proposals, and the copy failed to evaluate.
+  it("a prompt whose prefix sits in a busy speculative slot is not copied from it, and gets the cold run's text", async () => {
+    const start = text(20, 3);
+    const b = job(`${start} and then the second question`, 24);
+    const cold = await withRunner({}, (r) => run(r, b));
+    const warm = await withRunner({ ...speculative, draft: model }, async (r) => {
+      await run(r, job(`${start} and the question before`));
+      const stop = new AbortController();
+      let pieces = 0;
+      let firstPiece: () => void = () => undefined;
+      const started = new Promise<void>((resolve) => (firstPiece = resolve));
+      const busy = (async () => {
+        for await (const ev of r.generate(job(`${start} and then the first question`, 100_000), stop.signal)) {
+          if (ev.type === "text" && ++pieces === 1) firstPiece();
+        }
+      })();
+      try {
+        await started;
+        return await run(r, b);
+      } finally {
+        stop.abort();
+        await busy;
+      }
+    });
+    expect(warm.done.cachedFrom).toBeUndefined();
+    expect(warm.text).toBe(cold.text);
+  }, 120_000);
 });

@@ -3,11 +3,15 @@
 // instead: the qwen3 architecture (llama.cpp runs its rank pooling on the last token, then a
 // softmax over the classifier's labels) with pooling_type rank and a `cls.output` head.
 //
-//   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--layers N] [--embedding | --ranking] [--out DIR]
+//   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--layers N] [--quiet-from N] [--embedding | --ranking] [--out DIR]
 //
 // `--layers N` keeps only the first N blocks of the shape: tensors are seeded by name, so the
 // result is the full model with its upper layers cut off (a draft model for speculative decoding
-// that shares the vocabulary, the embeddings and the lower layers).
+// that shares the vocabulary, the embeddings and the lower layers). On random weights every block
+// changes the next token, so such a cut agrees with the full model only by chance; `--quiet-from
+// N` makes blocks N and up write into the residual stream at QUIET_SCALE of their usual size, so
+// the cut to N layers predicts the full model's tokens (a well-matched draft) while the full model
+// still costs what its shape costs.
 //
 // Prints the absolute path. Same options => byte-identical file. Files go to <repo>/.cache/models by
 // default and are reused when already present with the expected size and header bytes.
@@ -29,6 +33,8 @@ export interface MakeModelOptions {
   ranking?: boolean;
   /** Only the first N blocks of the shape (same weights for those): a cut-down draft model. */
   layers?: number;
+  /** Blocks from this one up barely change the output (see QUIET_SCALE). */
+  quietFrom?: number;
   outDir?: string;
 }
 
@@ -70,13 +76,17 @@ const FILE_TYPE: Record<ModelType, number> = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 7 
  *  ends the turn or emits raw bytes; the words dominate. */
 const SPECIAL_ROW_SCALE = 0.2;
 
+/** What a quiet block's attention output and FFN down projection are scaled by. */
+const QUIET_SCALE = 0.02;
+
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const DEFAULT_MODEL_DIR = join(REPO_ROOT, ".cache", "models");
 
 export function modelFileName(opts: MakeModelOptions = {}): string {
   const { shape = "tiny", type = "Q4_0", seed = 1, embedding = false, ranking = false, layers } = opts;
   const cut = layers !== undefined && layers !== SHAPES[shape].layers ? `-L${layers}` : "";
-  return `${shape}${embedding ? "-embed" : ""}${ranking ? "-rank" : ""}${cut}-${type}-s${seed}.gguf`;
+  const quiet = opts.quietFrom !== undefined ? `-quiet${opts.quietFrom}` : "";
+  return `${shape}${embedding ? "-embed" : ""}${ranking ? "-rank" : ""}${cut}${quiet}-${type}-s${seed}.gguf`;
 }
 
 /** FNV-1a over a string, mixed with the seed: per-tensor PRNG seed. */
@@ -135,6 +145,8 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   const layers = opts.layers ?? full.layers;
   if (!Number.isInteger(layers) || layers < 1 || layers > full.layers) throw new Error(`layers must be 1 to ${full.layers} for shape ${shape}, got ${layers}`);
   const s = { ...full, layers };
+  const quietFrom = opts.quietFrom ?? Infinity;
+  if (opts.quietFrom !== undefined && (!Number.isInteger(quietFrom) || quietFrom < 0)) throw new Error(`quietFrom must be a block index, got ${opts.quietFrom}`);
   if (!(type in FILE_TYPE)) throw new Error(`unknown type ${type}`);
   if (embedding && ranking) throw new Error("a model is an embedding model or a reranker, not both");
   const headDim = s.embd / s.heads;
@@ -179,18 +191,19 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   const tensors: TensorSpec[] = [randomTensor("token_embd.weight", [s.embd, s.vocab], type, seed, 1)];
   for (let i = 0; i < s.layers; i++) {
     const p = `blk.${i}.`;
+    const out = i >= quietFrom ? QUIET_SCALE : 1;
     tensors.push(
       constTensor(`${p}attn_norm.weight`, [s.embd], 1),
       randomTensor(`${p}attn_q.weight`, [s.embd, s.embd], type, seed, inStd),
       randomTensor(`${p}attn_k.weight`, [s.embd, kvDim], type, seed, inStd),
       randomTensor(`${p}attn_v.weight`, [s.embd, kvDim], type, seed, inStd),
-      randomTensor(`${p}attn_output.weight`, [s.embd, s.embd], type, seed, inStd),
+      randomTensor(`${p}attn_output.weight`, [s.embd, s.embd], type, seed, inStd * out),
       // qwen3 normalises queries and keys per head
       ...(ranking ? [constTensor(`${p}attn_q_norm.weight`, [headDim], 1), constTensor(`${p}attn_k_norm.weight`, [headDim], 1)] : []),
       constTensor(`${p}ffn_norm.weight`, [s.embd], 1),
       randomTensor(`${p}ffn_gate.weight`, [s.embd, s.ffn], type, seed, inStd),
       randomTensor(`${p}ffn_up.weight`, [s.embd, s.ffn], type, seed, inStd),
-      randomTensor(`${p}ffn_down.weight`, [s.ffn, s.embd], type, seed, 1 / Math.sqrt(s.ffn)),
+      randomTensor(`${p}ffn_down.weight`, [s.ffn, s.embd], type, seed, out / Math.sqrt(s.ffn)),
     );
   }
   tensors.push(constTensor("output_norm.weight", [s.embd], 1));
@@ -231,6 +244,7 @@ function optionsFromArgv(argv: string[]): MakeModelOptions {
       embedding: { type: "boolean" },
       ranking: { type: "boolean" },
       layers: { type: "string" },
+      "quiet-from": { type: "string" },
       out: { type: "string" },
     },
   });
@@ -243,6 +257,7 @@ function optionsFromArgv(argv: string[]): MakeModelOptions {
     embedding: v.embedding,
     ranking: v.ranking,
     layers: v.layers === undefined ? undefined : Number(v.layers),
+    quietFrom: v["quiet-from"] === undefined ? undefined : Number(v["quiet-from"]),
     outDir: v.out,
   };
 }

@@ -24,10 +24,11 @@ import { loadCase, switchCase } from "./cases/load.js";
 import { prefixSlotsCase } from "./cases/prefix-slots.js";
 import { rssCase } from "./cases/rss.js";
 import { metricsCase } from "./cases/metrics.js";
+import { speculativeCase } from "./cases/speculative.js";
 import type { BenchCase, CaseContext, Row } from "./registry.js";
 import { fmt } from "./support.js";
 
-export const CASES: BenchCase[] = [engineCase, busyCase, loadCase, switchCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase, remoteCase, cliCase, metricsCase];
+export const CASES: BenchCase[] = [engineCase, busyCase, loadCase, switchCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase, remoteCase, cliCase, metricsCase, speculativeCase];
 
 function parse(argv: string[]) {
   const { values } = parseArgs({

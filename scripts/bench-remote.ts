@@ -147,9 +147,12 @@ async function conversations(d: TestDaemon, model: string, servers: LlamaServer[
 export async function benchRemote(opts: { log: (s: string) => void; rounds?: number; shape?: ModelShape }): Promise<RemoteBench> {
   const { log } = opts;
   const shape = opts.shape ?? ((process.env.BENCH_REMOTE_SHAPE as ModelShape | undefined) || "small");
-  const rounds = opts.rounds ?? 12;
+  const rounds = opts.rounds ?? 24;
   const model = await makeTestModel({ shape, type: "Q4_0", seed: 1 });
-  const threads = 2;
+  // One core for the engine, one for the front and the client: a remote engine runs on its own
+  // machine, and sharing its two cores with the front would measure CPU contention (the front's
+  // per-token work taken from the engine), not what the front adds to a request.
+  const threads = 1;
   const servers: LlamaServer[] = [];
   const daemons: TestDaemon[] = [];
   try {
@@ -164,7 +167,8 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
     const r: Timed[] = [];
     for (let i = 0; i < rounds; i++) {
       // A fresh prompt each round, and the order alternates, so neither side gets the other's cache.
-      const msgs = (side: string) => [{ role: "user", content: `${side} round ${i}: ${words(i + (side === "d" ? 1000 : 2000), 120)}` }];
+      // short prompts: the engine's prompt time, and its jitter, stay small beside the overhead measured
+      const msgs = (side: string) => [{ role: "user", content: `${side} round ${i}: ${words(i + (side === "d" ? 1000 : 2000), 24)}` }];
       if (i % 2 === 0) {
         d.push(await direct(servers[0]!, msgs("d"), 64));
         r.push(await viaRemote(front, "one", msgs("r"), 64));

@@ -273,7 +273,7 @@ describe("eviction and the queue (MAX_LOADED_MODELS=1, MAX_QUEUE=1, NUM_PARALLEL
 });
 
 describe("KV cache types and flash attention", () => {
-  it("q8_0 on a head size of 32 turns flash attention on; a head size of 16 falls back to f16 with a warning", async () => {
+  it("q8_0 on a head size of 32 turns flash attention on; a head size of 16 falls back to f16 with a warning (flash attention still automatic: on)", async () => {
     const d = await start({ OLLAMA_KV_CACHE_TYPE: "q8_0" });
     try {
       await setupModels(d, { a: tiny, h16: await headDim16Model() });
@@ -283,7 +283,7 @@ describe("KV cache types and flash attention", () => {
       expect(r.status).toBe(200);
       expect(r.done).toBe(true);
       expect(d.logs()).toMatch(/level=WARN msg="h16:latest: K cache type q8_0 needs a head size divisible by 32, the model's is 16; using f16"/);
-      expect(d.logs()).toMatch(/msg="loaded h16:latest".* kv=f16\/f16 flash_attention=false/);
+      expect(d.logs()).toMatch(/msg="loaded h16:latest".* kv=f16\/f16 flash_attention=true/);
     } finally {
       await d.stop();
     }

@@ -8,7 +8,7 @@ import { makeTestModel } from "../../scripts/make-test-model.js";
 import { createStreamed, uploadBlob } from "../../scripts/load-fault/ops.js";
 import { mountSmallFs, type SmallFs } from "../../scripts/load-fault/small-fs.js";
 import { createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
-import { needOrSkip } from "../helpers/need.js";
+import { need } from "../helpers/need.js";
 
 const FULL = /^no space left on device: free disk space where the models are stored \(OLLAMA_MODELS\), then try again$/;
 
@@ -30,8 +30,8 @@ afterAll(async () => {
 });
 
 describe("a full disk", () => {
-  it("a blob upload that runs out of space: 500 with a clear message, no temp file", async (ctx) => {
-    needOrSkip(ctx, small, "mounting a tmpfs is not permitted here");
+  it("a blob upload that runs out of space: 500 with a clear message, no temp file", async () => {
+    need(small, "a small tmpfs as OLLAMA_MODELS (mount -t tmpfs)");
     await small.fill(4 << 20);
     try {
       const up = await uploadBlob(d, await makeTestModel({ shape: "small", type: "F16", seed: 1 }));
@@ -44,8 +44,8 @@ describe("a full disk", () => {
     }
   });
 
-  it("a create with the disk full: the same message, as a status or as the stream's last line", async (ctx) => {
-    needOrSkip(ctx, small, "mounting a tmpfs is not permitted here");
+  it("a create with the disk full: the same message, as a status or as the stream's last line", async () => {
+    need(small, "a small tmpfs as OLLAMA_MODELS (mount -t tmpfs)");
     await small.fill(0);
     try {
       const plain = await createStreamed(d, { model: "terse", from: "tiny", system: "Be terse.", stream: false });

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestDaemon } from "../helpers/daemon.js";
 import { partStates, RegistryFixture } from "../helpers/registry-fixture.js";
 import { listTree, ndjson, postJson, registrySuitesRun, startFaultProxy, verifyBlobs, type FaultProxy, type Faults } from "../helpers/registry.js";
-import { needOrSkip } from "../helpers/need.js";
+import { need } from "../helpers/need.js";
 
 const run = registrySuitesRun() ? describe : describe.skip;
 const PART = 1 << 20;
@@ -278,9 +278,9 @@ run("pull from a hostile registry", () => {
 });
 
 function diskTests(): void {
-  it("a disk too small for the model: refused by the free-space check before any byte is fetched", async (ctx) => {
+  it("a disk too small for the model: refused by the free-space check before any byte is fetched", async () => {
     const disk = await smallDisk(4 << 20);
-    needOrSkip(ctx, disk, "mounting a tmpfs is not permitted here");
+    need(disk, "a small tmpfs as OLLAMA_MODELS (mount -t tmpfs)");
     try {
       const d = await fx.daemon({ OLLAMA_MODELS: disk });
       proxy.reset();
@@ -295,9 +295,9 @@ function diskTests(): void {
     }
   });
 
-  it("the disk fills up during the pull: a clear error, no partial files, and the next pull succeeds", async (ctx) => {
+  it("the disk fills up during the pull: a clear error, no partial files, and the next pull succeeds", async () => {
     const disk = await smallDisk(weights.size + (8 << 20));
-    needOrSkip(ctx, disk, "mounting a tmpfs is not permitted here");
+    need(disk, "a small tmpfs as OLLAMA_MODELS (mount -t tmpfs)");
     const filler = path.join(disk, "filler");
     try {
       const d = await fx.daemon({ OLLAMA_MODELS: disk });

@@ -1,4 +1,4 @@
-// A full disk under OLLAMA_MODELS (a small tmpfs; skipped where this process may not mount one):
+// A full disk under OLLAMA_MODELS (a small tmpfs: the tests need root to mount it, as CI has):
 // an upload and a create that run out of space answer with one clear line that says what to do,
 // streamed or not, no temp file stays, and the daemon keeps answering.
 import { readdir } from "node:fs/promises";

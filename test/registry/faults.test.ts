@@ -7,9 +7,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestDaemon } from "../helpers/daemon.js";
 import { partStates, RegistryFixture } from "../helpers/registry-fixture.js";
-import { registrySuitesRun, listTree, ndjson, postJson, startFaultProxy, verifyBlobs, type FaultProxy, type TestRegistry } from "../helpers/registry.js";
+import { listTree, ndjson, postJson, startFaultProxy, verifyBlobs, type FaultProxy, type TestRegistry } from "../helpers/registry.js";
 
-const run = registrySuitesRun() ? describe : describe.skip;
+const run = describe;
 const PART = 1 << 20;
 
 const fx = new RegistryFixture(PART);

@@ -9,10 +9,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestDaemon } from "../helpers/daemon.js";
 import { partStates, RegistryFixture } from "../helpers/registry-fixture.js";
-import { listTree, ndjson, postJson, registrySuitesRun, startFaultProxy, verifyBlobs, type FaultProxy, type Faults } from "../helpers/registry.js";
+import { listTree, ndjson, postJson, startFaultProxy, verifyBlobs, type FaultProxy, type Faults } from "../helpers/registry.js";
 import { need } from "../helpers/need.js";
 
-const run = registrySuitesRun() ? describe : describe.skip;
+const run = describe;
 const PART = 1 << 20;
 
 const fx = new RegistryFixture(PART);

@@ -10,7 +10,6 @@ import { makeTestModel } from "../../scripts/make-test-model.js";
 import { CLI, createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 import {
   generateText,
-  registrySuitesRun,
   ndjson,
   postJson,
   registryEnv,
@@ -21,7 +20,7 @@ import {
   type TestRegistry,
 } from "../helpers/registry.js";
 
-const run = registrySuitesRun() ? describe : describe.skip;
+const run = describe;
 
 let reg: TestRegistry;
 let proxy: FaultProxy;

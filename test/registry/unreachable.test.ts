@@ -13,10 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
 import { unreachableMessage, retryStatus } from "../../src/registry/unreachable.js";
 import { CLI, createModelFromFile, freePort, startDaemon, type TestDaemon } from "../helpers/daemon.js";
-import { haveOpenssl, ndjson, postJson, registryEnv, registrySuitesRun, startFaultProxy, startRegistry, type FaultProxy, type TestRegistry } from "../helpers/registry.js";
+import { haveOpenssl, ndjson, postJson, registryEnv, startFaultProxy, startRegistry, type FaultProxy, type TestRegistry } from "../helpers/registry.js";
 
 const exec = promisify(execFile);
-const run = registrySuitesRun() ? describe : describe.skip;
+const run = describe;
 
 let home: string;
 let daemon: TestDaemon;

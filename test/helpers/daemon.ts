@@ -89,6 +89,18 @@ export async function createModelFromFile(url: string, name: string, file: strin
   });
 }
 
+/** Two different tiny models (seeds 1 and 2; generated once, then cached), as `a` and `b`:
+ *  what switching, eviction and spare tests load in turn. */
+export async function createTinyPair(url: string): Promise<{ a: string; b: string }> {
+  const { makeTestModel } = await import("../../scripts/make-test-model.js");
+  const files = { a: await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 }), b: await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 2 }) };
+  for (const [name, file] of Object.entries(files)) {
+    const r = await createModelFromFile(url, name, file);
+    if (r.status !== 200) throw new Error(`create ${name} failed: ${r.status} ${await r.text()}`);
+  }
+  return files;
+}
+
 async function children(pid: number): Promise<Array<{ pid: number; spare: boolean }>> {
   const text = await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => "");
   const pids = text.trim().split(/\s+/).filter(Boolean).map(Number);

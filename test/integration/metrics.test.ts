@@ -5,7 +5,7 @@
 // OLLAMA_DEBUG, with prompt text only at debug level.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
-import { childPids, createModelFromFile, eventually, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { childPids, createModelFromFile, createTinyPair, eventually, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 import { Scrape } from "../helpers/prometheus.js";
 
 interface Answer {
@@ -36,11 +36,9 @@ async function lastLine(r: Response): Promise<Answer> {
 }
 
 let tiny: string;
-let tiny2: string;
 
 beforeAll(async () => {
   tiny = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 });
-  tiny2 = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 2 });
 }, 60_000);
 
 describe("/metrics after a scripted workload (OLLAMA_NUM_PARALLEL=2, OLLAMA_MAX_LOADED_MODELS=1, OLLAMA_DEBUG=1)", () => {
@@ -50,7 +48,7 @@ describe("/metrics after a scripted workload (OLLAMA_NUM_PARALLEL=2, OLLAMA_MAX_
   beforeAll(async () => {
     d = await startDaemon({ OLLAMA_NUM_PARALLEL: "2", OLLAMA_MAX_LOADED_MODELS: "1", OLLAMA_KEEP_ALIVE: "10m", OLLAMA_DEBUG: "1" });
     await until(async () => d.logs(), (l) => /GPU|device discovery/.test(l));
-    for (const [name, file] of [["a", tiny], ["b", tiny2]] as const) expect((await createModelFromFile(d.url, name, file)).status).toBe(200);
+    await createTinyPair(d.url);
   }, 60_000);
   afterAll(async () => {
     if (process.env.METRICS_TEST_LOG) await import("node:fs/promises").then((fs) => fs.writeFile(process.env.METRICS_TEST_LOG as string, d.logs()));

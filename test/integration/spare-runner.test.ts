@@ -3,7 +3,7 @@
 // model (ps, OLLAMA_MAX_LOADED_MODELS), a dead spare costs nothing, and it ends with the daemon.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
-import { childPids, createModelFromFile, eventually as eventuallyWithin, sparePids, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { childPids, createModelFromFile, createTinyPair, eventually as eventuallyWithin, sparePids, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -25,17 +25,15 @@ const runners = (d: TestDaemon) => childPids(d.proc.pid as number);
 const oneSpare = (p: number[]) => p.length === 1;
 
 let tiny: string;
-let tiny2: string;
 beforeAll(async () => {
   tiny = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 });
-  tiny2 = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 2 });
 }, 60_000);
 
 describe("the warm spare runner (OLLAMA_MAX_LOADED_MODELS=1)", () => {
   let d: TestDaemon;
   beforeAll(async () => {
     d = await startDaemon({ OLLAMA_MAX_LOADED_MODELS: "1", OLLAMA_KEEP_ALIVE: "10m" });
-    for (const [name, file] of Object.entries({ a: tiny, b: tiny2 })) expect((await createModelFromFile(d.url, name, file)).status).toBe(200);
+    await createTinyPair(d.url);
   }, 60_000);
   afterAll(async () => {
     await d?.stop();

@@ -60,7 +60,7 @@ async function dispose(): Promise<number> {
 }
 
 async function complete(prompt: string, maxTokens: number): Promise<Completion> {
-  if (!completion || !model) throw new Error("no model is open");
+  if (!completion || !model || !context) throw new Error("no model is open");
   const times: number[] = [];
   const t0 = nowMs();
   // Tokenized as the daemon's runner tokenizes a raw prompt (special tokens parsed; LlamaCompletion
@@ -68,6 +68,10 @@ async function complete(prompt: string, maxTokens: number): Promise<Completion> 
   // evaluate different tokens.
   const tokens = model.tokenize(prompt, true);
   const promptTokens = tokens.length + (model.tokens.bos != null ? 1 : 0);
+  // LlamaCompletion keeps its default context shift size (a tenth of the context) free and drops
+  // the start of a longer prompt: the two sides would no longer evaluate the same tokens.
+  const room = context.contextSize - Math.max(1, Math.floor(context.contextSize / 10));
+  if (promptTokens > room) throw new Error(`a ${promptTokens}-token prompt is cut to ${room} tokens by LlamaCompletion in a ${context.contextSize}-token context: give it more context`);
   const text = await completion.generateCompletion(tokens, {
     maxTokens,
     repeatPenalty: false,

@@ -6,8 +6,10 @@ import type { BenchCase, CaseContext, Row } from "../registry.js";
 import { Direct } from "../direct.js";
 import { BenchDaemon, ForeignLoad, fmt, freshPrompt, median, sleep } from "../support.js";
 
-/** Room for the longest prompt and its reply, the same on both sides. */
-const contextFor = (sizes: number[], predict: number) => Math.ceil((Math.max(...sizes) + predict + 64) / 256) * 256;
+/** Room for the longest prompt and its reply, the same on both sides. LlamaCompletion keeps a
+ *  tenth of the context free for its context shift and cuts the prompt's start to fit the rest
+ *  (direct-child.ts refuses such a prompt), so the prompt must fit in nine tenths. */
+const contextFor = (sizes: number[], predict: number) => Math.ceil((Math.max(...sizes) + predict + 64) / 0.9 / 256) * 256;
 
 interface Sample {
   promptTokens: number;

@@ -70,7 +70,10 @@ function applyThreads(): void {
   if (!llama) return;
   const free = freeThreads?.current() ?? loadedThreads;
   const n = Math.max(1, Math.min(loadedThreads, daemonThreads, free));
-  if (llama.maxThreads !== n) llama.maxThreads = n;
+  if (llama.maxThreads !== n) {
+    log("debug", "runner threads", { from: llama.maxThreads, to: n, free, daemon: Number.isFinite(daemonThreads) ? daemonThreads : undefined });
+    llama.maxThreads = n;
+  }
 }
 
 /** This runner's private directory for sequence copies and prompt snapshots, inside the

@@ -3,7 +3,7 @@
 // to a temp file that is fsynced and renamed, so readers never see a half-written file.
 import { makeDirs } from "../fs/make-dirs.js";
 import { createHash, randomBytes } from "node:crypto";
-import { promises as fs } from "node:fs";
+import { promises as fs, type BigIntStats } from "node:fs";
 import path from "node:path";
 import lockfile from "proper-lockfile";
 import { decodeManifest, encodeManifest, type Manifest } from "./manifest.js";
@@ -43,7 +43,18 @@ export interface PruneOptions {
   graceMs?: number;
 }
 
+/** Manifest files whose last read is kept (more are simply read again). */
+const MANIFEST_READS_KEPT = 1024;
+
+/** Which version of a file a stat saw: manifests are replaced by rename (a new inode), and any
+ *  write in place changes the size or the change time (nanoseconds). */
+function fileIdentity(st: BigIntStats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
 export class Store {
+  /** The last read of each manifest file, by path. */
+  private readonly manifestReads = new Map<string, { identity: string; stored: StoredManifest }>();
   readonly root: string;
   readonly blobsDir: string;
   readonly manifestsDir: string;
@@ -189,13 +200,14 @@ export class Store {
   }
 
   /** The existing manifest file for `name`, matched case-insensitively per part. */
-  private async resolveManifest(name: ModelName): Promise<{ name: ModelName; file: string } | null> {
+  private async resolveManifest(name: ModelName): Promise<{ name: ModelName; file: string; identity?: string } | null> {
     const parts = manifestPathParts(name);
     // Every request resolves its model: on a case-sensitive file system (Linux) an exact match
     // is what the walk below would find first, in one stat instead of four directory reads.
     if (process.platform === "linux") {
       const exact = path.join(this.manifestsDir, ...parts);
-      if (await fs.stat(exact).then((st) => st.isFile(), () => false)) return { name, file: exact };
+      const st = await fs.stat(exact, { bigint: true }).catch(() => null);
+      if (st?.isFile()) return { name, file: exact, identity: fileIdentity(st) };
     }
     const found: string[] = [];
     let dir = this.manifestsDir;
@@ -214,9 +226,9 @@ export class Store {
     // stat by path could pair them wrongly), and the path is looked up once.
     const fh = await fs.open(file, "r");
     let raw: Buffer;
-    let st: Awaited<ReturnType<typeof fh.stat>>;
+    let st: BigIntStats;
     try {
-      st = await fh.stat();
+      st = await fh.stat({ bigint: true });
       raw = await fh.readFile();
     } finally {
       await fh.close();
@@ -224,13 +236,20 @@ export class Store {
     const manifest = decodeManifest(raw, file);
     const size = [manifest.config, ...manifest.layers].reduce((n, l) => n + l.size, 0);
     const digest = createHash("sha256").update(raw).digest("hex");
-    return { name, manifest, raw, digest, mtime: st.mtime, size };
+    const stored: StoredManifest = { name, manifest, raw, digest, mtime: new Date(Number(st.mtimeMs)), size };
+    if (this.manifestReads.size >= MANIFEST_READS_KEPT) this.manifestReads.clear();
+    this.manifestReads.set(file, { identity: fileIdentity(st), stored });
+    return stored;
   }
 
   /** null when there is no such manifest; throws CorruptManifestError on unreadable JSON. */
   async readManifest(name: ModelName): Promise<StoredManifest | null> {
     const found = await this.resolveManifest(name);
     if (!found) return null;
+    // Every request reads its model's manifest: a file that is still the one read last time
+    // (same inode, size and change times) is not read and hashed again.
+    const known = this.manifestReads.get(found.file);
+    if (known && found.identity !== undefined && known.identity === found.identity) return { ...known.stored, name: found.name };
     try {
       return await this.loadManifest(found.name, found.file);
     } catch (e) {

@@ -110,6 +110,29 @@ describe("reading a store Ollama wrote", () => {
     expect(local!.mtime.toISOString()).toBe("2024-06-01T00:00:00.000Z");
   });
 
+  it("reads a manifest again whenever its file changed: replaced, or rewritten in place with the same size and mtime", async () => {
+    const fx = await writeOllamaFixture(root);
+    const file = path.join(root, "manifests", "registry.ollama.ai", "library", "llama3.2", "latest");
+    const first = await store.readManifest(name("llama3.2"));
+    const again = await store.readManifest(name("llama3.2"));
+    expect(again!.digest).toBe(first!.digest);
+    expect(again!.raw.toString()).toBe(fx.pulled);
+    // In place, same length, same mtime: only the change time tells.
+    const st = await fs.stat(file);
+    const edited = fx.pulled.replace(/"schemaVersion":2/, '"schemaVersion":3');
+    expect(edited.length).toBe(fx.pulled.length);
+    expect(edited).not.toBe(fx.pulled);
+    await fs.writeFile(file, edited);
+    await fs.utimes(file, st.atime, st.mtime);
+    expect((await store.readManifest(name("llama3.2")))!.raw.toString()).toBe(edited);
+    // Replaced by rename, as the store writes manifests.
+    await store.writeManifestRaw(name("llama3.2"), Buffer.from(fx.created));
+    const replaced = await store.readManifest(name("llama3.2"));
+    expect(replaced!.digest).toBe(sha(fx.created));
+    await fs.rm(file);
+    expect(await store.readManifest(name("llama3.2"))).toBeNull();
+  });
+
   it("lists every manifest, newest first", async () => {
     await writeOllamaFixture(root);
     const all = await store.listManifests();

@@ -3,7 +3,7 @@
 import type { CommandModule } from "yargs";
 import type { Client } from "../../api/client.js";
 import type { Format, KeepAlive, ShowResponse, ThinkValue } from "../../api/types.js";
-import { action, checkModelName, CliError, cliConfig, connectChecked } from "../connect.js";
+import { action, checkModelName, CliError, cliConfig, connect } from "../connect.js";
 import { formatGoDuration, parseGoDurationStrict } from "../duration.js";
 import { formatEmbedding } from "../format.js";
 import { extractFileData, isMultiModal } from "../images.js";
@@ -127,7 +127,9 @@ export const runModel = action(async (argv: RunArgs) => {
   // Ollama wraps even into pipes; we wrap only on a terminal so redirected output stays clean.
   const wordWrap = !argv.nowordwrap && process.stdout.isTTY === true;
 
-  const client = await connectChecked();
+  // No heartbeat first (Ollama's run sends one): /api/show fails the same way, with the same
+  // message, when no daemon listens, and the answer comes one round trip sooner.
+  const client = connect();
   const info = await showOrPull(client, model, argv.insecure === true);
   const capabilities = info.capabilities ?? [];
   const think = inferThink(capabilities, explicitThink, thinkSet);

@@ -7,6 +7,11 @@
 //
 //   tsx scripts/bench-cli.ts        (or as a case of `npm run bench`; BENCH_CLI=0 skips it there)
 //
+// Beside them, the floor: the same two requests run makes (/api/show, then /api/generate printed
+// as it streams) from a bare ES module that loads node:http and nothing else. run − the floor is
+// what our code adds; the floor − the daemon's answer is Node's own start, node:http and the cold
+// first request, which no CLI written for Node avoids.
+//
 // BENCH_CLI_ROUNDS (default 20) rounds; each round runs every command once, in turn. Medians are
 // reported; targets: --version and list <= 150 ms, run <= the daemon's answer + 50 ms.
 import { spawnSync } from "node:child_process";
@@ -31,7 +36,11 @@ export interface CliBench {
   daemonAnswerMs: number;
   /** run − the daemon's answer: the median of the differences within each round. */
   runOverDaemonMs: number;
-  samples: Record<"node" | "version" | "list" | "run" | "daemon", number[]>;
+  /** The bare node:http script making run's two requests. */
+  floorMs: number;
+  /** run − the floor: what our code adds (the median of the differences within each round). */
+  runOverFloorMs: number;
+  samples: Record<"node" | "version" | "list" | "run" | "daemon" | "floor", number[]>;
   pass: { version: boolean; list: boolean; run: boolean };
 }
 
@@ -42,6 +51,28 @@ function timeProcess(args: string[], env: NodeJS.ProcessEnv): number {
   if (r.status !== 0) throw new Error(`${args.join(" ")} exited ${r.status}: ${r.stderr}`);
   return ms;
 }
+
+/** run's requests from a fresh process with node:http only (run with --input-type=module). */
+const FLOOR_SCRIPT = `
+import http from "node:http";
+const agent = new http.Agent({ keepAlive: true });
+const post = (path, body) => new Promise((resolve, reject) => {
+  const data = JSON.stringify(body);
+  const req = http.request("http://" + process.env.OLLAMA_HOST + path, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(data) } }, resolve);
+  req.on("error", reject);
+  req.end(data);
+});
+let text = "";
+for await (const chunk of await post("/api/show", { model: ${JSON.stringify(MODEL)} })) text += chunk;
+JSON.parse(text);
+let pending = "";
+for await (const chunk of await post("/api/generate", { model: ${JSON.stringify(MODEL)}, prompt: ${JSON.stringify(PROMPT)} })) {
+  pending += chunk;
+  for (let nl; (nl = pending.indexOf("\\n")) >= 0; pending = pending.slice(nl + 1)) process.stdout.write(JSON.parse(pending.slice(0, nl)).response ?? "");
+}
+process.stdout.write("\\n\\n");
+process.exit();
+`;
 
 /** The request `ollamats run MODEL "hi"` sends, answered in full, from this process. */
 function daemonAnswer(d: TestDaemon): Promise<number> {
@@ -71,13 +102,14 @@ export async function benchCli(opts: { rounds?: number; log?: (s: string) => voi
     await daemonAnswer(d);
     timeProcess([CLI, "run", MODEL, PROMPT], env);
 
-    const samples: CliBench["samples"] = { node: [], version: [], list: [], run: [], daemon: [] };
+    const samples: CliBench["samples"] = { node: [], version: [], list: [], run: [], daemon: [], floor: [] };
     for (let i = 0; i < rounds; i++) {
       samples.node.push(timeProcess(["-e", "0"], env));
       samples.version.push(timeProcess([CLI, "--version"], env));
       samples.list.push(timeProcess([CLI, "list"], env));
       samples.daemon.push(await daemonAnswer(d));
       samples.run.push(timeProcess([CLI, "run", MODEL, PROMPT], env));
+      samples.floor.push(timeProcess(["--input-type=module", "-e", FLOOR_SCRIPT], env));
     }
     const m = (xs: number[]) => median(xs);
     const r: CliBench = {
@@ -88,6 +120,8 @@ export async function benchCli(opts: { rounds?: number; log?: (s: string) => voi
       runMs: m(samples.run),
       daemonAnswerMs: m(samples.daemon),
       runOverDaemonMs: m(samples.run.map((x, i) => x - (samples.daemon[i] ?? NaN))),
+      floorMs: m(samples.floor),
+      runOverFloorMs: m(samples.run.map((x, i) => x - (samples.floor[i] ?? NaN))),
       samples,
       pass: { version: false, list: false, run: false },
     };
@@ -101,6 +135,8 @@ export async function benchCli(opts: { rounds?: number; log?: (s: string) => voi
     log(`  ollamats run ${MODEL} "${PROMPT}"              ${f(r.runMs)}   ${f(r.runMs - r.nodeMs)}`);
     log(`  the daemon's answer to it (in-process)  ${f(r.daemonAnswerMs)}`);
     log(`  run − the daemon's answer               ${f(r.runOverDaemonMs)}   ${f(r.runOverDaemonMs - r.nodeMs)}       <= ${CLI_TARGETS.runOverDaemonMs}  ${v(r.pass.run)}`);
+    log(`  floor: run's two requests, bare node:http ${f(r.floorMs)}   ${f(r.floorMs - r.nodeMs)}`);
+    log(`  run − the floor (what our code adds)    ${f(r.runOverFloorMs)}`);
     return r;
   } catch (err) {
     log(`  daemon log:\n${d.logs().slice(-3000)}`);

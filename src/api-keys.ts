@@ -1,7 +1,10 @@
 // API keys for an exposed daemon: their syntax (OLLAMA_API_KEYS, the OLLAMA_API_KEYS_FILE format),
 // and the constant-time lookup of a presented key. A key is kept only as its SHA-256 digest, so
 // no config object, log line or error can carry it; messages name a key by where it was given.
-import { createHash, timingSafeEqual } from "node:crypto";
+
+// node:crypto is fetched when a key is first hashed: every CLI command parses the configuration,
+// which imports this module, and loading crypto's ~16 internal modules cost it 2-4 ms for nothing.
+const crypto = () => process.getBuiltinModule("node:crypto");
 
 /** `all`: every route; `inference`: everything but pull, push, create, copy, delete and blobs. */
 export type ApiKeyScope = "all" | "inference";
@@ -31,7 +34,7 @@ const KEY_FORBIDDEN = /[,#"']/;
 export const KEY_RULE = "a key is printable ASCII without spaces, commas, '#' or quotes (make one with: openssl rand -hex 32)";
 
 export function digestKey(key: string): Buffer {
-  return createHash("sha256").update(key, "utf8").digest();
+  return crypto().createHash("sha256").update(key, "utf8").digest();
 }
 
 /** The reason `key` is not a valid key, or undefined when it is. */
@@ -115,7 +118,7 @@ export function findApiKey(keys: readonly ApiKey[], presented: string): ApiKey |
   const digest = digestKey(presented);
   let found: ApiKey | undefined;
   for (const key of keys) {
-    const equal = timingSafeEqual(key.digest, digest);
+    const equal = crypto().timingSafeEqual(key.digest, digest);
     if (equal && found === undefined) found = key;
   }
   return found;

@@ -1,8 +1,18 @@
-// Files named in a prompt for multimodal models (interactive.go extractFileNames/extractFileData):
+// Whether a model takes files (cmd.go MultiModal), and the files named in a prompt for such models
+// (interactive.go extractFileNames/extractFileData):
 // paths that start with `/`, `./`, `\` or a drive letter and end in .jpg/.jpeg/.png/.webp/.wav are
 // read (at most 100 MB, type sniffed from the content), taken out of the text and sent as images.
 import path from "node:path";
+import type { ShowResponse } from "../api/types.js";
 import { openRegularFile, readChunks, type RegularFile } from "../fs/regular-file.js";
+
+/** Whether /api/show describes a model that takes images or audio (cmd.go's MultiModal). */
+export function isMultiModal(info: ShowResponse & { projector_info?: Record<string, unknown> }): boolean {
+  const caps = info.capabilities ?? [];
+  if (caps.includes("vision") || caps.includes("audio")) return true;
+  if (info.projector_info && Object.keys(info.projector_info).length > 0) return true;
+  return Object.keys((info.model_info as Record<string, unknown> | undefined | null) ?? {}).some((k) => k.includes(".vision."));
+}
 
 const FILE_PATTERN = /(?:[a-zA-Z]:)?(?:\.\/|\/|\\)[\S\\ ]+?\.(?:jpg|jpeg|png|webp|wav)\b/gi;
 const MAX_BYTES = 100 * 1024 * 1024;

@@ -26,14 +26,6 @@ export interface SessionState {
   multiModal?: boolean;
 }
 
-/** Whether /api/show describes a model that takes images or audio (cmd.go's MultiModal). */
-export function isMultiModal(info: ShowResponse & { projector_info?: Record<string, unknown> }): boolean {
-  const caps = info.capabilities ?? [];
-  if (caps.includes("vision") || caps.includes("audio")) return true;
-  if (info.projector_info && Object.keys(info.projector_info).length > 0) return true;
-  return Object.keys((info.model_info as Record<string, unknown> | undefined | null) ?? {}).some((k) => k.includes(".vision."));
-}
-
 export type Effect =
   | { type: "chat" }
   | { type: "exit" }

@@ -15,8 +15,8 @@ import { errorMessage } from "./connect.js";
 import type { ParameterParser } from "./modelfile-request.js";
 import { loadOrUnload } from "./model-load.js";
 import { formatListTable } from "./model-tables.js";
-import { extractFileData } from "./images.js";
-import { isMultiModal, ReplInput, saveRequest, showCommandOutput, type SessionState } from "./repl-input.js";
+import { extractFileData, isMultiModal } from "./images.js";
+import { ReplInput, saveRequest, showCommandOutput, type SessionState } from "./repl-input.js";
 import { LineEditor } from "./line-editor.js";
 import { chatAnswer } from "./stream-answer.js";
 

@@ -1,6 +1,6 @@
 // The CLI against the real daemon: create from a Modelfile (blob upload first), run one-shot and
 // from piped stdin, list, show, ps, stop, and the error paths.
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -117,8 +117,12 @@ describe("ollamats CLI", () => {
   });
 
   it("says how to start the daemon when it is not running", async () => {
-    const r = await exec(process.execPath, [CLI, "list"], { env: { ...d.env, OLLAMA_HOST: "127.0.0.1:1" } }).catch((e: { stderr: string; code: number }) => e);
-    expect((r as { code: number }).code).toBe(1);
-    expect((r as { stderr: string }).stderr.trim()).toBe("Error: could not connect to ollamats server, run 'ollamats serve' to start it");
+    // run sends no heartbeat: its first request, /api/show, must fail with the same sentence
+    for (const args of [["list"], ["run", "any-model", "hi"]]) {
+      // stdin closed: run reads a piped prompt to its end before it sends anything
+      const r = spawnSync(process.execPath, [CLI, ...args], { env: { ...d.env, OLLAMA_HOST: "127.0.0.1:1" }, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8", timeout: 20_000 });
+      expect(r.status, args.join(" ")).toBe(1);
+      expect(r.stderr.trim(), args.join(" ")).toBe("Error: could not connect to ollamats server, run 'ollamats serve' to start it");
+    }
   });
 });

@@ -3,8 +3,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { extractFileData, extractFileNames, normalizeFilePath, sniffContentType } from "../../src/cli/images.js";
-import { isMultiModal, ReplInput, USAGE_FILES, type SessionState } from "../../src/cli/repl-input.js";
+import { extractFileData, extractFileNames, isMultiModal, normalizeFilePath, sniffContentType } from "../../src/cli/images.js";
+import { ReplInput, USAGE_FILES, type SessionState } from "../../src/cli/repl-input.js";
 import { parseParameterValue } from "../../src/registry/modelfile.js";
 import type { ShowResponse } from "../../src/api/types.js";
 

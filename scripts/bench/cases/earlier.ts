@@ -83,6 +83,7 @@ export const cliCase: BenchCase = {
       { figure: "ollamats --version (ms)", value: c.versionMs, target: `≤ ${CLI_TARGETS.versionMs}`, pass: c.pass.version },
       { figure: "ollamats list (ms)", value: c.listMs, target: `≤ ${CLI_TARGETS.listMs}`, pass: c.pass.list },
       { figure: "ollamats run − the daemon's answer (ms)", value: c.runOverDaemonMs, target: `≤ ${CLI_TARGETS.runOverDaemonMs}`, pass: c.pass.run },
+      { figure: "ollamats run − bare node:http making its requests (ms)", value: c.runOverFloorMs },
     ];
   },
 };

@@ -3,14 +3,11 @@
 import type { CommandModule } from "yargs";
 import type { Client } from "../../api/client.js";
 import type { Format, KeepAlive, ShowResponse, ThinkValue } from "../../api/types.js";
-import { parseParameterValue } from "../../registry/modelfile.js";
-import { action, checkModelName, CliError, cliConfig, connectChecked } from "../connect.js";
+import { action, checkModelName, CliError, cliConfig, connect } from "../connect.js";
 import { formatGoDuration, parseGoDurationStrict } from "../duration.js";
 import { formatEmbedding } from "../format.js";
-import { loadOrUnload } from "../model-load.js";
-import { isMissingRoute, pullWithProgress } from "../pull-progress.js";
-import { extractFileData } from "../images.js";
-import { isMultiModal, type SessionState } from "../repl-input.js";
+import { extractFileData, isMultiModal } from "../images.js";
+import type { SessionState } from "../repl-input.js";
 import { WrapWriter } from "../response-writer.js";
 import { terminalSafe } from "../terminal-text.js";
 import { generateAnswer } from "../stream-answer.js";
@@ -96,6 +93,7 @@ async function showOrPull(client: Client, model: string, insecure: boolean): Pro
     return await client.show({ model });
   } catch (err) {
     if (!(err instanceof Error && "status" in err && (err as { status: number }).status === 404)) throw err;
+    const { isMissingRoute, pullWithProgress } = await import("../pull-progress.js");
     try {
       await pullWithProgress(client, model, insecure);
     } catch (pullErr) {
@@ -129,7 +127,9 @@ export const runModel = action(async (argv: RunArgs) => {
   // Ollama wraps even into pipes; we wrap only on a terminal so redirected output stays clean.
   const wordWrap = !argv.nowordwrap && process.stdout.isTTY === true;
 
-  const client = await connectChecked();
+  // No heartbeat first (Ollama's run sends one): /api/show fails the same way, with the same
+  // message, when no daemon listens, and the answer comes one round trip sooner.
+  const client = connect();
   const info = await showOrPull(client, model, argv.insecure === true);
   const capabilities = info.capabilities ?? [];
   const think = inferThink(capabilities, explicitThink, thinkSet);
@@ -173,6 +173,12 @@ export const runModel = action(async (argv: RunArgs) => {
     return;
   }
 
+  // what only an interactive session needs is loaded here, off the one-answer path
+  const [{ loadOrUnload }, { parseParameterValue }, { runRepl }] = await Promise.all([
+    import("../model-load.js"),
+    import("../../registry/modelfile.js"),
+    import("../repl.js"),
+  ]);
   await loadOrUnload(client, { model, ...(keepAlive !== undefined ? { keepAlive } : {}), ...(think !== undefined ? { think } : {}) });
   for (const msg of info.messages ?? []) {
     if (msg.role === "user") process.stdout.write(`>>> ${terminalSafe(msg.content)}\n`);
@@ -195,8 +201,6 @@ export const runModel = action(async (argv: RunArgs) => {
     thinkExplicit: thinkSet,
     multiModal,
   };
-  // the REPL (and its line editor) is loaded only for an interactive session
-  const { runRepl } = await import("../repl.js");
   await runRepl(client, state, {
     hideThinking: argv.hidethinking === true,
     ...(keepAlive !== undefined ? { keepAlive } : {}),

@@ -157,6 +157,23 @@ describe("manifests", () => {
     expect((await store.readManifest(name("user/model:tag")))!.size).toBe(4);
   });
 
+  it("reads an unchanged manifest once; a replaced or rewritten one is read again", async () => {
+    const fx = await writeOllamaFixture(root);
+    const first = await store.readManifest(name("llama3.2"));
+    expect(await store.readManifest(name("llama3.2"))).toBe(first); // the same file: not read again
+    const changed: Manifest = { ...first!.manifest, layers: first!.manifest.layers.slice(0, 1) };
+    await store.writeManifest(name("llama3.2"), changed); // a rename: a new file
+    const replaced = await store.readManifest(name("llama3.2"));
+    expect(replaced!.manifest.layers).toHaveLength(1);
+    expect(replaced!.digest).not.toBe(sha(fx.pulled));
+    // Written in place by something else (same inode): its size and times tell.
+    const file = path.join(root, "manifests", "registry.ollama.ai", "library", "llama3.2", "latest");
+    await fs.writeFile(file, fx.pulled);
+    expect((await store.readManifest(name("llama3.2")))!.digest).toBe(sha(fx.pulled));
+    await fs.rm(file);
+    expect(await store.readManifest(name("llama3.2"))).toBeNull();
+  });
+
   it("reports a corrupt manifest by file, and list skips it", async () => {
     const logs: string[] = [];
     store = new Store(root, { log: (_l, msg) => logs.push(msg) });

@@ -3,7 +3,10 @@
 // engine:
 //   1. one replica, a remote model vs calling llama-server directly, alternating round by round
 //      with a fresh prompt each time: first-token overhead (target ≤ 3 ms) and streamed decode
-//      rate (target ≥ 0.98); then 32 concurrent streams through the remote model (no error);
+//      rate (target ≥ 0.98) over 256-token answers (64 tokens at ~2,000 tok/s were ~30 ms of
+//      stream, too short for a rate), and the front's own CPU per streamed token (from /proc:
+//      what the proxy costs, whatever else the machine runs); then 32 concurrent streams through
+//      the remote model (no error);
 //   2. two replicas, 8 multi-turn conversations (4 turns, run concurrently) through a front with
 //      prefix affinity and through one with round robin: llama-server's prompt-cache hit rate
 //      (1 − prompt tokens evaluated / prompt tokens sent, from its /metrics) and mean first token.
@@ -11,6 +14,7 @@
 //   tsx scripts/bench-remote.ts     (BENCH_REMOTE_SHAPE=tiny|small|1b, default small)
 import { pathToFileURL } from "node:url";
 import { makeTestModel } from "./make-test-model.js";
+import { cpuUs } from "./profile-remote.js";
 import { startDaemon, type TestDaemon } from "../test/helpers/daemon.js";
 import { llamaMetric, startLlamaServer, type LlamaServer } from "../test/helpers/llama-server.js";
 import type { ModelShape } from "./make-test-model.js";
@@ -24,6 +28,10 @@ export interface RemoteBench {
   directDecodeTokPerS: number;
   remoteDecodeTokPerS: number;
   decodeRatio: number;
+  /** Tokens per decode round. */
+  decodeTokens: number;
+  /** The front daemon's CPU (user + system) over the remote rounds, per token streamed. */
+  frontCpuUsPerToken: number;
   concurrent: number;
   concurrentErrors: number;
   affinity: { hitRate: number; meanFirstMs: number };
@@ -42,6 +50,8 @@ interface Timed {
   decodeTokPerS: number;
   promptTokens: number;
   text: string;
+  /** Tokens generated, as the engine counts them. */
+  tokens: number;
 }
 
 interface Piece {
@@ -83,7 +93,7 @@ async function timeStream(res: Response, t0: number, piece: (line: string) => Pi
     }
   }
   const n = tokens || pieces;
-  return { firstMs: first - t0, decodeTokPerS: n > 1 && last > first ? (n - 1) / ((last - first) / 1000) : NaN, promptTokens, text };
+  return { firstMs: first - t0, decodeTokPerS: n > 1 && last > first ? (n - 1) / ((last - first) / 1000) : NaN, promptTokens, text, tokens: n };
 }
 
 function direct(server: LlamaServer, messages: unknown[], maxTokens: number): Promise<Timed> {
@@ -165,16 +175,24 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
 
     const d: Timed[] = [];
     const r: Timed[] = [];
+    const tokens = 256;
+    const pid = front.proc.pid as number;
+    let frontCpu = 0;
+    const remote = async (msgs: unknown[]) => {
+      const c0 = cpuUs(pid);
+      r.push(await viaRemote(front, "one", msgs, tokens));
+      frontCpu += cpuUs(pid) - c0;
+    };
     for (let i = 0; i < rounds; i++) {
       // A fresh prompt each round, and the order alternates, so neither side gets the other's cache.
       // short prompts: the engine's prompt time, and its jitter, stay small beside the overhead measured
       const msgs = (side: string) => [{ role: "user", content: `${side} round ${i}: ${words(i + (side === "d" ? 1000 : 2000), 24)}` }];
       if (i % 2 === 0) {
-        d.push(await direct(servers[0]!, msgs("d"), 64));
-        r.push(await viaRemote(front, "one", msgs("r"), 64));
+        d.push(await direct(servers[0]!, msgs("d"), tokens));
+        await remote(msgs("r"));
       } else {
-        r.push(await viaRemote(front, "one", msgs("r"), 64));
-        d.push(await direct(servers[0]!, msgs("d"), 64));
+        await remote(msgs("r"));
+        d.push(await direct(servers[0]!, msgs("d"), tokens));
       }
     }
     const directFirstMs = median(d.map((x) => x.firstMs));
@@ -182,7 +200,8 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
     const directDecode = median(d.map((x) => x.decodeTokPerS));
     const remoteDecode = median(r.map((x) => x.decodeTokPerS));
     log(`  first token ms: direct ${directFirstMs.toFixed(1)}, remote ${remoteFirstMs.toFixed(1)} (runs ${r.map((x, i) => `${(x.firstMs - d[i]!.firstMs).toFixed(1)}`).join(" ")})`);
-    log(`  decode tok/s: direct ${directDecode.toFixed(1)}, remote ${remoteDecode.toFixed(1)}`);
+    const frontCpuUsPerToken = frontCpu / Math.max(1, r.reduce((n, x) => n + x.tokens, 0));
+    log(`  decode tok/s (${tokens}-token answers): direct ${directDecode.toFixed(1)}, remote ${remoteDecode.toFixed(1)}; the front's CPU ${frontCpuUsPerToken.toFixed(0)} µs per token`);
 
     const concurrent = 32;
     const results = await Promise.allSettled(Array.from({ length: concurrent }, (_, i) => viaRemote(front, "one", [{ role: "user", content: `stream ${i} ${words(i, 20)}` }], 16)));
@@ -212,6 +231,8 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
       directDecodeTokPerS: directDecode,
       remoteDecodeTokPerS: remoteDecode,
       decodeRatio: remoteDecode / directDecode,
+      decodeTokens: tokens,
+      frontCpuUsPerToken,
       concurrent,
       concurrentErrors,
       affinity,

@@ -268,6 +268,9 @@ export interface Runner {
   readonly info: LoadedInfo;
   readonly features: RunnerFeatures;
   generate(job: GenerateJob, signal: AbortSignal): AsyncIterable<RunnerEvent>;
+  /** The same events, each step carrying all that arrived together (batches.ts); the completion
+   *  layer reads this where a runner has it. */
+  generateBatches?(job: GenerateJob, signal: AbortSignal): AsyncIterable<RunnerEvent[]>;
   embed(inputs: string[], opts?: EmbedOptions): Promise<EmbedResult>;
   /** Reranking models (features.rank): scores of the documents for the query. `truncate`: a
    *  document longer than the context is scored by its best-scoring part instead of refused. */

@@ -3,8 +3,11 @@
 // cancels the producer; an error after the first event becomes a final error event, as Ollama
 // does once the 200 status has been sent.
 //
+// Events come in batches (batches.ts: all that was ready at once, such as the tokens of one
+// upstream read), and each batch's lines go out in one write, never waiting for more.
+//
 // Under @hono/node-server the events are written straight to the Node response: headers go out
-// with the first event in one write, and each event is one write, without a web stream and
+// with the first batch in one write, and each batch is one write, without a web stream and
 // hono's reader loop between the generator and the socket. (Given a streamed Response, that
 // server first tries to read it whole for a Content-Length and waits a timer tick, ~1 ms,
 // before the first event; then it wrote the headers apart and took a few promise hops per
@@ -12,6 +15,7 @@
 import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
+import type { Batches } from "../backends/batches.js";
 import { errorMessage } from "./errors.js";
 
 /** How a stream's events are written. */
@@ -32,12 +36,19 @@ const NDJSON: StreamFormat = {
 
 const encoder = new TextEncoder();
 
-export function ndjsonResponse(c: Context, events: AsyncIterable<object>, onCancel: () => void): Response {
-  return streamResponse(c, events, onCancel, NDJSON);
+export function ndjsonResponse(c: Context, batches: Batches<object>, onCancel: () => void): Response {
+  return streamResponse(c, batches, onCancel, NDJSON);
 }
 
-export function streamResponse(c: Context, events: AsyncIterable<object>, onCancel: () => void, format: StreamFormat): Response {
-  const it = events[Symbol.asyncIterator]();
+/** A batch's events as one string (one write). */
+function encodeBatch(format: StreamFormat, batch: readonly object[]): string {
+  let s = "";
+  for (const v of batch) s += format.event(v);
+  return s;
+}
+
+export function streamResponse(c: Context, batches: Batches<object>, onCancel: () => void, format: StreamFormat): Response {
+  const it = batches[Symbol.asyncIterator]();
   const headers: Record<string, string> = { "Content-Type": format.contentType, ...format.headers };
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   if (outgoing && !outgoing.headersSent) {
@@ -58,7 +69,7 @@ export function streamResponse(c: Context, events: AsyncIterable<object>, onCanc
       try {
         const { value, done } = await it.next();
         if (!done) {
-          controller.enqueue(encoder.encode(format.event(value)));
+          controller.enqueue(encoder.encode(encodeBatch(format, value)));
           return;
         }
         if (format.end) controller.enqueue(encoder.encode(format.end));
@@ -76,7 +87,7 @@ export function streamResponse(c: Context, events: AsyncIterable<object>, onCanc
   return new Response(body, { headers });
 }
 
-function writeToNode(res: ServerResponse, headers: Record<string, string>, it: AsyncIterator<object>, onCancel: () => void, format: StreamFormat): void {
+function writeToNode(res: ServerResponse, headers: Record<string, string>, it: AsyncIterator<readonly object[]>, onCancel: () => void, format: StreamFormat): void {
   res.writeHead(200, headers);
   let gone = false;
   res.once("close", () => {
@@ -104,7 +115,8 @@ function writeToNode(res: ServerResponse, headers: Record<string, string>, it: A
           if (format.end) res.write(format.end);
           break;
         }
-        if (!res.write(format.event(value))) await drained();
+        if (value.length === 0) continue;
+        if (!res.write(encodeBatch(format, value))) await drained();
         if (gone) return;
       }
     } catch (err) {

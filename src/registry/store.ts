@@ -249,7 +249,7 @@ export class Store {
     // Every request reads its model's manifest: a file that is still the one read last time
     // (same inode, size and change times) is not read and hashed again.
     const known = this.manifestReads.get(found.file);
-    if (known && found.identity !== undefined && known.identity === found.identity) return { ...known.stored, name: found.name };
+    if (known && found.identity !== undefined && known.identity === found.identity) return known.stored;
     try {
       return await this.loadManifest(found.name, found.file);
     } catch (e) {

@@ -6,7 +6,8 @@
 // as {"object":"error","message","type","param","code"}, `--api-key` as a bearer token. Its
 // answers are scripted, so tests can check what ollamats sends (guided_json, response_format,
 // chat_template_kwargs, sampling) and what it makes of each field. Fault modes make it hang, drop
-// the connection mid-stream, or stream slowly (to see a client's cancel arrive).
+// the connection mid-stream, stream slowly (to see a client's cancel arrive), or send the whole
+// answer at once.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -18,7 +19,8 @@ export interface FakeScript {
   usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
-export type FakeMode = "normal" | "hang" | "die-mid-stream" | "slow";
+/** burst: the whole streamed answer in one write (so it reaches the front in one read). */
+export type FakeMode = "normal" | "hang" | "die-mid-stream" | "slow" | "burst";
 
 export interface VllmFake {
   url: string;
@@ -131,6 +133,10 @@ export async function startVllmFake(opts: { model: string; apiKey?: string; port
         events.push(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 1, model: opts.model, choices: [], usage: { ...s.usage, total_tokens: s.usage.prompt_tokens + s.usage.completion_tokens } })}\n\n`);
       }
       events.push("data: [DONE]\n\n");
+      if (state.mode === "burst") {
+        finished = true;
+        return void res.end(events.join(""));
+      }
       for (let i = 0; i < events.length; i++) {
         if (res.destroyed) return;
         if (state.mode === "die-mid-stream" && i === 3) {

@@ -81,6 +81,29 @@ describe("a remote model on vLLM", () => {
     expect(sent).not.toHaveProperty("max_tokens");
   });
 
+  it("an answer that arrives in one upstream read: every token a line, in order, the last with the stats (/api and /v1)", async () => {
+    const words = Array.from({ length: 12 }, (_, i) => `t${i} `);
+    fake.script = { reasoning: ["hm"], content: words, finish: "length", usage: { prompt_tokens: 9, completion_tokens: 13 } };
+    fake.mode = "burst";
+    try {
+      const r = await post("/api/chat", { model: "qwen", messages: [{ role: "user", content: "burst" }], think: true });
+      const lines = (await r.text()).trim().split("\n").map((l) => JSON.parse(l) as { message: { content: string; thinking?: string }; done: boolean });
+      expect(lines.map((l) => l.message.thinking ?? l.message.content)).toEqual(["hm", ...words, ""]);
+      expect(lines.at(-1)).toMatchObject({ done: true, done_reason: "length", prompt_eval_count: 9, eval_count: 13 });
+      expect(lines.slice(0, -1).every((l) => !l.done)).toBe(true);
+
+      const v1 = await post("/v1/chat/completions", { model: "qwen", messages: [{ role: "user", content: "burst" }], stream: true, stream_options: { include_usage: true } });
+      const events = (await v1.text()).split("\n\n").filter((e) => e.startsWith("data: "));
+      expect(events.at(-1)).toBe("data: [DONE]");
+      const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }>; usage?: unknown });
+      expect(chunks.map((c) => c.choices[0]?.delta.content ?? "").join("")).toBe(words.join(""));
+      expect(chunks.at(-2)?.choices[0]?.finish_reason).toBe("length");
+      expect(chunks.at(-1)?.usage).toEqual({ prompt_tokens: 9, completion_tokens: 13, total_tokens: 22 });
+    } finally {
+      fake.mode = "normal";
+    }
+  });
+
   it("maps options, format (response_format and guided_json) and done_reason", async () => {
     fake.script = { content: ['{"ok":', "true}"], finish: "length", usage: { prompt_tokens: 5, completion_tokens: 2 } };
     const schema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] };

@@ -1,6 +1,7 @@
 // The /v1 translation (OpenAI request → native body, OpenAI's error wording) and the encoders
 // (completion events → chat.completion / chunks / text_completion), without a daemon.
 import { describe, expect, it } from "vitest";
+import { flatten, ofOne, type Batches } from "../../src/backends/batches.js";
 import { ApiError } from "../../src/daemon/errors.js";
 import {
   chatChunks,
@@ -44,6 +45,10 @@ async function all<T>(it: AsyncIterable<T>): Promise<T[]> {
   for await (const x of it) out.push(x);
   return out;
 }
+
+/** Each event a batch of its own, as a runner that yields one at a time gives them. */
+const batched = (events: CompletionEvent[]) => ofOne(from(events));
+const allFlat = <T>(b: Batches<T>) => all(flatten(b));
 
 const meta = { id: "chatcmpl-x", created: 1700000000, model: "m:latest" };
 
@@ -185,7 +190,7 @@ describe("chat encoders", () => {
   });
 
   it("stream: role first, one id and created, empty-delta finish chunk, usage chunk last", async () => {
-    const chunks = (await all(chatChunks(from([{ type: "content", text: "a" }, { type: "content", text: "b" }, done("length")]), meta, true))) as Array<Record<string, any>>;
+    const chunks = (await allFlat(chatChunks(batched([{ type: "content", text: "a" }, { type: "content", text: "b" }, done("length")]), meta, true))) as Array<Record<string, any>>;
     expect(chunks).toHaveLength(4);
     expect(chunks[0]!.choices[0].delta).toEqual({ role: "assistant", content: "a" });
     expect(chunks[1]!.choices[0].delta).toEqual({ content: "b" });
@@ -200,12 +205,27 @@ describe("chat encoders", () => {
     expect(chunks[0]!.usage).toBeNull();
   });
 
+  it("stream: events that arrive together give their chunks together, in order, and nothing after done", async () => {
+    const events: CompletionEvent[] = [{ type: "content", text: "a" }, { type: "thinking", text: "hm" }, { type: "content", text: "b" }, done("stop"), { type: "content", text: "late" }];
+    async function* oneRead() {
+      yield events;
+    }
+    const batches = await all(chatChunks(oneRead(), meta, true));
+    expect(batches).toHaveLength(1);
+    const chunks = batches[0] as Array<Record<string, any>>;
+    expect(chunks.map((c) => c.choices[0]?.delta ?? "usage")).toEqual([{ role: "assistant", content: "a" }, { reasoning: "hm" }, { content: "b" }, {}, "usage"]);
+    expect(chunks[3]!.choices[0].finish_reason).toBe("stop");
+    expect(chunks[4]!.usage).toEqual({ prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 });
+    // the same events one batch each encode to the same chunks
+    expect(await allFlat(chatChunks(batched(events), meta, true))).toEqual(chunks);
+  });
+
   it("stream: tool call deltas carry index, id, type and name; an empty answer still opens with the role", async () => {
     const calls = [
       { function: { name: "f", arguments: { a: "x" } } },
       { id: "call_2", function: { name: "g", arguments: {} } },
     ];
-    const chunks = (await all(chatChunks(from([{ type: "tool_calls", calls }, done()]), meta, false))) as Array<Record<string, any>>;
+    const chunks = (await allFlat(chatChunks(batched([{ type: "tool_calls", calls }, done()]), meta, false))) as Array<Record<string, any>>;
     const tc = chunks[0]!.choices[0].delta.tool_calls;
     expect(chunks[0]!.choices[0].delta.role).toBe("assistant");
     expect(tc[0]).toMatchObject({ index: 0, type: "function", function: { name: "f", arguments: '{"a":"x"}' } });
@@ -215,10 +235,10 @@ describe("chat encoders", () => {
     expect(chunks[1]!).not.toHaveProperty("usage");
 
     // Heartbeats (empty content events during a slow load) are sent as empty deltas.
-    const beat = (await all(chatChunks(from([{ type: "content", text: "" }, { type: "content", text: "" }, { type: "content", text: "x" }, done()]), meta, false))) as Array<Record<string, any>>;
+    const beat = (await allFlat(chatChunks(batched([{ type: "content", text: "" }, { type: "content", text: "" }, { type: "content", text: "x" }, done()]), meta, false))) as Array<Record<string, any>>;
     expect(beat.map((c) => c.choices[0].delta)).toEqual([{ role: "assistant", content: "" }, { content: "" }, { content: "x" }, {}]);
 
-    const empty = (await all(chatChunks(from([done()]), meta, false))) as Array<Record<string, any>>;
+    const empty = (await allFlat(chatChunks(batched([done()]), meta, false))) as Array<Record<string, any>>;
     expect(empty.map((c) => c.choices[0].delta)).toEqual([{ role: "assistant", content: "" }, {}]);
   });
 });
@@ -239,7 +259,7 @@ describe("completions", () => {
     expect(c.object).toBe("text_completion");
     expect(c.choices).toEqual([{ text: "upon", index: 0, logprobs: null, finish_reason: "stop" }]);
     expect(c.usage.total_tokens).toBe(10);
-    const chunks = (await all(textChunks(from([{ type: "content", text: "a" }, done("length")]), meta, true))) as Array<Record<string, any>>;
+    const chunks = (await allFlat(textChunks(batched([{ type: "content", text: "a" }, done("length")]), meta, true))) as Array<Record<string, any>>;
     expect(chunks.map((x) => (x.choices.length ? x.choices[0].finish_reason : "usage"))).toEqual([null, "length", "usage"]);
     expect(chunks[2]!.usage.prompt_tokens).toBe(7);
   });

@@ -1,6 +1,7 @@
 // The daemon's log: slog-style lines, OLLAMA_DEBUG levels, and the one line per request written
 // by the request-log middleware (at the end of a stream, with the model and token counts).
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
+import { flatten, type Batches } from "../../src/backends/batches.js";
 import { describe, expect, it } from "vitest";
 import { createLogger, formatDurationMs, formatValue, levelFor, type LogFormat } from "../../src/daemon/log.js";
 import { logCounts, requestLog } from "../../src/daemon/middleware/request-log.js";
@@ -59,9 +60,11 @@ interface Chunk {
   eval_count?: number;
 }
 
-async function* answer(words: string[]): AsyncIterable<Chunk> {
-  for (const w of words) yield { model: "m", response: w, done: false };
-  yield { model: "m", response: "", done: true, prompt_eval_count: 7, eval_count: words.length };
+/** The words, then the final chunk, each a batch of its own; with `c`, the counts noted as a route does. */
+async function* answer(words: string[], c?: Context): Batches<Chunk> {
+  for (const w of words) yield [{ model: "m", response: w, done: false }];
+  const last: Chunk = { model: "m", response: "", done: true, prompt_eval_count: 7, eval_count: words.length };
+  yield [c ? logCounts(c, last) : last];
 }
 
 function app(debug = 0) {
@@ -72,10 +75,10 @@ function app(debug = 0) {
   a.post("/api/generate", async (c) => {
     const body = (await c.req.json()) as { model: string; prompt: string; stream?: boolean };
     c.set("logModel", `${body.model}:latest`);
-    const gen = logCounts(c, answer(body.prompt.split(" ")));
+    const gen = answer(body.prompt.split(" "), c);
     if (body.stream === false) {
       let text = "";
-      for await (const ch of gen) text += ch.response;
+      for await (const ch of flatten(gen)) text += ch.response;
       return c.json({ response: text });
     }
     return ndjsonResponse(c, gen, () => {});

@@ -68,6 +68,7 @@ export const remoteCase: BenchCase = {
     return [
       { figure: "remote model first token − llama-server directly (ms)", daemon: r.remoteFirstMs, direct: r.directFirstMs, value: r.firstTokenOverheadMs, target: `≤ ${REMOTE_TARGETS.firstTokenMs} ms`, pass: r.firstTokenOverheadMs <= REMOTE_TARGETS.firstTokenMs },
       { figure: "remote model decode / llama-server directly (tok/s)", daemon: r.remoteDecodeTokPerS, direct: r.directDecodeTokPerS, value: r.decodeRatio, target: `≥ ${REMOTE_TARGETS.decodeRatio}`, pass: r.decodeRatio >= REMOTE_TARGETS.decodeRatio },
+      { figure: "remote model: the front's CPU per streamed token (µs)", value: r.frontCpuUsPerToken },
       { figure: `${r.concurrent} concurrent remote streams: errors`, value: r.concurrentErrors, target: "0", pass: r.concurrentErrors === 0 },
       { figure: "prefix affinity vs round robin: llama-server prompt-cache hit rate", daemon: r.affinity.hitRate, direct: r.roundRobin.hitRate, value: r.affinity.hitRate - r.roundRobin.hitRate },
     ];

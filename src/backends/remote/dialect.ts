@@ -9,10 +9,23 @@ export interface HttpCall {
   body: unknown;
 }
 
+/**
+ * Reads one streamed answer, synchronously: the lines of one upstream read in, their events out,
+ * so a read's events are parsed in one pass and travel on as one batch.
+ */
+export interface StreamReader {
+  /** Appends the events these lines carry to `out`; throws on an error the upstream reports. */
+  read(lines: readonly string[], out: RunnerEvent[]): void;
+  /** Set once the final event is out: nothing after it is read. */
+  readonly finished: boolean;
+  /** The body ended before a final event: appends the final events, or throws if the answer was cut short. */
+  end(out: RunnerEvent[]): void;
+}
+
 export interface Dialect {
   generate(job: GenerateJob, model: string): HttpCall;
-  /** The streamed response's lines as events; `startedAt` (hrtime ns) times what the upstream does not report. */
-  events(lines: AsyncIterable<string>, startedAt: bigint): AsyncIterable<RunnerEvent>;
+  /** A reader of the streamed response; `startedAt` (hrtime ns) times what the upstream does not report. */
+  reader(startedAt: bigint): StreamReader;
   embed(inputs: string[], model: string, opts: Omit<EmbedOptions, "signal">): HttpCall;
   embedResult(json: unknown): EmbedResult;
   tokenize(text: string, model: string): HttpCall;

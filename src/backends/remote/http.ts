@@ -1,6 +1,6 @@
 // HTTP to an upstream engine (undici): one keep-alive pool per remote model, the silence timeout
-// on headers and between body chunks, the bearer key, and the body read line by line as the
-// consumer pulls (back-pressure: nothing is read ahead of what the client has taken).
+// on headers and between body chunks, and the bearer key. A streamed body is read as the consumer
+// pulls (event-stream.ts; back-pressure: nothing is read ahead of what the client has taken).
 import { Agent, errors, request, type Dispatcher } from "undici";
 import { EngineError } from "../errors.js";
 
@@ -111,21 +111,4 @@ export function classify(err: unknown, up: Upstream, signal: AbortSignal): Error
   const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
   const detail = e.cause?.code ?? e.code ?? e.cause?.message ?? e.message ?? String(err);
   return new UpstreamFailure(`upstream ${up.label} is unreachable (${detail})`, "down", true);
-}
-
-/** Lines of a streamed body (NDJSON or SSE), read only as fast as they are taken. */
-export async function* bodyLines(body: AsyncIterable<Buffer | string>): AsyncIterable<string> {
-  let rest = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of body) {
-    rest += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
-    let nl: number;
-    while ((nl = rest.indexOf("\n")) !== -1) {
-      const line = rest.slice(0, nl).replace(/\r$/, "");
-      rest = rest.slice(nl + 1);
-      if (line.trim() !== "") yield line;
-    }
-  }
-  rest += decoder.decode();
-  if (rest.trim() !== "") yield rest;
 }

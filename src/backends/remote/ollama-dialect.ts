@@ -4,7 +4,7 @@
 import type { EmbedOptions, EmbedResult, GenerateJob, MessagesJob, RunnerEvent, StructuredOutput } from "../backend.js";
 import { isPromptJob } from "../backend.js";
 import { EngineError } from "../errors.js";
-import { badAnswer, formatValue, isObj, num, parseLine, type Dialect, type HttpCall } from "./dialect.js";
+import { badAnswer, formatValue, isObj, num, parseLine, type Dialect, type HttpCall, type StreamReader } from "./dialect.js";
 
 export class OllamaDialect implements Dialect {
   constructor(private readonly base: string) {}
@@ -33,30 +33,8 @@ export class OllamaDialect implements Dialect {
     };
   }
 
-  async *events(lines: AsyncIterable<string>): AsyncIterable<RunnerEvent> {
-    for await (const line of lines) {
-      const j = parseLine(line);
-      if (typeof j.error === "string") throw new EngineError("runner_failed", j.error);
-      const msg = isObj(j.message) ? j.message : undefined;
-      const thinking = typeof msg?.thinking === "string" ? msg.thinking : typeof j.thinking === "string" ? j.thinking : "";
-      const content = typeof msg?.content === "string" ? msg.content : typeof j.response === "string" ? j.response : "";
-      if (thinking) yield { type: "thinking", text: thinking };
-      if (content) yield { type: "content", text: content };
-      if (Array.isArray(msg?.tool_calls) && msg.tool_calls.length > 0) yield { type: "tool_calls", calls: msg.tool_calls as never };
-      if (j.done === true) {
-        yield {
-          type: "done",
-          doneReason: j.done_reason === "length" ? "length" : "stop",
-          promptEvalCount: num(j.prompt_eval_count) ?? 0,
-          promptEvalDurationNs: num(j.prompt_eval_duration) ?? 0,
-          evalCount: num(j.eval_count) ?? 0,
-          evalDurationNs: num(j.eval_duration) ?? 0,
-          ...(Array.isArray(j.context) ? { context: j.context as number[] } : {}),
-        };
-        return;
-      }
-    }
-    throw new EngineError("upstream_down", "the upstream ended the stream without a final response");
+  reader(): StreamReader {
+    return new OllamaReader();
   }
 
   embed(inputs: string[], model: string, opts: Omit<EmbedOptions, "signal">): HttpCall {
@@ -117,5 +95,40 @@ export class OllamaDialect implements Dialect {
     const m = (json.models as unknown[]).find((x) => isObj(x) && (names.has(x.name as string) || names.has(x.model as string)));
     if (!isObj(m)) return undefined;
     return { sizeBytes: num(m.size) ?? 0, vramBytes: num(m.size_vram) ?? 0, contextLength: num(m.context_length) ?? 0 };
+  }
+}
+
+/** Ollama's NDJSON: one response object a line, the last with done and the stats. */
+class OllamaReader implements StreamReader {
+  finished = false;
+
+  read(lines: readonly string[], out: RunnerEvent[]): void {
+    for (const line of lines) {
+      if (this.finished) return;
+      const j = parseLine(line);
+      if (typeof j.error === "string") throw new EngineError("runner_failed", j.error);
+      const msg = isObj(j.message) ? j.message : undefined;
+      const thinking = typeof msg?.thinking === "string" ? msg.thinking : typeof j.thinking === "string" ? j.thinking : "";
+      const content = typeof msg?.content === "string" ? msg.content : typeof j.response === "string" ? j.response : "";
+      if (thinking) out.push({ type: "thinking", text: thinking });
+      if (content) out.push({ type: "content", text: content });
+      if (Array.isArray(msg?.tool_calls) && msg.tool_calls.length > 0) out.push({ type: "tool_calls", calls: msg.tool_calls as never });
+      if (j.done === true) {
+        out.push({
+          type: "done",
+          doneReason: j.done_reason === "length" ? "length" : "stop",
+          promptEvalCount: num(j.prompt_eval_count) ?? 0,
+          promptEvalDurationNs: num(j.prompt_eval_duration) ?? 0,
+          evalCount: num(j.eval_count) ?? 0,
+          evalDurationNs: num(j.eval_duration) ?? 0,
+          ...(Array.isArray(j.context) ? { context: j.context as number[] } : {}),
+        });
+        this.finished = true;
+      }
+    }
+  }
+
+  end(): void {
+    throw new EngineError("upstream_down", "the upstream ended the stream without a final response");
   }
 }

@@ -7,7 +7,7 @@
 import { isPromptJob, type EmbedOptions, type EmbedResult, type GenerateJob, type GenerateStats, type JobMessage, type RunnerEvent, type StructuredOutput } from "../backend.js";
 import type { ToolCall } from "../../api/types.js";
 import { EngineError } from "../errors.js";
-import { badAnswer, isObj, nowNs, num, parseLine, type Dialect, type HttpCall, type Json } from "./dialect.js";
+import { badAnswer, isObj, nowNs, num, parseLine, type Dialect, type HttpCall, type Json, type StreamReader } from "./dialect.js";
 
 /** Tool-call ids a conversation lacks are made up in order, so results can name their call. */
 function openaiMessages(messages: JobMessage[]): Json[] {
@@ -121,44 +121,8 @@ export class OpenAIDialect implements Dialect {
     };
   }
 
-  async *events(lines: AsyncIterable<string>, startedAt: bigint): AsyncIterable<RunnerEvent> {
-    const tools = new ToolCallAssembler();
-    let finish: string | undefined;
-    let usage: Json | undefined;
-    let timings: Json | undefined;
-    let firstAt: bigint | undefined;
-    let pieces = 0;
-    for await (const line of lines) {
-      if (!line.startsWith("data:")) continue; // SSE comments, event names, keep-alives
-      const data = line.slice(5).trim();
-      if (data === "[DONE]") break;
-      const j = parseLine(data);
-      if (j.error !== undefined) {
-        const e = j.error;
-        throw new EngineError("runner_failed", typeof e === "string" ? e : isObj(e) && typeof e.message === "string" ? e.message : "the upstream failed");
-      }
-      if (isObj(j.usage)) usage = j.usage;
-      if (isObj(j.timings)) timings = j.timings;
-      const choice = Array.isArray(j.choices) && isObj(j.choices[0]) ? j.choices[0] : undefined;
-      if (!choice) continue;
-      const delta = isObj(choice.delta) ? choice.delta : {};
-      const reasoning = typeof delta.reasoning_content === "string" ? delta.reasoning_content : typeof delta.reasoning === "string" ? delta.reasoning : "";
-      const content = typeof delta.content === "string" ? delta.content : typeof choice.text === "string" ? choice.text : "";
-      if (reasoning || content) {
-        firstAt ??= nowNs();
-        pieces++;
-      }
-      if (reasoning) yield { type: "thinking", text: reasoning };
-      if (content) yield { type: "content", text: content };
-      if (Array.isArray(delta.tool_calls)) {
-        firstAt ??= nowNs();
-        tools.add(delta.tool_calls);
-      }
-      if (typeof choice.finish_reason === "string") finish = choice.finish_reason;
-    }
-    if (finish === undefined && usage === undefined) throw new EngineError("upstream_down", "the upstream ended the stream without a final response");
-    if (tools.size > 0) yield { type: "tool_calls", calls: tools.take() };
-    yield { type: "done", ...stats(finish, usage, timings, startedAt, firstAt, pieces) };
+  reader(startedAt: bigint): StreamReader {
+    return new OpenAIReader(startedAt);
   }
 
   embed(inputs: string[], model: string, opts: Omit<EmbedOptions, "signal">): HttpCall {
@@ -195,6 +159,62 @@ export class OpenAIDialect implements Dialect {
 
   health(): string[] {
     return [`${this.root}/health`, `${this.base}/models`];
+  }
+}
+
+/** OpenAI's SSE: `data: {chunk}` lines, usage in the last chunk, then `data: [DONE]`. */
+class OpenAIReader implements StreamReader {
+  finished = false;
+  private readonly tools = new ToolCallAssembler();
+  private finish: string | undefined;
+  private usage: Json | undefined;
+  private timings: Json | undefined;
+  private firstAt: bigint | undefined;
+  private pieces = 0;
+
+  constructor(private readonly startedAt: bigint) {}
+
+  read(lines: readonly string[], out: RunnerEvent[]): void {
+    for (const line of lines) {
+      if (this.finished) return;
+      if (!line.startsWith("data:")) continue; // SSE comments, event names, keep-alives
+      const data = line.slice(5).trim();
+      if (data === "[DONE]") {
+        this.end(out);
+        return;
+      }
+      const j = parseLine(data);
+      if (j.error !== undefined) {
+        const e = j.error;
+        throw new EngineError("runner_failed", typeof e === "string" ? e : isObj(e) && typeof e.message === "string" ? e.message : "the upstream failed");
+      }
+      if (isObj(j.usage)) this.usage = j.usage;
+      if (isObj(j.timings)) this.timings = j.timings;
+      const choice = Array.isArray(j.choices) && isObj(j.choices[0]) ? j.choices[0] : undefined;
+      if (!choice) continue;
+      const delta = isObj(choice.delta) ? choice.delta : {};
+      const reasoning = typeof delta.reasoning_content === "string" ? delta.reasoning_content : typeof delta.reasoning === "string" ? delta.reasoning : "";
+      const content = typeof delta.content === "string" ? delta.content : typeof choice.text === "string" ? choice.text : "";
+      if (reasoning || content) {
+        this.firstAt ??= nowNs();
+        this.pieces++;
+      }
+      if (reasoning) out.push({ type: "thinking", text: reasoning });
+      if (content) out.push({ type: "content", text: content });
+      if (Array.isArray(delta.tool_calls)) {
+        this.firstAt ??= nowNs();
+        this.tools.add(delta.tool_calls);
+      }
+      if (typeof choice.finish_reason === "string") this.finish = choice.finish_reason;
+    }
+  }
+
+  /** [DONE], or the body's end: the assembled tool calls and the stats. */
+  end(out: RunnerEvent[]): void {
+    if (this.finish === undefined && this.usage === undefined) throw new EngineError("upstream_down", "the upstream ended the stream without a final response");
+    if (this.tools.size > 0) out.push({ type: "tool_calls", calls: this.tools.take() });
+    out.push({ type: "done", ...stats(this.finish, this.usage, this.timings, this.startedAt, this.firstAt, this.pieces) });
+    this.finished = true;
   }
 }
 

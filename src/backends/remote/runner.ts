@@ -7,7 +7,8 @@ import type { EmbedOptions, EmbedResult, GenerateJob, MessagesJob, LoadedInfo, R
 import { EngineError } from "../errors.js";
 import { prefixKeys } from "./affinity.js";
 import { nowNs, type HttpCall } from "./dialect.js";
-import { bodyLines, classify, UpstreamFailure, type UpstreamHttp } from "./http.js";
+import { UpstreamEvents } from "./event-stream.js";
+import { classify, UpstreamFailure, type UpstreamHttp } from "./http.js";
 import type { Replica, ReplicaPool } from "./pool.js";
 
 export const REMOTE_FEATURES: RunnerFeatures = {
@@ -90,6 +91,11 @@ export class RemoteRunner implements Runner {
   }
 
   async *generate(job: GenerateJob, signal: AbortSignal): AsyncIterable<RunnerEvent> {
+    for await (const batch of this.generateBatches(job, signal)) yield* batch;
+  }
+
+  /** The answer as it arrives: the events of each upstream read in one batch. */
+  async *generateBatches(job: GenerateJob, signal: AbortSignal): AsyncIterable<RunnerEvent[]> {
     const keys = prefixKeys(job);
     const startedAt = nowNs();
     const { value, replica, end } = await this.withFailover(
@@ -97,23 +103,21 @@ export class RemoteRunner implements Runner {
       signal,
       (r) => r.dialect.generate(job, this.model),
       async (res, r) => {
-        const it = r.dialect.events(bodyLines(res.body as AsyncIterable<Buffer>), startedAt)[Symbol.asyncIterator]();
-        let first: IteratorResult<RunnerEvent>;
+        const events = new UpstreamEvents(res.body, r.dialect.reader(startedAt));
         try {
-          first = await it.next();
+          return { events, first: await events.next() };
         } catch (err) {
           throw err instanceof EngineError ? err : classify(err, r, signal);
         }
-        return { it, first, body: res.body };
       },
     );
     try {
-      let step = value.first;
-      while (!step.done) {
-        if (step.value.type === "done") await this.refreshInfo(replica);
-        yield step.value;
+      let batch = value.first;
+      while (batch) {
+        if (batch[batch.length - 1]?.type === "done") await this.refreshInfo(replica);
+        yield batch;
         try {
-          step = await value.it.next();
+          batch = await value.events.next();
         } catch (err) {
           if (err instanceof EngineError) throw err;
           const f = classify(err, replica, signal);
@@ -123,8 +127,8 @@ export class RemoteRunner implements Runner {
       }
     } finally {
       end();
-      // A consumer that stopped early (client gone): close the upstream connection now.
-      value.body.destroy();
+      // A consumer that stopped early (client gone) closes the upstream connection now.
+      value.events.close();
     }
   }
 

@@ -10,7 +10,7 @@
 // The inference routes report what only they know through hono context variables:
 //   c.set("logModel", name)                          as soon as the model name is known
 //   c.set("logTokens", { prompt: n, eval: m })       when the final counts are known
-// (`logCounts(c, chunks)` does the second for a stream of Ollama responses).
+// (`logCounts(c, chunk)` does the second for each Ollama response of a stream).
 import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { debugTimings } from "../services/debug-log.js";
@@ -40,22 +40,17 @@ declare module "hono" {
 const STREAMED = /^(application\/x-ndjson|text\/event-stream)/i;
 
 /**
- * Passes a stream of Ollama responses through unchanged and records the counts of the final
- * (`done`) one as `logTokens`: `const gen = logCounts(c, chunks(...))`.
+ * Records the counts of the final (`done`) Ollama response as `logTokens`; the encoders call
+ * it on each response they make (no stream stage of its own: a token costs no extra await).
  */
-export async function* logCounts<T extends { done?: boolean; prompt_eval_count?: number; eval_count?: number }>(
-  c: Context,
-  gen: AsyncIterable<T>,
-): AsyncIterable<T> {
-  for await (const chunk of gen) {
-    if (chunk.done) {
-      c.set("logTokens", {
-        ...(chunk.prompt_eval_count !== undefined ? { prompt: chunk.prompt_eval_count } : {}),
-        ...(chunk.eval_count !== undefined ? { eval: chunk.eval_count } : {}),
-      });
-    }
-    yield chunk;
+export function logCounts<T extends { done?: boolean; prompt_eval_count?: number; eval_count?: number }>(c: Context, chunk: T): T {
+  if (chunk.done) {
+    c.set("logTokens", {
+      ...(chunk.prompt_eval_count !== undefined ? { prompt: chunk.prompt_eval_count } : {}),
+      ...(chunk.eval_count !== undefined ? { eval: chunk.eval_count } : {}),
+    });
   }
+  return chunk;
 }
 
 function remoteAddress(c: Context): string | undefined {

@@ -5,27 +5,26 @@ import type { Logprob } from "../../backends/backend.js";
 import { completionHandler } from "./completion-route.js";
 import type { Deps } from "../deps.js";
 import { prepareChat } from "../services/chat.js";
-import { doneMetrics, type Completion } from "../services/completion.js";
+import { doneMetrics, type CompletionEvent } from "../services/completion.js";
 import { createdAt, logprobsField } from "../services/request.js";
 import { chatSchema } from "../schemas.js";
 
-async function* chunks(model: string, c: Completion): AsyncIterable<ChatResponse> {
-  for await (const ev of c.events) {
-    const base = { model, created_at: createdAt() };
-    switch (ev.type) {
-      case "content":
-        yield { ...base, message: { role: "assistant", content: ev.text }, done: false, ...logprobsField(ev.logprobs) };
-        break;
-      case "thinking":
-        yield { ...base, message: { role: "assistant", content: "", thinking: ev.text }, done: false, ...logprobsField(ev.logprobs) };
-        break;
-      case "tool_calls":
-        yield { ...base, message: { role: "assistant", content: "", tool_calls: ev.calls }, done: false };
-        break;
-      case "done":
-        yield { ...base, message: { role: "assistant", content: "" }, done: true, done_reason: ev.doneReason, ...doneMetrics(ev) };
-        break;
-    }
+/** One event's response object. */
+function chunk(model: string, ev: CompletionEvent, out: ChatResponse[]): void {
+  const base = { model, created_at: createdAt() };
+  switch (ev.type) {
+    case "content":
+      out.push({ ...base, message: { role: "assistant", content: ev.text }, done: false, ...logprobsField(ev.logprobs) });
+      break;
+    case "thinking":
+      out.push({ ...base, message: { role: "assistant", content: "", thinking: ev.text }, done: false, ...logprobsField(ev.logprobs) });
+      break;
+    case "tool_calls":
+      out.push({ ...base, message: { role: "assistant", content: "", tool_calls: ev.calls }, done: false });
+      break;
+    case "done":
+      out.push({ ...base, message: { role: "assistant", content: "" }, done: true, done_reason: ev.doneReason, ...doneMetrics(ev) });
+      break;
   }
 }
 
@@ -54,7 +53,7 @@ export function chatRoutes(deps: Deps): Hono {
   const app = new Hono();
   app.post(
     "/api/chat",
-    completionHandler(deps, { schema: chatSchema, prepare: prepareChat, chunks: (body, completion) => chunks(body.model, completion), collect }),
+    completionHandler(deps, { schema: chatSchema, prepare: prepareChat, encoder: (body) => (ev, out) => chunk(body.model, ev, out), collect }),
   );
   return app;
 }

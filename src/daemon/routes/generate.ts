@@ -4,34 +4,33 @@ import type { GenerateResponse } from "../../api/types.js";
 import type { Logprob } from "../../backends/backend.js";
 import { completionHandler } from "./completion-route.js";
 import type { Deps } from "../deps.js";
-import { doneMetrics, type Completion } from "../services/completion.js";
+import { doneMetrics, type CompletionEvent } from "../services/completion.js";
 import { prepareGenerate } from "../services/generate.js";
 import { createdAt, logprobsField } from "../services/request.js";
 import { generateSchema } from "../schemas.js";
 
-async function* chunks(model: string, c: Completion, withContext: boolean): AsyncIterable<GenerateResponse> {
-  for await (const ev of c.events) {
-    switch (ev.type) {
-      case "content":
-        yield { model, created_at: createdAt(), response: ev.text, done: false, ...logprobsField(ev.logprobs) };
-        break;
-      case "thinking":
-        yield { model, created_at: createdAt(), response: "", thinking: ev.text, done: false, ...logprobsField(ev.logprobs) };
-        break;
-      case "tool_calls":
-        break; // /api/generate has no tools
-      case "done":
-        yield {
-          model,
-          created_at: createdAt(),
-          response: "",
-          done: true,
-          done_reason: ev.doneReason,
-          ...(withContext ? { context: ev.context ?? [] } : {}),
-          ...doneMetrics(ev),
-        };
-        break;
-    }
+/** One event's response object. */
+function chunk(model: string, withContext: boolean, ev: CompletionEvent, out: GenerateResponse[]): void {
+  switch (ev.type) {
+    case "content":
+      out.push({ model, created_at: createdAt(), response: ev.text, done: false, ...logprobsField(ev.logprobs) });
+      break;
+    case "thinking":
+      out.push({ model, created_at: createdAt(), response: "", thinking: ev.text, done: false, ...logprobsField(ev.logprobs) });
+      break;
+    case "tool_calls":
+      break; // /api/generate has no tools
+    case "done":
+      out.push({
+        model,
+        created_at: createdAt(),
+        response: "",
+        done: true,
+        done_reason: ev.doneReason,
+        ...(withContext ? { context: ev.context ?? [] } : {}),
+        ...doneMetrics(ev),
+      });
+      break;
   }
 }
 
@@ -58,7 +57,7 @@ export function generateRoutes(deps: Deps): Hono {
     completionHandler(deps, {
       schema: generateSchema,
       prepare: prepareGenerate,
-      chunks: (body, completion) => chunks(body.model, completion, !body.raw),
+      encoder: (body) => (ev, out) => chunk(body.model, !body.raw, ev, out),
       collect,
     }),
   );

@@ -10,6 +10,7 @@ import { pushModel, PushError } from "../../registry/push.js";
 import { parseBody } from "../body.js";
 import type { Deps } from "../deps.js";
 import { ApiError, badRequest, errorMessage } from "../errors.js";
+import { ofOne } from "../../backends/batches.js";
 import { jsonResponse, ndjsonResponse } from "../stream.js";
 import { requestSignal } from "../services/request.js";
 import { meterTransfer } from "../metrics/transfer-meter.js";
@@ -58,7 +59,7 @@ export async function progressReply(c: Context, stream: boolean, run: Run): Prom
       yield n.value;
     }
   }
-  return ndjsonResponse(c, rest(), () => ac.abort());
+  return ndjsonResponse(c, ofOne(rest()), () => ac.abort());
 }
 
 /** Test and tuning knobs (not Ollama settings): part size and retry back-off of transfers. */

@@ -24,6 +24,7 @@ import { ToolCallParser, toolCallTag, type ToolDefinition } from "../prompt/tool
 import type { Lease, Scheduler } from "../scheduler/scheduler.js";
 import { logCompletionRequest, logCompletionTimings } from "./debug-log.js";
 import { currentRequest, noteGeneration } from "../request-context.js";
+import { flatten, type Batches } from "../../backends/batches.js";
 
 /** What a completion yields, in order; `done` is always last. */
 export type CompletionEvent =
@@ -86,6 +87,9 @@ export type Prepared = { kind: "reply"; body: object } | { kind: "completion"; c
 export interface Completion {
   /** Set once the runner is acquired (0 until then). */
   loadDurationNs: number;
+  /** The events as they come, all that arrived together in one step (what streams read). */
+  batches: Batches<CompletionEvent>;
+  /** The same events one by one (read either this or `batches`, not both). */
   events: AsyncIterable<CompletionEvent>;
   /** Releases the runner even if the events were never read (client gone before the first). */
   cancel(): void;
@@ -165,28 +169,32 @@ function mapRunnerError(err: unknown): unknown {
 }
 
 /**
- * The events one runner text event became, its log probabilities on the first content or
+ * Appends the events one runner text event became, its log probabilities on the first content or
  * thinking event, or on an empty content event of their own when a parser holds the text back
  * (as Ollama sends them while a tool call is still being parsed).
  */
-function* withLogprobs(events: CompletionEvent[], logprobs: Logprob[] | undefined): Generator<CompletionEvent> {
-  if (!logprobs || logprobs.length === 0) return yield* events;
+function pushWithLogprobs(out: CompletionEvent[], events: CompletionEvent[], logprobs: Logprob[] | undefined): void {
+  if (!logprobs || logprobs.length === 0) return void out.push(...events);
   const i = events.findIndex((e) => e.type === "content" || e.type === "thinking");
-  if (i === -1) return yield* [{ type: "content", text: "", logprobs }, ...events];
-  yield* events.map((e, k) => (k === i ? { ...e, logprobs } : e));
+  if (i === -1) return void out.push({ type: "content", text: "", logprobs }, ...events);
+  out.push(...events.map((e, k) => (k === i ? { ...e, logprobs } : e)));
 }
 
-/** One runner generation, read through an iterator so its first event can be awaited early. */
+/**
+ * One runner generation, read through an iterator so its first events can be awaited early; in
+ * batches where the runner has them (generateBatches), else one event a step.
+ */
 class Generation {
-  private readonly it: AsyncIterator<RunnerEvent>;
+  private readonly it: AsyncIterator<RunnerEvent | RunnerEvent[]>;
   private closed = false;
   constructor(lease: Lease, job: GenerateJob, signal: AbortSignal) {
-    this.it = lease.runner.generate(job, signal)[Symbol.asyncIterator]();
+    const r = lease.runner;
+    this.it = (r.generateBatches ? r.generateBatches(job, signal) : r.generate(job, signal))[Symbol.asyncIterator]();
   }
-  async next(): Promise<RunnerEvent | undefined> {
+  async next(): Promise<readonly RunnerEvent[] | undefined> {
     try {
       const r = await this.it.next();
-      return r.done ? undefined : r.value;
+      return r.done ? undefined : Array.isArray(r.value) ? r.value : [r.value];
     } catch (err) {
       throw mapRunnerError(err);
     }
@@ -202,7 +210,7 @@ interface Started {
   lease: Lease;
   prompt: string;
   template: PromptTemplate | undefined;
-  first: RunnerEvent | undefined;
+  first: readonly RunnerEvent[] | undefined;
   /** Handler start → the runner's first event, ns. */
   firstTokenNs: number;
   deferFormat: boolean;
@@ -242,6 +250,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
   let gen: Generation | undefined;
   const completion: Completion = {
     loadDurationNs: 0,
+    batches: undefined as unknown as Batches<CompletionEvent>,
     events: undefined as unknown as AsyncIterable<CompletionEvent>,
     cancel: () => {
       cancelled = true;
@@ -300,11 +309,11 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     started = await prelude;
   }
 
-  async function* events(): AsyncGenerator<CompletionEvent> {
+  async function* batches(): AsyncGenerator<CompletionEvent[]> {
     try {
       let s = started;
       while (!s) {
-        yield { type: "content", text: "" };
+        yield [{ type: "content", text: "" }];
         const tick = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), everyMs).unref());
         s = await Promise.race([prelude, tick]);
       }
@@ -315,84 +324,97 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     }
   }
 
-  async function* run(s: Started): AsyncGenerator<CompletionEvent> {
+  /** The runner's batches as completion events: one batch out per batch in (empty ones dropped). */
+  async function* run(s: Started): AsyncGenerator<CompletionEvent[]> {
     const thinking = thinks ? new ThinkingParser(tags) : undefined;
     if (thinking && s.prompt.trimEnd().endsWith(tags.open)) thinking.add(tags.open);
     const tools = req.tools && req.tools.length > 0 && s.template ? new ToolCallParser(toolCallTag(s.template), req.tools) : undefined;
     let deferring = s.deferFormat;
     let raw = ""; // the text generated so far, for the format restart
 
-    function* content(text: string, final: boolean): Generator<CompletionEvent> {
+    function content(out: CompletionEvent[], text: string, final: boolean): void {
       if (!tools) {
-        if (text) yield { type: "content", text };
+        if (text) out.push({ type: "content", text });
         return;
       }
       const step = tools.add(text);
       const end = final ? tools.flush() : { calls: [], content: "" };
       const c = step.content + end.content;
       const calls = [...step.calls, ...end.calls];
-      if (c) yield { type: "content", text: c };
-      if (calls.length > 0) yield { type: "tool_calls", calls };
+      if (c) out.push({ type: "content", text: c });
+      if (calls.length > 0) out.push({ type: "tool_calls", calls });
     }
 
-    let ev = s.first;
+    let batch = s.first;
     for (;;) {
-      if (!ev) throw new Error("generation ended without a final response");
-      if (ev.type === "content" || ev.type === "thinking") {
-        if (ev.text || ev.logprobs) yield { type: ev.type, text: ev.text, ...(ev.logprobs ? { logprobs: ev.logprobs } : {}) };
-      } else if (ev.type === "tool_calls") {
-        yield { type: "tool_calls", calls: ev.calls };
-      } else if (ev.type === "text") {
-        raw += ev.text;
-        let text = ev.text;
-        const out: CompletionEvent[] = [];
-        if (thinking) {
-          const step = thinking.add(text);
-          if (step.thinking) out.push({ type: "thinking", text: step.thinking });
-          text = step.content;
+      if (!batch) throw new Error("generation ended without a final response");
+      const out: CompletionEvent[] = [];
+      let restart = false;
+      for (const ev of batch) {
+        if (ev.type === "content" || ev.type === "thinking") {
+          if (ev.text || ev.logprobs) out.push({ type: ev.type, text: ev.text, ...(ev.logprobs ? { logprobs: ev.logprobs } : {}) });
+        } else if (ev.type === "tool_calls") {
+          out.push({ type: "tool_calls", calls: ev.calls });
+        } else if (ev.type === "text") {
+          raw += ev.text;
+          let text = ev.text;
+          const evs: CompletionEvent[] = [];
+          if (thinking) {
+            const step = thinking.add(text);
+            if (step.thinking) evs.push({ type: "thinking", text: step.thinking });
+            text = step.content;
+          }
+          if (deferring && text !== "") {
+            pushWithLogprobs(out, evs, ev.logprobs);
+            restart = true;
+            break;
+          }
+          content(evs, text, false);
+          pushWithLogprobs(out, evs, ev.logprobs);
+        } else {
+          const rest = thinking?.flush();
+          if (rest?.thinking) out.push({ type: "thinking", text: rest.thinking });
+          content(out, rest?.content ?? "", true);
+          const { type: _t, ...stats } = ev;
+          // Once per request, for its metrics and its debug timings (request-context.ts).
+          noteGeneration(
+            {
+              firstTokenNs: s.firstTokenNs,
+              promptEvalCount: stats.promptEvalCount,
+              promptEvalDurationNs: stats.promptEvalDurationNs,
+              evalCount: stats.evalCount,
+              evalDurationNs: stats.evalDurationNs,
+              cachedTokens: stats.cachedTokens ?? 0,
+              draftTokens: stats.draftTokens ?? 0,
+              draftAccepted: stats.draftAccepted ?? 0,
+            },
+            request,
+          );
+          const done: CompletionDone = { ...stats, type: "done", loadDurationNs: completion.loadDurationNs, totalDurationNs: Number(nowNs() - req.startedAt) };
+          logCompletionTimings(scheduler.log, req.spec.shortName, done);
+          out.push(done);
+          yield out;
+          return;
         }
-        if (deferring && text !== "") {
-          yield* withLogprobs(out, ev.logprobs);
-          // Thinking is over: generate again from the prompt plus the thinking, constrained.
-          deferring = false;
-          const cut = raw.indexOf(tags.close);
-          const prefix = cut === -1 ? "" : raw.slice(0, cut + tags.close.length);
-          await gen?.close();
-          const next = new Generation(s.lease, job(s.prompt + prefix, req.format), req.signal);
-          gen = next;
-          ev = await next.next();
-          continue;
-        }
-        out.push(...content(text, false));
-        yield* withLogprobs(out, ev.logprobs);
-      } else {
-        const rest = thinking?.flush();
-        if (rest?.thinking) yield { type: "thinking", text: rest.thinking };
-        yield* content(rest?.content ?? "", true);
-        const { type: _t, ...stats } = ev;
-        // Once per request, for its metrics and its debug timings (request-context.ts).
-        noteGeneration(
-          {
-            firstTokenNs: s.firstTokenNs,
-            promptEvalCount: stats.promptEvalCount,
-            promptEvalDurationNs: stats.promptEvalDurationNs,
-            evalCount: stats.evalCount,
-            evalDurationNs: stats.evalDurationNs,
-            cachedTokens: stats.cachedTokens ?? 0,
-            draftTokens: stats.draftTokens ?? 0,
-            draftAccepted: stats.draftAccepted ?? 0,
-          },
-          request,
-        );
-        const done: CompletionDone = { ...stats, type: "done", loadDurationNs: completion.loadDurationNs, totalDurationNs: Number(nowNs() - req.startedAt) };
-        logCompletionTimings(scheduler.log, req.spec.shortName, done);
-        yield done;
-        return;
       }
-      ev = await (gen as Generation).next();
+      if (out.length > 0) yield out;
+      if (restart) {
+        // Thinking is over: generate again from the prompt plus the thinking, constrained (the
+        // rest of this generation's batch is dropped with it).
+        deferring = false;
+        const cut = raw.indexOf(tags.close);
+        const prefix = cut === -1 ? "" : raw.slice(0, cut + tags.close.length);
+        await gen?.close();
+        const next = new Generation(s.lease, job(s.prompt + prefix, req.format), req.signal);
+        gen = next;
+        batch = await next.next();
+        continue;
+      }
+      batch = await (gen as Generation).next();
     }
   }
 
-  completion.events = events();
+  completion.batches = batches();
+  completion.events = flatten(completion.batches);
   return completion;
 }

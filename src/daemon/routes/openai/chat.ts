@@ -13,6 +13,7 @@ import { badRequest } from "../../errors.js";
 import { jsonResponse } from "../../stream.js";
 import { requestSignal } from "../../services/request.js";
 import type { Logprob } from "../../../backends/backend.js";
+import { encodeBatches, flatten, type Batches } from "../../../backends/batches.js";
 import type { CompletionEvent } from "./events.js";
 import { chatLogprobs } from "./logprobs.js";
 import { nativeChatBody, startChat } from "./native.js";
@@ -354,7 +355,7 @@ export async function chatCompletion(events: AsyncIterable<CompletionEvent>, met
  * tool calls each get their own delta; then a chunk with an empty delta and the finish_reason;
  * with include_usage a last chunk with `choices: []` and the usage (the others have usage null).
  */
-export async function* chatChunks(events: AsyncIterable<CompletionEvent>, meta: Meta, includeUsage: boolean): AsyncIterable<object> {
+export function chatChunks(events: Batches<CompletionEvent>, meta: Meta, includeUsage: boolean): Batches<object> {
   const base = { id: meta.id, object: "chat.completion.chunk", created: meta.created, model: meta.model, system_fingerprint: "fp_ollama" };
   const usageNull = includeUsage ? { usage: null } : {};
   let first = true;
@@ -364,29 +365,29 @@ export async function* chatChunks(events: AsyncIterable<CompletionEvent>, meta: 
     first = false;
     return { ...base, choices: [{ index: 0, delta: d, logprobs: chatLogprobs(logprobs), finish_reason: finish }], ...usageNull };
   };
-  for await (const ev of events) {
+  const step = (ev: CompletionEvent, out: object[]): boolean => {
     switch (ev.type) {
       case "content":
         // an empty content event is a heartbeat (slow load): sent as an empty delta
-        yield chunk({ content: ev.text }, null, ev.logprobs);
-        break;
+        out.push(chunk({ content: ev.text }, null, ev.logprobs));
+        return false;
       case "thinking":
-        if (ev.text !== "" || ev.logprobs) yield chunk({ reasoning: ev.text }, null, ev.logprobs);
-        break;
+        if (ev.text !== "" || ev.logprobs) out.push(chunk({ reasoning: ev.text }, null, ev.logprobs));
+        return false;
       case "tool_calls": {
         const calls = openaiToolCalls(ev.calls, toolCalls);
         toolCalls += calls.length;
-        if (calls.length) yield chunk({ tool_calls: calls });
-        break;
+        if (calls.length) out.push(chunk({ tool_calls: calls }));
+        return false;
       }
       case "done":
-        if (first) yield chunk({ content: "" });
-        yield chunk({}, finishReason(ev.doneReason, toolCalls > 0));
-        if (includeUsage) yield { ...base, choices: [], usage: usageOf(ev) };
-        return;
+        if (first) out.push(chunk({ content: "" }));
+        out.push(chunk({}, finishReason(ev.doneReason, toolCalls > 0)));
+        if (includeUsage) out.push({ ...base, choices: [], usage: usageOf(ev) });
+        return true;
     }
-  }
-  throw new Error("generation ended without a final response");
+  };
+  return encodeBatches(events, step, true);
 }
 
 export function chatRoutes(deps: Deps): Hono {
@@ -410,8 +411,8 @@ export function chatRoutes(deps: Deps): Hono {
         _debug_info: started.debugInfo,
       });
     }
-    if (!t.stream) return jsonResponse(await chatCompletion(started.events, meta));
-    return sseResponse(c, chatChunks(started.events, meta, t.includeUsage), () => {
+    if (!t.stream) return jsonResponse(await chatCompletion(flatten(started.batches), meta));
+    return sseResponse(c, chatChunks(started.batches, meta, t.includeUsage), () => {
       ac.abort();
       started.cancel();
     });

@@ -10,6 +10,7 @@ import { jsonResponse } from "../../stream.js";
 import { requestSignal } from "../../services/request.js";
 import { finishReason, newId, usageOf } from "./encode.js";
 import type { Logprob } from "../../../backends/backend.js";
+import { encodeBatches, flatten, type Batches } from "../../../backends/batches.js";
 import type { CompletionEvent } from "./events.js";
 import { completionLogprobs } from "./logprobs.js";
 import { nativeGenerateBody, startGenerate } from "./native.js";
@@ -105,21 +106,22 @@ export async function textCompletion(events: AsyncIterable<CompletionEvent>, met
   throw new Error("generation ended without a final response");
 }
 
-export async function* textChunks(events: AsyncIterable<CompletionEvent>, meta: Meta, includeUsage: boolean): AsyncIterable<object> {
+export function textChunks(events: Batches<CompletionEvent>, meta: Meta, includeUsage: boolean): Batches<object> {
   const base = { id: meta.id, object: "text_completion", created: meta.created, model: meta.model, system_fingerprint: "fp_ollama" };
   const usageNull = includeUsage ? { usage: null } : {};
   let offset = 0;
-  for await (const ev of events) {
+  const step = (ev: CompletionEvent, out: object[]): boolean => {
     if (ev.type === "content") {
-      yield { ...base, choices: [choice(ev.text, null, completionLogprobs(ev.logprobs, offset))], ...usageNull }; // "" is a heartbeat
+      out.push({ ...base, choices: [choice(ev.text, null, completionLogprobs(ev.logprobs, offset))], ...usageNull }); // "" is a heartbeat
       offset += (ev.logprobs ?? []).reduce((n, l) => n + l.token.length, 0);
     } else if (ev.type === "done") {
-      yield { ...base, choices: [choice("", finishReason(ev.doneReason, false))], ...usageNull };
-      if (includeUsage) yield { ...base, choices: [], usage: usageOf(ev) };
-      return;
+      out.push({ ...base, choices: [choice("", finishReason(ev.doneReason, false))], ...usageNull });
+      if (includeUsage) out.push({ ...base, choices: [], usage: usageOf(ev) });
+      return true;
     }
-  }
-  throw new Error("generation ended without a final response");
+    return false;
+  };
+  return encodeBatches(events, step, true);
 }
 
 export function completionRoutes(deps: Deps): Hono {
@@ -143,8 +145,8 @@ export function completionRoutes(deps: Deps): Hono {
         _debug_info: started.debugInfo,
       });
     }
-    if (!t.stream) return jsonResponse(await textCompletion(started.events, meta));
-    return sseResponse(c, textChunks(started.events, meta, t.includeUsage), () => {
+    if (!t.stream) return jsonResponse(await textCompletion(flatten(started.batches), meta));
+    return sseResponse(c, textChunks(started.batches, meta, t.includeUsage), () => {
       ac.abort();
       started.cancel();
     });

@@ -1,7 +1,8 @@
 // The one seam between the completion layer and the /v1 encoders: the completion's single event
-// stream (content / thinking / tool_calls / done), the same one the /api encoders consume.
+// stream (content / thinking / tool_calls / done, in batches), the same one the /api encoders consume.
 import type { ToolCall } from "../../../api/types.js";
 import type { GenerateStats, Logprob } from "../../../backends/backend.js";
+import type { Batches } from "../../../backends/batches.js";
 import type { Completion } from "../../services/completion.js";
 
 /** What the /v1 encoders read of completion.ts's CompletionEvent (structurally a supertype). */
@@ -11,6 +12,6 @@ export type CompletionEvent =
   | { type: "tool_calls"; calls: ToolCall[] }
   | ({ type: "done" } & GenerateStats);
 
-export function completionEvents(c: Completion): AsyncIterable<CompletionEvent> {
-  return c.events;
+export function completionBatches(c: Completion): Batches<CompletionEvent> {
+  return c.batches;
 }

@@ -8,7 +8,8 @@ import { chatSchema, generateSchema, type ChatBody, type GenerateBody } from "..
 import { prepareChat } from "../../services/chat.js";
 import type { Prepared } from "../../services/completion.js";
 import { prepareGenerate } from "../../services/generate.js";
-import { completionEvents, type CompletionEvent } from "./events.js";
+import type { Batches } from "../../../backends/batches.js";
+import { completionBatches, type CompletionEvent } from "./events.js";
 
 /** Validates the native body with the /api schema itself, so both APIs accept the same things. */
 export function nativeChatBody(raw: Record<string, unknown>): ChatBody {
@@ -24,24 +25,24 @@ export function nativeGenerateBody(raw: Record<string, unknown>): GenerateBody {
 }
 
 export type Started =
-  | { kind: "events"; events: AsyncIterable<CompletionEvent>; cancel: () => void }
+  | { kind: "events"; batches: Batches<CompletionEvent>; cancel: () => void }
   /** `_debug_render_only`: the rendered prompt, nothing generated. */
   | { kind: "debug"; debugInfo: unknown };
 
 /** A ready native reply (an empty prompt only loads the model: done_reason "load") as events. */
-async function* replyEvents(body: Record<string, unknown>): AsyncIterable<CompletionEvent> {
+async function* replyEvents(body: Record<string, unknown>): Batches<CompletionEvent> {
   const message = body.message as { content?: unknown } | undefined;
   const text = typeof body.response === "string" ? body.response : typeof message?.content === "string" ? message.content : "";
-  if (text) yield { type: "content", text };
   const doneReason = (typeof body.done_reason === "string" ? body.done_reason : "stop") as "stop";
-  yield { type: "done", doneReason, promptEvalCount: 0, promptEvalDurationNs: 0, evalCount: 0, evalDurationNs: 0 };
+  const done: CompletionEvent = { type: "done", doneReason, promptEvalCount: 0, promptEvalDurationNs: 0, evalCount: 0, evalDurationNs: 0 };
+  yield text ? [{ type: "content", text }, done] : [done];
 }
 
 export function fromPrepared(p: Prepared): Started {
-  if (p.kind === "completion") return { kind: "events", events: completionEvents(p.completion), cancel: () => p.completion.cancel() };
+  if (p.kind === "completion") return { kind: "events", batches: completionBatches(p.completion), cancel: () => p.completion.cancel() };
   const body = p.body as Record<string, unknown>;
   if ("_debug_info" in body) return { kind: "debug", debugInfo: body._debug_info };
-  return { kind: "events", events: replyEvents(body), cancel: () => undefined };
+  return { kind: "events", batches: replyEvents(body), cancel: () => undefined };
 }
 
 export async function startChat(deps: Deps, body: ChatBody, signal: AbortSignal, startedAt: bigint): Promise<Started> {

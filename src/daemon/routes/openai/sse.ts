@@ -4,6 +4,7 @@
 // chunk becomes a final `data: {"error":{…}}` event (openai-node throws it as an APIError),
 // without [DONE].
 import type { Context } from "hono";
+import type { Batches } from "../../../backends/batches.js";
 import { streamResponse, type StreamFormat } from "../../stream.js";
 import { openaiError } from "./errors.js";
 
@@ -17,6 +18,6 @@ const SSE: StreamFormat = {
   error: (err) => event(openaiError(err)),
 };
 
-export function sseResponse(c: Context, chunks: AsyncIterable<object>, onCancel: () => void): Response {
+export function sseResponse(c: Context, chunks: Batches<object>, onCancel: () => void): Response {
   return streamResponse(c, chunks, onCancel, SSE);
 }

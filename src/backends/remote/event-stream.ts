@@ -1,0 +1,60 @@
+// One streamed upstream answer as batches of events: each upstream read is cut into lines and
+// parsed in one pass (dialect.ts's StreamReader), and its events go on as one batch. Reads happen
+// only as the consumer asks for the next batch (back-pressure reaches the upstream's socket).
+import type { Dispatcher } from "undici";
+import type { RunnerEvent } from "../backend.js";
+import type { StreamReader } from "./dialect.js";
+import { LineSplitter } from "./lines.js";
+
+/** Bytes read past the final event, at most, to hand the connection back for reuse. */
+const TAIL_LIMIT = 64 * 1024;
+
+export class UpstreamEvents {
+  private readonly chunks: AsyncIterator<Buffer>;
+  private readonly lines = new LineSplitter();
+  private closed = false;
+
+  constructor(
+    private readonly body: Dispatcher.ResponseData["body"],
+    private readonly reader: StreamReader,
+  ) {
+    this.chunks = (body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  }
+
+  /** The events of the next read that carries any (never empty); undefined after the final one. */
+  async next(): Promise<RunnerEvent[] | undefined> {
+    const out: RunnerEvent[] = [];
+    while (out.length === 0 && !this.reader.finished) {
+      const step = await this.chunks.next();
+      if (step.done) {
+        this.reader.read(this.lines.end(), out);
+        if (!this.reader.finished) this.reader.end(out);
+      } else {
+        this.reader.read(this.lines.push(step.value), out);
+      }
+    }
+    return out.length > 0 ? out : undefined;
+  }
+
+  /**
+   * Ends the exchange. After the final event the rest of the body (the chunked encoding's end)
+   * is read so undici keeps the connection for the next request; before it, the connection is
+   * closed, which vLLM, llama-server and Ollama take as a cancel.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (!this.reader.finished) {
+      this.body.destroy();
+      return;
+    }
+    void (async () => {
+      let bytes = 0;
+      for (;;) {
+        const step = await this.chunks.next();
+        if (step.done) return;
+        if ((bytes += step.value.length) > TAIL_LIMIT) return void this.body.destroy();
+      }
+    })().catch(() => undefined);
+  }
+}

@@ -54,6 +54,10 @@ export function buildDeps(config: Config, states?: StateStore, keys: readonly Ap
   };
 }
 
+/** How long an idle keep-alive connection is kept: longer than the clients' own idle timeouts
+ *  (undici 4 s, Go's transport 90 s), bounded so abandoned connections are closed in the end. */
+const KEEP_ALIVE_IDLE_MS = 10 * 60_000;
+
 /** How long running generations may take to finish after SIGTERM/SIGINT before they are cut. */
 export const SHUTDOWN_GRACE_MS = 5_000;
 
@@ -84,6 +88,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
   // Streams may stay silent for minutes while a model loads or thinks.
   if ("requestTimeout" in server) server.requestTimeout = 0;
+  // Idle keep-alive connections stay open as on Ollama's Go server (no idle timeout there): with
+  // Node's default of 5 s, a client that keeps idle sockets without a timeout of its own (Node's
+  // http.Agent) got "socket hang up" whenever it reused one just as the daemon closed it.
+  if ("keepAliveTimeout" in server) server.keepAliveTimeout = KEEP_ALIVE_IDLE_MS;
   const port = (server.address() as AddressInfo).port;
   deps.log.info(`Listening on ${hostname}:${port} (version ${deps.version})`, { models: config.models });
   deps.scheduler.warmUp();

@@ -271,6 +271,34 @@ describe("bad input", () => {
   });
 });
 
+describe("connections", () => {
+  it("an idle keep-alive connection stays open past Node's default 5 s, so a client reusing it is not reset", async () => {
+    // Node's http.Agent keeps idle sockets without a timeout of its own: a server that closes
+    // them after 5 s races every request sent at that moment ("socket hang up"). Ollama's Go
+    // server keeps idle connections open.
+    const net = await import("node:net");
+    const sock = net.connect(Number(new URL(d.url).port), "127.0.0.1");
+    let received = "";
+    let ended = false;
+    sock.setEncoding("utf8");
+    sock.on("data", (t: string) => (received += t));
+    sock.on("end", () => (ended = true));
+    const answers = () => received.split("Ollama is running").length - 1;
+    const until = async (test: () => boolean) => {
+      for (let i = 0; i < 100 && !test(); i++) await new Promise((r) => setTimeout(r, 50));
+    };
+    const get = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    sock.write(get);
+    await until(() => answers() === 1);
+    await new Promise((r) => setTimeout(r, 6_500));
+    expect(ended).toBe(false);
+    sock.write(get);
+    await until(() => answers() === 2);
+    expect(answers()).toBe(2);
+    sock.destroy();
+  }, 20_000);
+});
+
 describe("runner crash", () => {
   it("kill -9 of the runner mid-stream gives an error line; the daemon keeps serving", async () => {
     const stream = await ollama.generate({ model: "tiny", prompt: "A long story", options: { num_predict: 100000, num_ctx: 4096 }, stream: true });

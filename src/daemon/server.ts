@@ -1,4 +1,5 @@
 // createApp(deps) composes middleware and route groups into the hono app.
+import { closeWhenBodyUnread } from "./middleware/close-unread.js";
 import { Hono } from "hono";
 import { allowedOrigins } from "../config.js";
 import type { Deps } from "./deps.js";
@@ -26,6 +27,7 @@ export function createApp(deps: Deps): Hono {
   const app = new Hono();
   // First, so every request (refused ones too) has an id, a log line and a count in the metrics.
   app.use("*", requestLog(deps.log, deps.metrics));
+  app.use("*", closeWhenBodyUnread());
   app.use("*", hostGuard(deps.config.host.host));
   app.use("*", cors(allowedOrigins(deps.config)));
   app.use("*", apiAccess({ keys: deps.keys, noManagement: deps.config.noManagement }));

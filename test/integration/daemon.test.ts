@@ -297,6 +297,29 @@ describe("connections", () => {
     expect(answers()).toBe(2);
     sock.destroy();
   }, 20_000);
+
+  it("an answer given before the body arrived tells the client not to reuse the connection", async () => {
+    // A keep-alive client that sent its next request on it would meet the close that follows
+    // (@hono/node-server discards what still arrives for 500 ms, then closes): "other side closed".
+    const net = await import("node:net");
+    const sock = net.connect(Number(new URL(d.url).port), "127.0.0.1");
+    let received = "";
+    sock.setEncoding("utf8");
+    sock.on("data", (t: string) => (received += t));
+    sock.on("error", () => undefined);
+    // refused before its body is read: the digest is invalid
+    sock.write("POST /api/blobs/sha256:nothex HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10000000\r\n\r\n");
+    sock.write(Buffer.alloc(64 << 10));
+    for (let i = 0; i < 100 && !received.includes("invalid digest format"); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(received).toMatch(/^HTTP\/1\.1 400 /);
+    expect(received).toContain("invalid digest format");
+    expect(received.toLowerCase()).toContain("connection: close");
+    sock.destroy();
+    // a request whose body was read keeps its connection
+    const r = await fetch(`${d.url}/api/show`, { method: "POST", body: JSON.stringify({ model: "nothing-here" }) });
+    expect(r.status).toBe(404);
+    expect(r.headers.get("connection")).not.toBe("close");
+  });
 });
 
 describe("runner crash", () => {

@@ -31,6 +31,8 @@ export const LLAMACPP_FEATURES: RunnerFeatures = {
 };
 
 const STDERR_LINES = 20;
+/** Errors of a send to a child whose channel has closed (it died or is exiting). */
+const CHANNEL_GONE = new Set(["EPIPE", "ECONNRESET", "ERR_IPC_CHANNEL_CLOSED"]);
 
 /** Where a runner's log lines go: the daemon's logger (so they share its format and request ids). */
 export type RunnerLogSink = (level: RunnerLogLevel, msg: string, fields?: Record<string, unknown>) => void;
@@ -127,8 +129,12 @@ export class RunnerProcess implements Runner {
       this.stderrTail.splice(0, Math.max(0, this.stderrTail.length - STDERR_LINES));
     });
     this.child.on("message", (m) => this.dispatch(m as ChildMessage));
-    // A send on a channel that just closed reports here; the exit handler does the rest.
-    this.child.on("error", (err) => this.stderrTail.push(`runner: ${err.message}`));
+    // A send on a channel that just closed reports here; the exit handler does the rest. That
+    // error is the daemon's own write to a runner that has died, not the runner's last words: it
+    // stays out of the crash message (which would read "signal: killed: runner: write EPIPE").
+    this.child.on("error", (err) => {
+      if (!CHANNEL_GONE.has((err as NodeJS.ErrnoException).code ?? "")) this.stderrTail.push(`runner: ${err.message}`);
+    });
     this.exited = new Promise((resolve) => {
       this.child.once("exit", (code, signal) => {
         const why = signal ? `signal: ${signal === "SIGKILL" ? "killed" : signal}` : `exit status ${code}`;

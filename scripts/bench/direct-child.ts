@@ -9,6 +9,7 @@
 import os from "node:os";
 import { getLlama, LlamaCompletion, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
 import { nowMs } from "./client.js";
+import { completionRoom } from "./direct.js";
 
 export type DirectRequest =
   | { op: "open"; modelPath: string; contextSize: number; threads?: number }
@@ -68,9 +69,8 @@ async function complete(prompt: string, maxTokens: number): Promise<Completion> 
   // evaluate different tokens.
   const tokens = model.tokenize(prompt, true);
   const promptTokens = tokens.length + (model.tokens.bos != null ? 1 : 0);
-  // LlamaCompletion keeps its default context shift size (a tenth of the context) free and drops
-  // the start of a longer prompt: the two sides would no longer evaluate the same tokens.
-  const room = context.contextSize - Math.max(1, Math.floor(context.contextSize / 10));
+  // Past this, LlamaCompletion drops the prompt's start: the sides would evaluate different tokens.
+  const room = completionRoom(context.contextSize);
   if (promptTokens > room) throw new Error(`a ${promptTokens}-token prompt is cut to ${room} tokens by LlamaCompletion in a ${context.contextSize}-token context: give it more context`);
   const text = await completion.generateCompletion(tokens, {
     maxTokens,

@@ -4,6 +4,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Completion, DirectRequest, Swap } from "./direct-child.js";
 
+/** Prompt tokens LlamaCompletion evaluates in a context of `contextSize`: it keeps its default
+ *  context shift size (a tenth of the context) free and drops the start of a longer prompt. */
+export function completionRoom(contextSize: number): number {
+  return contextSize - Math.max(1, Math.floor(contextSize / 10));
+}
+
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 export class Direct {

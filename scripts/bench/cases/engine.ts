@@ -3,13 +3,17 @@
 // round, the same one on both sides, sides taking turns (which goes first alternates), each
 // process idle while the other works. Greedy, no repeat penalty: the texts must be the same.
 import type { BenchCase, CaseContext, Row } from "../registry.js";
-import { Direct } from "../direct.js";
+import { completionRoom, Direct } from "../direct.js";
 import { BenchDaemon, ForeignLoad, fmt, freshPrompt, median, sleep } from "../support.js";
 
-/** Room for the longest prompt and its reply, the same on both sides. LlamaCompletion keeps a
- *  tenth of the context free for its context shift and cuts the prompt's start to fit the rest
- *  (direct-child.ts refuses such a prompt), so the prompt must fit in nine tenths. */
-const contextFor = (sizes: number[], predict: number) => Math.ceil((Math.max(...sizes) + predict + 64) / 0.9 / 256) * 256;
+/** Room for the longest prompt and its reply, the same on both sides, within what LlamaCompletion
+ *  evaluates of a prompt (completionRoom; direct-child.ts refuses a prompt it would cut). */
+function contextFor(sizes: number[], predict: number): number {
+  const need = Math.max(...sizes) + predict + 64;
+  let size = Math.ceil(need / 256) * 256;
+  while (completionRoom(size) < need) size += 256;
+  return size;
+}
 
 interface Sample {
   promptTokens: number;

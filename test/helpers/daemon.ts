@@ -79,10 +79,16 @@ export async function sha256File(file: string): Promise<string> {
 }
 
 /** Uploads a GGUF as a blob and creates a model from it, as `ollamats create` does. */
-export async function createModelFromFile(url: string, name: string, file: string, extra: Record<string, unknown> = {}): Promise<Response> {
+/** Uploads a file as a blob; its digest, and what the daemon answered. */
+export async function uploadFile(url: string, file: string): Promise<{ digest: string; status: number; text: string }> {
   const digest = await sha256File(file);
   const up = await fetch(`${url}/api/blobs/${digest}`, { method: "POST", body: await readFile(file) });
-  if (up.status !== 201 && up.status !== 200) throw new Error(`blob upload failed: ${up.status} ${await up.text()}`);
+  return { digest, status: up.status, text: await up.text() };
+}
+
+export async function createModelFromFile(url: string, name: string, file: string, extra: Record<string, unknown> = {}): Promise<Response> {
+  const { digest, status, text } = await uploadFile(url, file);
+  if (status !== 201 && status !== 200) throw new Error(`blob upload failed: ${status} ${text}`);
   return fetch(`${url}/api/create`, {
     method: "POST",
     body: JSON.stringify({ model: name, files: { [path.basename(file)]: digest }, stream: false, ...extra }),

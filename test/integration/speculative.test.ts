@@ -13,7 +13,7 @@ import { makeTestModel } from "../../scripts/make-test-model.js";
 import type { GenerateJob, Runner, RunnerEvent } from "../../src/backends/backend.js";
 import { LlamaCppBackend } from "../../src/backends/llamacpp/backend.js";
 import type { LoadOptions } from "../../src/backends/llamacpp/protocol.js";
-import { CLI, createModelFromFile, sha256File, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { CLI, createModelFromFile, sha256File, startDaemon, uploadFile, type TestDaemon } from "../helpers/daemon.js";
 import { testLoadOptions } from "../helpers/load-options.js";
 import { Scrape } from "../helpers/prometheus.js";
 
@@ -34,9 +34,8 @@ const PROMPTS = [
 ];
 
 async function upload(file: string): Promise<string> {
-  const digest = await sha256File(file);
-  const r = await fetch(`${d.url}/api/blobs/${digest}`, { method: "POST", body: await readFile(file) });
-  expect([200, 201]).toContain(r.status);
+  const { digest, status } = await uploadFile(d.url, file);
+  expect([200, 201]).toContain(status);
   return digest;
 }
 

@@ -91,8 +91,14 @@ export function promptFor(run: number, words = 31): string {
  *  `tokens` − 1 words, each a single "▁word" token of the test vocabulary. `seed` picks the first
  *  word (distinct for seeds 0..111, so prompts with different seeds share no prefix but BOS). */
 export function promptOfTokens(seed: number, tokens: number): string {
+  return promptOfWords(seed, tokens - 1);
+}
+
+/** A leading space, then `words` words of the sequence promptOfTokens uses for `seed`: with
+ *  another tokenizer a word may be several tokens (direct-child.ts "fit" counts them). */
+export function promptOfWords(seed: number, words: number): string {
   const out: string[] = [];
-  for (let i = 0; i < tokens - 1; i++) out.push(WORDS[(seed * 13 + i * 7 + Math.floor(i / 16) * 5) % WORDS.length]!);
+  for (let i = 0; i < words; i++) out.push(WORDS[(seed * 13 + i * 7 + Math.floor(i / 16) * 5) % WORDS.length]!);
   return " " + out.join(" ");
 }
 

@@ -10,6 +10,7 @@ import os from "node:os";
 import { getLlama, LlamaCompletion, type Llama, type LlamaContext, type LlamaModel } from "node-llama-cpp";
 import { nowMs } from "./client.js";
 import { completionRoom } from "./direct.js";
+import { promptOfWords } from "../bench-plan.js";
 
 export type DirectRequest =
   | { op: "open"; modelPath: string; contextSize: number; threads?: number }
@@ -17,6 +18,10 @@ export type DirectRequest =
   | { op: "complete"; prompt: string; maxTokens: number }
   /** Disposes what is open, then loads `modelPath` and its context; both timed. */
   | { op: "swap"; modelPath: string; contextSize: number; threads?: number }
+  /** The longest fresh prompt (bench-plan.ts promptOfWords for `seed`) that is at most `tokens`
+   *  tokens with BOS under this model's tokenizer: the test vocabulary makes each word one token,
+   *  another model's may make it several. */
+  | { op: "fit"; seed: number; tokens: number }
   | { op: "close" };
 
 export interface Completion {
@@ -83,6 +88,26 @@ async function complete(prompt: string, maxTokens: number): Promise<Completion> 
   return { promptTokens, t0, tFirst: times[0] ?? NaN, tLast: times.at(-1) ?? NaN, tokens: times.length, text };
 }
 
+/** Tokens the runner evaluates for a raw prompt: special tokens parsed, BOS added. */
+function promptTokenCount(m: LlamaModel, prompt: string): number {
+  return m.tokenize(prompt, true).length + (m.tokens.bos != null ? 1 : 0);
+}
+
+function fit(seed: number, tokens: number): { prompt: string; tokens: number } {
+  if (!model) throw new Error("no model is open");
+  const m = model;
+  // Tokens grow with words (never shrink), so the longest fitting prompt is found by bisection.
+  let lo = 0;
+  let hi = tokens;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (promptTokenCount(m, promptOfWords(seed, mid)) <= tokens) lo = mid;
+    else hi = mid - 1;
+  }
+  const prompt = promptOfWords(seed, lo);
+  return { prompt, tokens: promptTokenCount(m, prompt) };
+}
+
 async function handle(m: DirectRequest): Promise<unknown> {
   switch (m.op) {
     case "open":
@@ -93,6 +118,8 @@ async function handle(m: DirectRequest): Promise<unknown> {
       const disposeMs = await dispose();
       return { disposeMs, loadMs: await open(m.modelPath, m.contextSize, m.threads) } satisfies Swap;
     }
+    case "fit":
+      return fit(m.seed, m.tokens);
     case "close":
       await dispose();
       await llama?.dispose();

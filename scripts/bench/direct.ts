@@ -55,6 +55,10 @@ export class Direct {
   complete(prompt: string, maxTokens: number): Promise<Completion> {
     return this.ask({ op: "complete", prompt, maxTokens });
   }
+  /** A fresh prompt of at most `tokens` tokens (BOS included) under the open model's tokenizer. */
+  fit(seed: number, tokens: number): Promise<{ prompt: string; tokens: number }> {
+    return this.ask({ op: "fit", seed, tokens });
+  }
   swap(modelPath: string, contextSize: number): Promise<Swap> {
     return this.ask({ op: "swap", modelPath, contextSize });
   }

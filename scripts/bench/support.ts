@@ -25,8 +25,13 @@ let nextSeed = Math.floor(Date.now() / 1000) % 112;
 /** A raw prompt of exactly `tokens` tokens (BOS included) that shares nothing but BOS with the
  *  prompts before it. */
 export function freshPrompt(tokens: number): string {
+  return promptOfTokens(freshSeed(), tokens);
+}
+
+/** The seed of the next fresh prompt (for a prompt fitted to another tokenizer: Direct.fit). */
+export function freshSeed(): number {
   nextSeed = (nextSeed + 1) % 112;
-  return promptOfTokens(nextSeed, tokens);
+  return nextSeed;
 }
 
 /** A daemon with models created in it, and a keep-alive agent for its requests. */

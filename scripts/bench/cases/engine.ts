@@ -4,7 +4,7 @@
 // process idle while the other works. Greedy, no repeat penalty: the texts must be the same.
 import type { BenchCase, CaseContext, Row } from "../registry.js";
 import { completionRoom, Direct } from "../direct.js";
-import { BenchDaemon, ForeignLoad, fmt, freshPrompt, median, sleep } from "../support.js";
+import { BenchDaemon, ForeignLoad, fmt, freshSeed, median, sleep } from "../support.js";
 
 /** Room for the longest prompt and its reply, the same on both sides, within what LlamaCompletion
  *  evaluates of a prompt (completionRoom; direct-child.ts refuses a prompt it would cut). */
@@ -80,12 +80,13 @@ async function run(ctx: CaseContext): Promise<Row[]> {
   try {
     await d.open(ctx.modelPath, numCtx);
     // Warm-up on both sides (first evaluation allocates buffers).
-    const warm = freshPrompt(32);
+    // Prompts are fitted to the model's tokenizer, so "256 tokens" is 256 with any model.
+    const warm = (await d.fit(freshSeed(), 32)).prompt;
     await daemonSample(b, numCtx, warm, 4, load);
     await directSample(d, warm, 4, load);
     for (let r = 0; r < ctx.rounds; r++) {
       for (const size of sizes) {
-        const prompt = freshPrompt(size);
+        const { prompt } = await d.fit(freshSeed(), size);
         const s = samples.get(size)!;
         const sides = [() => daemonSample(b, numCtx, prompt, predict, load).then((x) => s.daemon.push(x)), () => directSample(d, prompt, predict, load).then((x) => s.direct.push(x))];
         for (const side of r % 2 === 0 ? sides : sides.reverse()) await side();

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { planBatch, PROMPT_CHUNK_WITH_DECODERS } from "../../src/backends/llamacpp/batch-plan.js";
+import type { BatchItem } from "node-llama-cpp";
+import { batchPlanStrategy, planBatch, PROMPT_CHUNK_WITH_DECODERS } from "../../src/backends/llamacpp/batch-plan.js";
+import type { BatchShape } from "../../src/backends/llamacpp/decode-threads.js";
 import { StepGate } from "../../src/backends/llamacpp/step-gate.js";
 import { blockMicroseconds, MAX_PAUSE_US, pauseMicroseconds, StepPause } from "../../src/backends/llamacpp/step-pause.js";
 
@@ -17,6 +19,20 @@ describe("planBatch", () => {
     expect(a).toEqual([2, 2, 2, 2]);
     const b = planBatch([1, 1, 1, 1, 1], 3);
     expect(b.reduce((x, y) => x + y, 0)).toBe(3);
+  });
+});
+
+describe("batchPlanStrategy", () => {
+  it("tells the hook the shape of the batch it planned, before the batch runs", () => {
+    const shapes: BatchShape[] = [];
+    const strategy = batchPlanStrategy(() => undefined, (b) => shapes.push(b));
+    const item = (n: number) => ({ tokens: new Array(n).fill(1), evaluationPriority: 1 }) as unknown as BatchItem;
+    strategy({ items: [item(1), item(900), item(1)], size: 512 });
+    strategy({ items: [item(1), item(1)], size: 512 });
+    expect(shapes).toEqual([
+      { items: 3, tokens: PROMPT_CHUNK_WITH_DECODERS + 2 },
+      { items: 2, tokens: 2 },
+    ]);
   });
 });
 

@@ -8,6 +8,7 @@
 //   with a long prompt delays the streams already decoding by one short chunk per token, not by
 //   a whole batch (a 512-token chunk is seconds on a CPU). Alone, a prompt takes the whole batch.
 import type { BatchItem, CustomBatchingPrioritizationStrategy, LlamaContext, PrioritizedBatchItem } from "node-llama-cpp";
+import type { BatchShape } from "./decode-threads.js";
 
 /** Prompt tokens per batch while other sequences decode: past ~64 tokens a CPU batch is
  *  compute-bound, so bigger chunks only lengthen the decoders' wait. */
@@ -52,15 +53,15 @@ function queuedDecodesOf(context: LlamaContext): readonly QueuedDecode[] | undef
  * The strategy for a context; `contextRef()` returns the context once it exists. When the
  * sequence of an item cannot be told (another node-llama-cpp version), items keep their order.
  * node-llama-cpp calls it right before it allocates each batch's threads, so `beforeBatch` is
- * where the thread budget is brought up to date (thread-budget.ts).
+ * where the thread budget is brought up to date (thread-budget.ts, decode-threads.ts).
  */
-export function batchPlanStrategy(contextRef: () => LlamaContext | undefined, beforeBatch: () => void = () => {}): CustomBatchingPrioritizationStrategy {
+export function batchPlanStrategy(contextRef: () => LlamaContext | undefined, beforeBatch: (batch: BatchShape) => void = () => {}): CustomBatchingPrioritizationStrategy {
   return ({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
-    beforeBatch();
     const amounts = planBatch(
       items.map((item) => item.tokens.length),
       size,
     );
+    beforeBatch({ items: amounts.filter((a) => a > 0).length, tokens: amounts.reduce((a, b) => a + b, 0) });
     const context = contextRef();
     const queue = context ? queuedDecodesOf(context) : undefined;
     const aligned = queue !== undefined && queue.length === items.length && queue.every((q, i) => q.tokens === items[i]!.tokens);

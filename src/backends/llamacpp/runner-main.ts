@@ -31,6 +31,7 @@ import { restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-
 import { PromptCache } from "./prompt-cache.js";
 import { PrefixReuse, reusable } from "./prefix-reuse.js";
 import { MIN_WINDOW_S, ProcCpuMeter, ThreadBudget } from "./thread-budget.js";
+import { DecodeThreads, type BatchShape } from "./decode-threads.js";
 import { Speculation } from "./speculative.js";
 import { makeDirs } from "../../fs/make-dirs.js";
 import { removeDeadOwnerDirs } from "../../fs/dead-owner-dirs.js";
@@ -64,14 +65,17 @@ let loadedThreads = os.availableParallelism();
  *  on the machine (thread-budget.ts; absent when num_thread was set explicitly). */
 let daemonThreads = Infinity;
 let freeThreads: ThreadBudget | undefined;
+const decodeThreads = new DecodeThreads();
 
-/** Gives the next batch the smaller of the daemon's share and the cores free right now. */
-function applyThreads(): void {
+/** Gives the next batch the smaller of the daemon's share and the cores free right now, and a
+ *  decode step the part of those that decodes fastest (decode-threads.ts). */
+function applyThreads(batch?: BatchShape): void {
   if (!llama) return;
   const free = freeThreads?.current() ?? loadedThreads;
-  const n = Math.max(1, Math.min(loadedThreads, daemonThreads, free));
+  const cap = Math.max(1, Math.min(loadedThreads, daemonThreads, free));
+  const n = batch && freeThreads ? decodeThreads.threadsFor(cap, batch) : cap;
   if (llama.maxThreads !== n) {
-    log("debug", "runner threads", { from: llama.maxThreads, to: n, free, daemon: Number.isFinite(daemonThreads) ? daemonThreads : undefined });
+    log("debug", "runner threads", { from: llama.maxThreads, to: n, free, daemon: Number.isFinite(daemonThreads) ? daemonThreads : undefined, decode: n < cap ? true : undefined });
     llama.maxThreads = n;
   }
 }
@@ -245,7 +249,8 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
   // Between batches the budget is checked before each one; while idle, every measuring window,
   // so the first batch of the next request (a whole short prompt) starts from what is free now,
   // not from what was free when a job that has just ended was running (embeddings use it too).
-  if (freeThreads) setInterval(applyThreads, MIN_WINDOW_S * 1000).unref();
+  // (While generating, each batch brings it up to date itself, decode steps with their own count.)
+  if (freeThreads) setInterval(() => running.size === 0 && applyThreads(), MIN_WINDOW_S * 1000).unref();
   applyThreads();
   const usage = await llama.getLlamaMemoryUsage();
   // A fully offloaded model is all GPU, as Ollama reports it (the token embeddings llama.cpp

@@ -76,6 +76,17 @@ describe("DecodeThreads", () => {
     expect(t.current).toBe(2);
   });
 
+  it("streams joining and leaving (other batch widths) do not make trials more frequent", () => {
+    const { clock, t } = tuner();
+    let tries = 0;
+    for (let i = 0; i < 400; i++) {
+      const shape = { items: 1 + (i % 3), tokens: 1 + (i % 3) };
+      tries += decode(t, 2, 5, (n) => (n === 2 ? 41 : 62) * (1 + 0.3 * (shape.items - 1)), clock, shape).filter((n) => n === 1).length;
+    }
+    expect(t.current).toBe(2);
+    expect(tries).toBeLessThanOrEqual(5);
+  });
+
   it("never changes a single core's count", () => {
     const { clock, t } = tuner();
     expect(decode(t, 1, 100, () => 5, clock).every((n) => n === 1)).toBe(true);

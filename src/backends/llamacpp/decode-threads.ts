@@ -27,8 +27,8 @@ const MARGIN = 0.1;
 /** A tried count whose first step is this much longer than the chosen count's median is dropped
  *  at once: a comparison that is plainly lost costs one slow step, not SAMPLES. */
 const PLAIN_LOSS = 1.3;
-/** Decode steps before the first comparison, and the most between two (the wait grows fourfold
- *  after each comparison that changes nothing, and starts again when the free cores change). */
+/** Decode steps before the first trial, and the most between two (the wait grows fourfold after
+ *  each trial that changes nothing, and starts again when the free cores change). */
 const FIRST_PROBE_AFTER = 16;
 const PROBE_BACKOFF = 4;
 const MAX_PROBE_INTERVAL = 4096;
@@ -45,14 +45,14 @@ export class DecodeThreads {
   /** The most threads a step may have now (the free cores); everything is relearned when it changes. */
   private cap = 0;
   private chosen = 0;
-  /** The count being tried against `chosen`, if a comparison is running. */
-  private trying: number | null = null;
-  /** Step times (ms) of each count, for the current cap and batch width. */
-  private times = new Map<number, number[]>();
+  /** The count being tried against `chosen`, and the batch width it is compared at. */
+  private trial: { threads: number; items: number } | null = null;
+  /** Recent step times (ms) by batch width and thread count ("items:threads"). */
+  private times = new Map<string, number[]>();
   private last: { t: number; threads: number; items: number } | null = null;
-  private stepsUntilProbe = FIRST_PROBE_AFTER;
+  private stepsUntilTrial = FIRST_PROBE_AFTER;
   private interval = FIRST_PROBE_AFTER;
-  /** Which way the next comparison goes when both are possible. */
+  /** Which way the next trial goes when both are possible. */
   private downNext = true;
 
   constructor(private readonly clock: () => number = () => performance.now()) {}
@@ -61,77 +61,77 @@ export class DecodeThreads {
   threadsFor(cap: number, batch: BatchShape): number {
     const now = this.clock();
     const decoding = batch.items > 0 && batch.tokens <= batch.items * DECODE_TOKENS_PER_ITEM;
+    // The time since the last decode batch started is that batch's step, sampling included.
     const last = this.last;
-    this.last = decoding ? { t: now, threads: 0, items: batch.items } : null;
+    if (last && now - last.t < MAX_STEP_MS) this.samples(last.items, last.threads).push(now - last.t);
+    this.last = null;
     if (cap !== this.cap) this.reset(cap);
     if (!decoding || cap <= 1) return cap;
-    // The time since the last decode step of the same width is that step, sampling included.
-    if (last && last.items === batch.items && now - last.t < MAX_STEP_MS) this.record(last.threads, now - last.t);
-    else if (last && last.items !== batch.items) this.relearn();
-    const threads = this.next();
-    this.last!.threads = threads;
+    const threads = this.next(batch.items);
+    this.last = { t: now, threads, items: batch.items };
     return threads;
-  }
-
-  private reset(cap: number): void {
-    this.cap = cap;
-    this.chosen = cap;
-    this.interval = FIRST_PROBE_AFTER;
-    this.downNext = true;
-    this.relearn();
-  }
-
-  /** Forgets the timings (another batch width) and compares again soon. */
-  private relearn(): void {
-    this.trying = null;
-    this.times.clear();
-    this.stepsUntilProbe = Math.min(this.stepsUntilProbe, FIRST_PROBE_AFTER);
-  }
-
-  private record(threads: number, ms: number): void {
-    if (threads <= 0) return;
-    const xs = this.times.get(threads) ?? [];
-    xs.push(ms);
-    if (xs.length > SAMPLES) xs.shift();
-    this.times.set(threads, xs);
-  }
-
-  private next(): number {
-    if (this.trying !== null) {
-      const tried = this.times.get(this.trying) ?? [];
-      const base = this.times.get(this.chosen) ?? [];
-      const lost = tried.length > 0 && tried[0]! > median(base) * PLAIN_LOSS;
-      if (tried.length < SAMPLES && !lost) return this.trying;
-      const better = !lost && median(tried) < median(base) * (1 - MARGIN);
-      const from = this.chosen;
-      if (better) this.chosen = this.trying;
-      this.trying = null;
-      // A better count may have a better neighbour the same way: look there at once.
-      if (better) {
-        this.downNext = this.chosen < from;
-        this.stepsUntilProbe = 0;
-        this.interval = FIRST_PROBE_AFTER;
-      } else {
-        this.downNext = !this.downNext;
-        this.interval = Math.min(MAX_PROBE_INTERVAL, this.interval * PROBE_BACKOFF);
-        this.stepsUntilProbe = this.interval;
-      }
-    }
-    if (this.stepsUntilProbe > 0 || (this.times.get(this.chosen)?.length ?? 0) < SAMPLES) {
-      this.stepsUntilProbe--;
-      return this.chosen;
-    }
-    const down = this.chosen > 1 ? Math.max(1, Math.floor(this.chosen / 2)) : null;
-    const up = this.chosen < this.cap ? Math.min(this.cap, this.chosen * 2) : null;
-    const candidate = (this.downNext ? (down ?? up) : (up ?? down)) ?? null;
-    if (candidate === null) return this.chosen;
-    this.trying = candidate;
-    this.times.delete(candidate);
-    return candidate;
   }
 
   /** The count decode steps use now (for logs and tests). */
   get current(): number {
     return this.chosen;
+  }
+
+  private reset(cap: number): void {
+    this.cap = cap;
+    this.chosen = cap;
+    this.trial = null;
+    this.times.clear();
+    this.interval = FIRST_PROBE_AFTER;
+    this.stepsUntilTrial = FIRST_PROBE_AFTER;
+    this.downNext = true;
+  }
+
+  /** The recent steps of one width and count (the last SAMPLES kept). */
+  private samples(items: number, threads: number): number[] {
+    const key = `${items}:${threads}`;
+    let xs = this.times.get(key);
+    if (!xs) this.times.set(key, (xs = []));
+    if (xs.length >= SAMPLES) xs.shift();
+    return xs;
+  }
+
+  private known(items: number, threads: number): number[] {
+    return this.times.get(`${items}:${threads}`) ?? [];
+  }
+
+  private next(items: number): number {
+    const trial = this.trial;
+    if (trial) {
+      // Steps of another width neither count for the trial nor end it.
+      if (items !== trial.items) return this.chosen;
+      const tried = this.known(items, trial.threads);
+      const base = this.known(items, this.chosen);
+      const lost = tried.length > 0 && tried[0]! > median(base) * PLAIN_LOSS;
+      if (tried.length < SAMPLES && !lost) return trial.threads;
+      this.trial = null;
+      if (!lost && median(tried) < median(base) * (1 - MARGIN)) {
+        // A better count may have a better neighbour the same way: look there at once.
+        this.downNext = trial.threads < this.chosen;
+        this.chosen = trial.threads;
+        this.interval = FIRST_PROBE_AFTER;
+        this.stepsUntilTrial = 0;
+      } else {
+        this.downNext = !this.downNext;
+        this.interval = Math.min(MAX_PROBE_INTERVAL, this.interval * PROBE_BACKOFF);
+        this.stepsUntilTrial = this.interval;
+      }
+    }
+    if (this.stepsUntilTrial > 0 || this.known(items, this.chosen).length < SAMPLES) {
+      this.stepsUntilTrial--;
+      return this.chosen;
+    }
+    const down = this.chosen > 1 ? Math.max(1, Math.floor(this.chosen / 2)) : null;
+    const up = this.chosen < this.cap ? Math.min(this.cap, this.chosen * 2) : null;
+    const threads = this.downNext ? (down ?? up) : (up ?? down);
+    if (threads === null) return this.chosen;
+    this.trial = { threads, items };
+    this.times.delete(`${items}:${threads}`);
+    return threads;
   }
 }

@@ -65,6 +65,13 @@ describe("DecodeThreads", () => {
     expect(t.current).toBe(3);
   });
 
+  it("remembers the count chosen under each number of free cores", () => {
+    const { clock, t } = tuner();
+    decode(t, 2, 200, (n) => (n === 2 ? 15 : 0.8), clock);
+    decode(t, 1, 50, () => 0.8, clock); // another process took a core for a while
+    expect(decode(t, 2, 50, (n) => (n === 2 ? 15 : 0.8), clock).filter((n) => n === 2).length).toBeLessThanOrEqual(1);
+  });
+
   it("does not count a pause between requests as a step", () => {
     const { clock, t } = tuner();
     decode(t, 2, 40, (n) => (n === 2 ? 41 : 62), clock);

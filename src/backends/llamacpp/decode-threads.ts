@@ -29,7 +29,7 @@ const MARGIN = 0.1;
 const PLAIN_LOSS = 1.3;
 /** Decode steps before the first trial, and the most between two (the wait grows fourfold after
  *  each trial that changes nothing, and starts again when the free cores change). */
-const FIRST_PROBE_AFTER = 16;
+const FIRST_PROBE_AFTER = 4;
 const PROBE_BACKOFF = 4;
 const MAX_PROBE_INTERVAL = 4096;
 /** A step that took longer than this was not a step but a pause between requests. */
@@ -42,9 +42,11 @@ const median = (xs: number[]): number => {
 };
 
 export class DecodeThreads {
-  /** The most threads a step may have now (the free cores); everything is relearned when it changes. */
+  /** The most threads a step may have now (the free cores); timings are relearned when it changes. */
   private cap = 0;
   private chosen = 0;
+  /** The count chosen under each cap: the free cores come and go, the best count for each stays. */
+  private readonly chosenUnder = new Map<number, number>();
   /** The count being tried against `chosen`, and the batch width it is compared at. */
   private trial: { threads: number; items: number } | null = null;
   /** Recent step times (ms) by batch width and thread count ("items:threads"). */
@@ -78,8 +80,9 @@ export class DecodeThreads {
   }
 
   private reset(cap: number): void {
+    if (this.cap > 0) this.chosenUnder.set(this.cap, this.chosen);
     this.cap = cap;
-    this.chosen = cap;
+    this.chosen = this.chosenUnder.get(cap) ?? cap;
     this.trial = null;
     this.times.clear();
     this.interval = FIRST_PROBE_AFTER;

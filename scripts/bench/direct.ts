@@ -48,9 +48,10 @@ export class Direct {
     });
   }
 
-  /** Loads the model and a context; returns loadModel + createContext in ms. */
-  async open(modelPath: string, contextSize: number): Promise<number> {
-    return (await this.ask<{ loadMs: number }>({ op: "open", modelPath, contextSize })).loadMs;
+  /** Loads the model and a context (one thread per core unless `threads`); returns loadModel +
+   *  createContext in ms. */
+  async open(modelPath: string, contextSize: number, threads?: number): Promise<number> {
+    return (await this.ask<{ loadMs: number }>({ op: "open", modelPath, contextSize, threads })).loadMs;
   }
   complete(prompt: string, maxTokens: number): Promise<Completion> {
     return this.ask({ op: "complete", prompt, maxTokens });

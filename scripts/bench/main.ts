@@ -20,6 +20,7 @@ import { REPO } from "../../test/helpers/daemon.js";
 import { busyCase } from "./cases/busy.js";
 import { cliCase, kvCase, parallelCase, prefixCase, pullCase, remoteCase } from "./cases/earlier.js";
 import { engineCase } from "./cases/engine.js";
+import { threadsCase } from "./cases/threads.js";
 import { loadCase, switchCase } from "./cases/load.js";
 import { prefixSlotsCase } from "./cases/prefix-slots.js";
 import { rssCase } from "./cases/rss.js";
@@ -28,7 +29,7 @@ import { speculativeCase } from "./cases/speculative.js";
 import type { BenchCase, CaseContext, Row } from "./registry.js";
 import { fmt } from "./support.js";
 
-export const CASES: BenchCase[] = [engineCase, busyCase, loadCase, switchCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase, remoteCase, cliCase, metricsCase, speculativeCase];
+export const CASES: BenchCase[] = [engineCase, threadsCase, busyCase, loadCase, switchCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase, remoteCase, cliCase, metricsCase, speculativeCase];
 
 function parse(argv: string[]) {
   const { values } = parseArgs({

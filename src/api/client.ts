@@ -79,6 +79,9 @@ export interface ClientOptions {
   apiKey?: string;
 }
 
+/** Most bytes an error answer or a blob upload's answer may hold. */
+const ERROR_TEXT_LIMIT = 1024 * 1024;
+
 /** Most bytes one NDJSON line may hold (Ollama's client uses 8 MB). */
 export const MAX_LINE_BYTES = 8 * 1000 * 1000;
 
@@ -216,7 +219,7 @@ export class Client {
       } catch (err) {
         throw readError ?? err; // the file changed under the upload: say that, not "request aborted"
       }
-      const text = await res.body.text();
+      const text = await res.body.text(ERROR_TEXT_LIMIT);
       if (readError) throw readError;
       // The server may answer once it has `size` bytes, before the reader's own last check ran.
       // (What it stored is safe either way: it verifies the bytes against the digest.)
@@ -277,7 +280,7 @@ export class Client {
       signal,
     });
     if (res.statusCode >= 400) {
-      const text = await res.body.text();
+      const text = await res.body.text(ERROR_TEXT_LIMIT);
       const firstLine = text.split("\n").find((l) => l.trim() !== "") ?? "";
       throw errorFromBody(res.statusCode, firstLine, true);
     }

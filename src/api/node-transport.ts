@@ -9,9 +9,14 @@ import { pipeline } from "node:stream/promises";
 
 /** An answer's body: read whole, thrown away, or iterated chunk by chunk. */
 export interface AnswerBody extends AsyncIterable<Buffer> {
-  text(): Promise<string>;
+  /** The whole body as text; past `limit` bytes an error (the server at OLLAMA_HOST may be
+   *  anything, and one that sends without end must not take the CLI's memory). */
+  text(limit?: number): Promise<string>;
   dump(): Promise<void>;
 }
+
+/** The most a whole answer may take (a verbose `show` of a large vocabulary is tens of MB). */
+export const ANSWER_LIMIT = 256 * 1024 * 1024;
 
 export interface HttpAnswer {
   statusCode: number;
@@ -28,9 +33,17 @@ export interface HttpCall {
 function answerBody(res: http.IncomingMessage): AnswerBody {
   return {
     [Symbol.asyncIterator]: () => res[Symbol.asyncIterator]() as AsyncIterator<Buffer>,
-    async text() {
+    async text(limit = ANSWER_LIMIT) {
       const parts: Buffer[] = [];
-      for await (const chunk of res) parts.push(chunk as Buffer);
+      let n = 0;
+      for await (const chunk of res) {
+        n += (chunk as Buffer).length;
+        if (n > limit) {
+          res.destroy();
+          throw new Error(`the server's answer exceeds ${limit} bytes`);
+        }
+        parts.push(chunk as Buffer);
+      }
       return Buffer.concat(parts).toString("utf8");
     },
     dump: () =>

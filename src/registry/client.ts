@@ -3,6 +3,7 @@
 // http, and HTTP(S)_PROXY / NO_PROXY through undici's EnvHttpProxyAgent. The host of a model name
 // is the registry host (`localhost:5000/ns/model:tag` → http(s)://localhost:5000).
 import type { Dispatcher } from "undici";
+import { BodyTooLargeError, discardBody as discardResponseBody, readBounded } from "../http/bounded-body.js";
 import { challengeUrl, ensureIdentity, identityPath, parseChallenge, signWith, tokenRequestSigningText, type Challenge } from "./auth.js";
 import { type ModelName } from "./name.js";
 import { MEDIA_TYPE_MANIFEST } from "./manifest.js";
@@ -146,28 +147,19 @@ export function isTransient(err: unknown, signal?: AbortSignal): boolean {
 
 const noop = () => undefined;
 
-/**
- * Throw away a body that will not be read. The listener matters: destroying a body that has
- * already fully arrived emits RequestAbortedError with nobody listening, which kills the process.
- */
+/** Throw away a body that will not be read (http/bounded-body.ts). */
 export function discardBody(res: Dispatcher.ResponseData): void {
-  res.body.on("error", noop);
-  res.body.destroy();
+  discardResponseBody(res.body);
 }
 
 /** Read at most `limit` bytes of a response body (error texts, manifests, small blobs). */
 export async function readBody(res: Dispatcher.ResponseData, limit = 4 << 20, tooLong = `response body exceeds ${limit} bytes`): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let n = 0;
-  for await (const c of res.body as AsyncIterable<Buffer>) {
-    n += c.length;
-    if (n > limit) {
-      discardBody(res);
-      throw new RegistryError(tooLong);
-    }
-    chunks.push(c);
+  try {
+    return await readBounded(res.body, limit);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) throw new RegistryError(tooLong);
+    throw err;
   }
-  return Buffer.concat(chunks);
 }
 
 /** Text of a header value from the registry, clipped for an error message. */

@@ -3,6 +3,7 @@
 // capabilities, details); an OpenAI-API upstream is asked whether it serves the model at all.
 // An upstream that cannot be reached does not stop the create: the model may come up later.
 import { request } from "undici";
+import { readBoundedText } from "../http/bounded-body.js";
 import { parseRemoteHosts } from "./remote-host.js";
 
 export interface RemoteDescription {
@@ -19,6 +20,8 @@ export interface RemoteDescription {
 export class RemoteModelUnknownError extends Error {}
 
 const TIMEOUT_MS = 10_000;
+/** A model's description (Ollama's /api/show without verbose) or a model list: far below this. */
+const ANSWER_LIMIT = 8 * 1024 * 1024;
 
 async function fetchJson(url: string, key: string | undefined, body?: unknown): Promise<{ status: number; json: unknown }> {
   const res = await request(url, {
@@ -27,7 +30,8 @@ async function fetchJson(url: string, key: string | undefined, body?: unknown): 
     body: body === undefined ? null : JSON.stringify(body),
     signal: AbortSignal.timeout(TIMEOUT_MS),
   });
-  const text = await res.body.text();
+  // Too large is as good as unreachable here: the create goes on without a description.
+  const text = await readBoundedText(res.body, ANSWER_LIMIT, `the answer of ${url}`);
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -19,8 +19,14 @@ export interface FakeScript {
   usage?: { prompt_tokens: number; completion_tokens: number };
 }
 
-/** burst: the whole streamed answer in one write (so it reaches the front in one read). */
-export type FakeMode = "normal" | "hang" | "die-mid-stream" | "slow" | "burst";
+/** burst: the whole streamed answer in one write (so it reaches the front in one read).
+ *  endless: a 200 whose body never ends (an SSE line or a JSON document that goes on);
+ *  endless-error: a 500 whose body never ends. Both stop at ENDLESS_CAP bytes or when the client
+ *  closes the connection, and count what they sent in `endlessSent`. */
+export type FakeMode = "normal" | "hang" | "die-mid-stream" | "slow" | "burst" | "endless" | "endless-error";
+
+/** What an endless answer sends at most: far past every limit of the daemon, still bounded. */
+export const ENDLESS_CAP = 1024 * 1024 * 1024;
 
 export interface VllmFake {
   url: string;
@@ -31,6 +37,8 @@ export interface VllmFake {
   mode: FakeMode;
   /** Requests whose connection the client closed before the answer ended. */
   closedEarly: number;
+  /** Bytes the last endless answer sent before the client closed the connection (or the cap). */
+  endlessSent: number;
   stop(): Promise<void>;
 }
 
@@ -45,7 +53,23 @@ export async function startVllmFake(opts: { model: string; apiKey?: string; port
     script: { content: ["Hello", " from", " vLLM"], finish: "stop", usage: { prompt_tokens: 7, completion_tokens: 3 } },
     mode: "normal",
     closedEarly: 0,
+    endlessSent: 0,
   };
+  /** Writes `head`, then one byte after another without end (with back-pressure), until the
+   *  client goes away or ENDLESS_CAP. */
+  async function endless(res: http.ServerResponse, status: number, contentType: string, head: string): Promise<void> {
+    res.writeHead(status, { "content-type": contentType });
+    state.endlessSent = 0;
+    const block = Buffer.alloc(1024 * 1024, "a");
+    let sent = Buffer.byteLength(head);
+    res.write(head);
+    while (!res.destroyed && sent < ENDLESS_CAP) {
+      sent += block.length;
+      state.endlessSent = sent;
+      if (!res.write(block)) await new Promise((r) => (res.once("drain", r), res.once("close", r)));
+    }
+    res.destroy();
+  }
   const sockets = new Set<import("node:net").Socket>();
   const server = http.createServer((req, res) => {
     let raw = "";
@@ -77,6 +101,11 @@ export async function startVllmFake(opts: { model: string; apiKey?: string; port
         return error(res, 404, "NotFoundError", `The model \`${String(body.model)}\` does not exist.`);
       }
       if (state.mode === "hang") return; // never answers
+      if (state.mode === "endless-error") return endless(res, 500, "application/json", '{"object":"error","message":"');
+      if (state.mode === "endless") {
+        const streamed = path.endsWith("completions") && body.stream === true;
+        return streamed ? endless(res, 200, "text/event-stream", 'data: {"choices":[{"delta":{"content":"') : endless(res, 200, "application/json", '{"tokens":[1,2,3],"x":"');
+      }
       switch (path) {
         case "/tokenize": {
           const prompt = String(body.prompt ?? "");

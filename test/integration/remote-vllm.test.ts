@@ -6,7 +6,7 @@ import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, startDaemon, type TestDaemon } from "../helpers/daemon.js";
-import { startVllmFake, type VllmFake } from "../helpers/vllm-fake.js";
+import { ENDLESS_CAP, startVllmFake, type VllmFake } from "../helpers/vllm-fake.js";
 
 const MODEL = "Qwen/Qwen3-8B";
 const KEY = "sk-vllm-secret-4242";
@@ -208,6 +208,34 @@ describe("faults", () => {
       fake.mode = "normal";
     }
     expect((await fetch(`${d.url}/api/version`)).status).toBe(200);
+    expect((await ollama.chat({ model: "qwen", messages: [{ role: "user", content: "again" }], stream: false })).done).toBe(true);
+  });
+
+  it("an upstream that sends without end: a clear 502, the connection closed after a bounded read, the daemon up", async () => {
+    const chat = { model: "qwen", messages: [{ role: "user", content: "x" }] };
+    const cases = [
+      { mode: "endless", path: "/api/chat", body: chat, error: /not an event stream: a line of the stream exceeds 8388608 characters/, most: 64 << 20 },
+      { mode: "endless", path: "/api/tokenize", body: { model: "qwen", content: "hi" }, error: /answer of upstream .* exceeds 67108864 bytes/, most: 160 << 20 },
+      { mode: "endless-error", path: "/api/chat", body: { ...chat, stream: false }, error: /failed \(500\): \{"object":"error","message":"a+$/, most: 32 << 20 },
+    ] as const;
+    try {
+      for (const c of cases) {
+        fake.mode = c.mode;
+        const r = await post(c.path, c.body);
+        expect(r.status, c.path).toBe(502);
+        const { error } = (await r.json()) as { error: string };
+        expect(error).toMatch(c.error);
+        expect(error.length).toBeLessThan(1000);
+        // what the fake managed to send before the daemon closed: its limit plus socket buffers
+        await new Promise((res) => setTimeout(res, 200));
+        expect(fake.endlessSent).toBeLessThan(c.most);
+        expect(fake.endlessSent).toBeLessThan(ENDLESS_CAP);
+      }
+    } finally {
+      fake.mode = "normal";
+    }
+    expect((await fetch(`${d.url}/api/version`)).status).toBe(200);
+    await new Promise((res) => setTimeout(res, 500)); // a health check finds the upstream well again
     expect((await ollama.chat({ model: "qwen", messages: [{ role: "user", content: "again" }], stream: false })).done).toBe(true);
   });
 

@@ -211,6 +211,45 @@ describe("Client", () => {
   });
 });
 
+describe("a server that sends without end", () => {
+  /** A route whose answer goes on until the client closes (at most 1 GiB); `sent` counts it. */
+  const endless = (status: number) => {
+    const counter = { sent: 0 };
+    const handler: Handler = async (_req, _body, res) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      const block = Buffer.alloc(1 << 20, "a");
+      while (!res.destroyed && counter.sent < 1 << 30) {
+        counter.sent += block.length;
+        if (!res.write(block)) await new Promise((r) => (res.once("drain", r), res.once("close", r)));
+      }
+      res.destroy();
+    };
+    return { counter, handler };
+  };
+
+  it("an answer is refused past its limit, not read into memory", async () => {
+    const { counter, handler } = endless(200);
+    routes.set("GET /api/tags", handler);
+    try {
+      await expect(new Client(base).list()).rejects.toThrow(/the server's answer exceeds 268435456 bytes/);
+      expect(counter.sent).toBeLessThan(320 << 20);
+    } finally {
+      routes.delete("GET /api/tags");
+    }
+  });
+
+  it("an error answer is refused past a megabyte", async () => {
+    const { counter, handler } = endless(500);
+    routes.set("POST /api/generate", handler);
+    try {
+      await expect(new Client(base).generate({ model: "m", prompt: "hi" }, () => undefined)).rejects.toThrow(/exceeds 1048576 bytes/);
+      expect(counter.sent).toBeLessThan(64 << 20);
+    } finally {
+      routes.delete("POST /api/generate");
+    }
+  });
+});
+
 describe("readLines", () => {
   it("splits lines, drops blank ones and keeps a last unterminated line", async () => {
     async function* src() {

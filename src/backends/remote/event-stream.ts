@@ -4,7 +4,8 @@
 import type { Dispatcher } from "undici";
 import type { RunnerEvent } from "../backend.js";
 import type { StreamReader } from "./dialect.js";
-import { LineSplitter } from "./lines.js";
+import { EngineError } from "../errors.js";
+import { LineSplitter, LineTooLongError } from "./lines.js";
 
 /** Bytes read past the final event, at most, to hand the connection back for reuse. */
 const TAIL_LIMIT = 64 * 1024;
@@ -23,6 +24,15 @@ export class UpstreamEvents {
 
   /** The events of the next read that carries any (never empty); undefined after the final one. */
   async next(): Promise<RunnerEvent[] | undefined> {
+    try {
+      return await this.read();
+    } catch (err) {
+      if (err instanceof LineTooLongError) throw new EngineError("upstream_down", `the upstream's answer is not an event stream: ${err.message}`);
+      throw err;
+    }
+  }
+
+  private async read(): Promise<RunnerEvent[] | undefined> {
     const out: RunnerEvent[] = [];
     while (out.length === 0 && !this.reader.finished) {
       const step = await this.chunks.next();

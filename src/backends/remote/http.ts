@@ -2,7 +2,11 @@
 // on headers and between body chunks, and the bearer key. A streamed body is read as the consumer
 // pulls (event-stream.ts; back-pressure: nothing is read ahead of what the client has taken).
 import { Agent, errors, request, type Dispatcher } from "undici";
+import { BodyTooLargeError, readBoundedJson, readErrorText } from "../../http/bounded-body.js";
 import { EngineError } from "../errors.js";
+
+/** The most a JSON answer (embeddings of a large batch, a tokenization) may take. */
+export const ANSWER_LIMIT = 64 * 1024 * 1024;
 
 /** A failure talking to one upstream; `retryable` ones may go to another replica. */
 export class UpstreamFailure extends Error {
@@ -69,12 +73,23 @@ export class UpstreamHttp {
       throw classify(err, up, call.signal);
     }
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
-    const text = await res.body.text().catch(() => "");
+    const text = await readErrorText(res.body).catch(() => "");
     throw statusFailure(res.statusCode, upstreamMessage(text), up);
   }
 
   close(): Promise<void> {
     return this.agent.close();
+  }
+}
+
+/** A JSON answer of at most `limit` bytes; anything else is the upstream's fault (a 502). */
+export async function readAnswer(res: Dispatcher.ResponseData, up: Upstream, limit = ANSWER_LIMIT): Promise<unknown> {
+  try {
+    return await readBoundedJson(res.body, limit, `the answer of upstream ${up.label}`);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) throw new EngineError("upstream_down", err.message);
+    if (err instanceof SyntaxError) throw new EngineError("upstream_down", `upstream ${up.label} answered with invalid JSON: ${err.message}`);
+    throw err;
   }
 }
 

@@ -1,8 +1,22 @@
 // A streamed body (NDJSON or SSE) cut into lines, synchronously: every complete line of one
 // upstream read comes out of one push, so its events are parsed in one pass.
+
+/** The longest line kept: an event is a token or a tool call, not megabytes. */
+export const MAX_LINE_CHARS = 8 * 1024 * 1024;
+
+export class LineTooLongError extends Error {
+  constructor(readonly limit: number) {
+    super(`a line of the stream exceeds ${limit} characters`);
+  }
+}
+
 export class LineSplitter {
   private rest = "";
   private readonly decoder = new TextDecoder();
+
+  /** `maxLine`: a line still without its end past this many characters is an error, so a
+   *  server sending one without end costs no more memory than that. */
+  constructor(private readonly maxLine = MAX_LINE_CHARS) {}
 
   /** The complete, non-blank lines this chunk ends (CR of CRLF dropped). */
   push(chunk: Buffer | string): string[] {
@@ -19,6 +33,10 @@ export class LineSplitter {
       start = nl + 1;
     }
     this.rest = text.slice(start);
+    if (this.rest.length > this.maxLine) {
+      this.rest = "";
+      throw new LineTooLongError(this.maxLine);
+    }
     return lines;
   }
 

@@ -8,7 +8,7 @@ import { EngineError } from "../errors.js";
 import { prefixKeys } from "./affinity.js";
 import { nowNs, type HttpCall } from "./dialect.js";
 import { UpstreamEvents } from "./event-stream.js";
-import { classify, UpstreamFailure, type UpstreamHttp } from "./http.js";
+import { classify, readAnswer, UpstreamFailure, type UpstreamHttp } from "./http.js";
 import type { Replica, ReplicaPool } from "./pool.js";
 
 export const REMOTE_FEATURES: RunnerFeatures = {
@@ -19,6 +19,9 @@ export const REMOTE_FEATURES: RunnerFeatures = {
   embed: true,
   rank: { missing: "remote models do not rerank" },
 };
+
+/** What the loaded-model listing (/api/ps of an Ollama upstream) may take. */
+const INFO_LIMIT = 1024 * 1024;
 
 /** Told of each request to an upstream as it answers or fails (the daemon's metrics). */
 export type UpstreamListener = (r: { upstream: string; ok: boolean; seconds: number }) => void;
@@ -135,7 +138,7 @@ export class RemoteRunner implements Runner {
   /** A JSON request/answer call (embed, tokenize) with failover. */
   private async json<T>(signal: AbortSignal, call: (r: Replica) => HttpCall, read: (json: unknown, r: Replica) => T, what: string): Promise<T> {
     try {
-      const { value, end } = await this.withFailover([], signal, call, async (res, r) => read(await res.body.json(), r));
+      const { value, end } = await this.withFailover([], signal, call, async (res, r) => read(await readAnswer(res, r), r));
       end();
       return value;
     } catch (err) {
@@ -183,7 +186,7 @@ export class RemoteRunner implements Runner {
     this.infoAt = Date.now();
     try {
       const res = await this.http.call(r, { method: "GET", url, signal: AbortSignal.timeout(2000) });
-      const info = r.dialect.loadedInfo?.(await res.body.json(), this.model);
+      const info = r.dialect.loadedInfo?.(await readAnswer(res, r, INFO_LIMIT), this.model);
       if (info) Object.assign(this.info, info);
     } catch {
       // sizes stay as they were: /api/ps is informative only

@@ -1,0 +1,58 @@
+import { Readable } from "node:stream";
+import type { Dispatcher } from "undici";
+import { describe, expect, it } from "vitest";
+import { LineSplitter, LineTooLongError } from "../../src/backends/remote/lines.js";
+import { BodyTooLargeError, readBounded, readErrorText } from "../../src/http/bounded-body.js";
+
+/** A body of `n` chunks of `size` bytes that counts how many were pulled. */
+function body(n: number, size: number) {
+  const pulled = { chunks: 0 };
+  const r = Readable.from(
+    (function* () {
+      for (let i = 0; i < n; i++) {
+        pulled.chunks++;
+        yield Buffer.alloc(size, 97 + (i % 26));
+      }
+    })(),
+  );
+  return { body: r as unknown as Dispatcher.ResponseData["body"], pulled, stream: r };
+}
+
+describe("bounded bodies", () => {
+  it("reads a body within its limit whole", async () => {
+    const b = body(3, 10);
+    expect((await readBounded(b.body, 30)).toString()).toBe("a".repeat(10) + "b".repeat(10) + "c".repeat(10));
+  });
+
+  it("stops at the first chunk past the limit and destroys the rest", async () => {
+    const b = body(1000, 1024);
+    await expect(readBounded(b.body, 4096, "the answer")).rejects.toThrow(new BodyTooLargeError(4096, "the answer"));
+    expect(b.pulled.chunks).toBeLessThan(10);
+    expect(b.stream.destroyed).toBe(true);
+  });
+
+  it("an error text is the body's first bytes, the rest never read", async () => {
+    const b = body(1000, 1024);
+    const text = await readErrorText(b.body, 1500);
+    expect(text).toBe("a".repeat(1024) + "b".repeat(476));
+    expect(b.pulled.chunks).toBeLessThan(10);
+  });
+});
+
+describe("LineSplitter", () => {
+  it("cuts lines across chunks and drops CR and blank lines", () => {
+    const s = new LineSplitter();
+    expect(s.push("data: 1\r\n\r\ndata: ")).toEqual(["data: 1"]);
+    expect(s.push("2\n")).toEqual(["data: 2"]);
+    expect(s.end()).toEqual([]);
+  });
+
+  it("a line that grows past the limit without its end is an error, and nothing of it is kept", () => {
+    const s = new LineSplitter(100);
+    expect(s.push("ok\n" + "x".repeat(60))).toEqual(["ok"]);
+    expect(() => s.push("x".repeat(60))).toThrow(LineTooLongError);
+    expect(s.end()).toEqual([]);
+    // a long line that ends within one push is a line like any other, up to the limit
+    expect(new LineSplitter(100).push("y".repeat(90) + "\n")).toEqual(["y".repeat(90)]);
+  });
+});

@@ -236,6 +236,24 @@ describe.each(CASES)("$name", (c) => {
   });
 });
 
+describe("create's own template and parameters beside the detected ones (as Ollama merges them)", () => {
+  it("a request's template replaces the detected one, its stop replaces the detected stop, other detected parameters stay", async () => {
+    const file = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1, tokenizer: "gpt2", template: "llama3" });
+    const own = await createModelFromFile(d.url, "own-template", file, { template: "{{ .Prompt }}!", parameters: { temperature: 0.5 }, stream: true });
+    const lines = (await own.text()).trim().split("\n").map((l) => (JSON.parse(l) as { status: string }).status);
+    expect(lines.join("\n")).not.toContain("autodetected");
+    const show = await post("/api/show", { model: "own-template" });
+    expect(show.json.template).toBe("{{ .Prompt }}!");
+    expect(show.json.parameters).toContain('"<|eot_id|>"');
+    expect(show.json.parameters).toMatch(/^temperature\s+0\.5$/m);
+    const ownStop = await createModelFromFile(d.url, "own-stop", file, { parameters: { stop: ["END"] } });
+    expect(ownStop.status).toBe(200);
+    const shown = await post("/api/show", { model: "own-stop" });
+    expect(shown.json.template).toContain("<|start_header_id|>");
+    expect(shown.json.parameters).toBe(`${"stop".padEnd(30)} "END"`);
+  });
+});
+
 describe("an embedding model with a byte-level BPE tokenizer", () => {
   it("embeds", async () => {
     const file = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1, tokenizer: "gpt2", template: "llama3", embedding: true });

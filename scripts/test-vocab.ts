@@ -8,6 +8,10 @@
 //           llama.cpp's SPM bigram merging can always reach the whole word), then pronounceable
 //           filler pseudo-words up to the requested vocabulary size.
 // Scores are descending (-1, -2, ...) in insertion order, so more common pieces merge first.
+// `buildVocab(size, specials)` puts other special tokens (another chat format's) in ids 0.. instead.
+//
+// `buildBpeVocab` is the byte-level BPE ("gpt2") counterpart over the same words: byte characters,
+// pieces with merges, special tokens last (Llama 3's layout).
 
 export const SPECIAL_TOKENS = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"] as const;
 export const UNK_ID = 0;
@@ -71,11 +75,13 @@ export interface Vocab {
   types: number[];
 }
 
-/** Builds a vocabulary of exactly `size` tokens (size must be at least 600). Deterministic. */
-export function buildVocab(size: number): Vocab {
+/** Builds a vocabulary of exactly `size` tokens (size must be at least 600). Deterministic.
+ *  `specials` are the first ids (the first is the unknown token, the rest control tokens); the
+ *  default is SPECIAL_TOKENS, ChatML's. */
+export function buildVocab(size: number, specials: readonly string[] = SPECIAL_TOKENS): Vocab {
   if (!Number.isInteger(size) || size < 600) throw new Error(`vocab size ${size} too small (min 600)`);
-  const tokens: string[] = [...SPECIAL_TOKENS];
-  const types: number[] = [TOKEN_TYPE.unknown, TOKEN_TYPE.control, TOKEN_TYPE.control, TOKEN_TYPE.control, TOKEN_TYPE.control];
+  const tokens: string[] = [...specials];
+  const types: number[] = specials.map((_, i) => (i === UNK_ID ? TOKEN_TYPE.unknown : TOKEN_TYPE.control));
   for (let b = 0; b < 256; b++) {
     tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`);
     types.push(TOKEN_TYPE.byte);
@@ -92,26 +98,36 @@ export function buildVocab(size: number): Vocab {
     types.push(TOKEN_TYPE.normal);
     return true;
   };
-  add(SPACE);
+  addPieces(SPACE, add, () => tokens.length >= size);
+  if (tokens.length !== size) throw new Error(`vocab builder produced ${tokens.length} tokens, wanted ${size}`);
+  const firstPiece = specials.length + 256;
+  const scores = tokens.map((_, i) => (i < firstPiece ? 0 : -(i - firstPiece + 1)));
+  return { tokens, scores, types };
+}
+
+/** Offers every piece, in the vocabulary's order, to `add` (which returns false once full or
+ *  when the piece is taken); `space` is the tokenizer's word-initial space symbol. */
+function addPieces(space: string, add: (piece: string) => boolean, full: () => boolean): void {
+  add(space);
   for (const c of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789" + PUNCT) add(c);
-  for (const c of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") add(SPACE + c);
+  for (const c of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") add(space + c);
   const cap = (w: string) => w.charAt(0).toUpperCase() + w.slice(1);
   for (let i = 0; i < WORDS.length; i++) {
     const w = WORDS[i]!;
-    add(SPACE + w);
+    add(space + w);
     if (i < 120) add(w); // common words also appear without a leading space (after "\n")
-    if (i < 60) add(SPACE + cap(w));
+    if (i < 60) add(space + cap(w));
   }
   for (const s of SUFFIXES) add(s);
   for (const w of WORDS) add(cap(w));
   // filler pseudo-words: onset+vowel+coda syllables, 1..3 of them, enumerated in a fixed order
-  outer: for (let len = 1; len <= 3; len++) {
+  for (let len = 1; len <= 3; len++) {
     const sylCount = SYL_ONSETS.length * SYL_VOWELS.length * SYL_CODAS.length;
     const total = sylCount ** len;
     // a fixed stride coprime with `total` spreads the filler over the whole syllable space
     const stride = 7919;
     for (let k = 0; k < total; k++) {
-      if (tokens.length >= size) break outer;
+      if (full()) return;
       let idx = (k * stride) % total;
       let word = "";
       for (let s = 0; s < len; s++) {
@@ -121,10 +137,69 @@ export function buildVocab(size: number): Vocab {
           SYL_VOWELS[Math.floor(syl / SYL_ONSETS.length) % SYL_VOWELS.length]! +
           SYL_CODAS[Math.floor(syl / (SYL_ONSETS.length * SYL_VOWELS.length))]!;
       }
-      add(SPACE + word);
+      add(space + word);
     }
   }
-  if (tokens.length !== size) throw new Error(`vocab builder produced ${tokens.length} tokens, wanted ${size}`);
-  const scores = tokens.map((_, i) => (i < FIRST_PIECE_ID ? 0 : -(i - FIRST_PIECE_ID + 1)));
-  return { tokens, scores, types };
+}
+
+/** GPT-2's byte-to-character table (bytes_to_unicode): printable bytes stand for themselves, the
+ *  rest are shifted to U+0100 and up (space is "Ġ", newline "Ċ"). */
+export function byteLevelChars(): string[] {
+  const chars: string[] = [];
+  let next = 256;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    chars.push(String.fromCharCode(printable ? b : next++));
+  }
+  return chars;
+}
+
+export interface BpeVocab {
+  tokens: string[];
+  types: number[];
+  merges: string[];
+  /** Ids of the special tokens, by text. */
+  special: Map<string, number>;
+}
+
+/**
+ * A byte-level BPE vocabulary ("gpt2" tokenizer, as Llama 3, Qwen and GPT-2 ship): the 256 byte
+ * characters first, then the same words as the SPM vocabulary with "Ġ" for a leading space, each
+ * reachable by merging its prefix with its last character (every prefix is a token, every such
+ * merge is listed, in vocabulary order = merge rank), and the `specials` (control tokens) last,
+ * as in Llama 3. Exactly `size` tokens. Deterministic.
+ */
+export function buildBpeVocab(size: number, specials: readonly string[]): BpeVocab {
+  if (!Number.isInteger(size) || size < 600) throw new Error(`vocab size ${size} too small (min 600)`);
+  const bytes = byteLevelChars();
+  const ascii = (s: string) => [...Buffer.from(s, "utf8")].map((b) => bytes[b]!).join("");
+  const room = size - specials.length;
+  const tokens: string[] = [...bytes];
+  const merges: string[] = [];
+  const seen = new Set(tokens);
+  const add = (text: string): boolean => {
+    const piece = ascii(text);
+    if (tokens.length >= room || seen.has(piece)) return false;
+    const chars = [...piece];
+    // every prefix first, each one merge longer than the last
+    for (let n = 2; n <= chars.length && tokens.length < room; n++) {
+      const prefix = chars.slice(0, n).join("");
+      if (seen.has(prefix)) continue;
+      seen.add(prefix);
+      tokens.push(prefix);
+      merges.push(`${chars.slice(0, n - 1).join("")} ${chars[n - 1]}`);
+    }
+    return true;
+  };
+  add("\n\n");
+  addPieces(" ", add, () => tokens.length >= room);
+  if (tokens.length !== room) throw new Error(`vocab builder produced ${tokens.length} tokens, wanted ${room}`);
+  const types: number[] = tokens.map(() => TOKEN_TYPE.normal);
+  const special = new Map<string, number>();
+  for (const s of specials) {
+    special.set(s, tokens.length);
+    tokens.push(s);
+    types.push(TOKEN_TYPE.control);
+  }
+  return { tokens, types, merges, special };
 }

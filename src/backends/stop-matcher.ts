@@ -20,11 +20,7 @@ export class StopMatcher {
   push(text: string): StopStep {
     if (this.stops.length === 0) return { emit: text, stopped: false };
     const buf = this.held + text;
-    let cut = -1;
-    for (const stop of this.stops) {
-      const i = buf.indexOf(stop);
-      if (i !== -1 && (cut === -1 || i < cut)) cut = i;
-    }
+    const cut = this.firstStop(buf);
     if (cut !== -1) {
       this.held = "";
       return { emit: buf.slice(0, cut), stopped: true };
@@ -32,6 +28,30 @@ export class StopMatcher {
     const keep = this.partialSuffixLength(buf);
     this.held = buf.slice(buf.length - keep);
     return { emit: buf.slice(0, buf.length - keep), stopped: false };
+  }
+
+  /**
+   * A control token's text (a turn marker such as `<|start_header_id|>`, which the output never
+   * shows): it ends the output when it completes a stop string, as its text does in Ollama, whose
+   * stop parameters list a family's turn tokens; otherwise it is dropped. What was held back
+   * before it is released (or cut at the stop).
+   */
+  pushControl(text: string): StopStep {
+    const held = this.held;
+    this.held = "";
+    const cut = this.firstStop(held + text);
+    if (cut === -1) return { emit: held, stopped: false };
+    return { emit: held.slice(0, cut), stopped: true };
+  }
+
+  /** Where the first stop string in buf begins, or -1. */
+  private firstStop(buf: string): number {
+    let cut = -1;
+    for (const stop of this.stops) {
+      const i = buf.indexOf(stop);
+      if (i !== -1 && (cut === -1 || i < cut)) cut = i;
+    }
+    return cut;
   }
 
   /** Text held back at the end of generation is real output. */

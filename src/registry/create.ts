@@ -10,6 +10,7 @@ import { ggufSource, type ModelResolver } from "./model-spec.js";
 import { optionRefusal } from "../backends/option-ranges.js";
 import { parseRemoteHosts, RemoteHostError } from "./remote-host.js";
 import { OllamaTemplate } from "../template/ollama.js";
+import { detectChatTemplate, type DetectedTemplate } from "./template-detect.js";
 import { describeRemote, RemoteModelUnknownError, type RemoteDescription } from "./remote-describe.js";
 import { OPTION_TYPES } from "./modelfile.js";
 import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
@@ -202,6 +203,8 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
   let config: Partial<ModelConfigBlob> = {};
   let modelInfo: GgufInfo | undefined;
   let draftParsed: GgufLayer | undefined;
+  /** The Go template (and stop parameters) Ollama maps the GGUF's chat template to. */
+  let detected: DetectedTemplate | undefined;
 
   const fromFiles = plan.fromBlob ? ([["model.gguf", plan.fromBlob]] as Array<[string, string]>) : plan.files;
   if (plan.remote) {
@@ -229,6 +232,10 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
     if (model) {
       modelInfo = model.info;
       config = configFromGguf(model.info);
+      // As Ollama: detected even when the request sets a template (which then replaces it), so
+      // the family's stop parameters stay unless the request sets `stop`.
+      detected = detectChatTemplate(ggufFacts(model.info).chatTemplate);
+      if (detected?.stop) inheritedParams = { stop: detected.stop };
     }
   } else if (plan.fromName) {
     const from = plan.fromName;
@@ -290,15 +297,16 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
     if (!rewritten) progress({ status: `using existing layer ${l.digest}` });
   }
 
-  const addText = async (mediaType: string, text: string) => {
+  const addText = async (mediaType: string, text: string, status?: string) => {
     const { digest, size, created } = await store.writeBlobBytes(text);
     written.push(digest);
     layers.push({ mediaType, digest, size });
-    progress({ status: `${layerStatus(created)} ${digest}` });
+    progress({ status: status ?? `${layerStatus(created)} ${digest}` });
   };
   if (input.template !== undefined) await addText(MEDIA_TYPE_TEMPLATE, input.template);
+  else if (detected) await addText(MEDIA_TYPE_TEMPLATE, detected.template, `using autodetected template ${detected.name}`);
   if (input.system !== undefined) await addText(MEDIA_TYPE_SYSTEM, input.system);
-  if (Object.keys(plan.newParams).length > 0) {
+  if (Object.keys(plan.newParams).length > 0 || detected?.stop) {
     layers = layers.filter((l) => l.mediaType !== MEDIA_TYPE_PARAMS);
     await addText(MEDIA_TYPE_PARAMS, JSON.stringify({ ...inheritedParams, ...plan.newParams }));
   }

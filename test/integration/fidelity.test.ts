@@ -50,7 +50,8 @@ describe("/api/show with options", () => {
   });
 
   it("a model without parameters shows none, whatever the options", async () => {
-    const file = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 });
+    // no chat template: a GGUF with one Ollama knows gets that template's stop parameters
+    const file = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1, template: "none" });
     expect((await createModelFromFile(d.url, "bare", file)).status).toBe(200);
     const r = await fetch(`${d.url}/api/show`, { method: "POST", body: JSON.stringify({ model: "bare", options: { top_k: 5 } }) });
     const body = (await r.json()) as Record<string, unknown>;

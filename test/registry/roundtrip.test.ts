@@ -77,7 +77,7 @@ run("push and pull through a real registry", () => {
     const patches = proxy.requests.filter((r) => r.method === "PATCH");
     expect(patches.length).toBe(3); // 140384 bytes in 65536-byte parts
     const puts = proxy.requests.filter((r) => r.method === "PUT" && r.path.includes("/blobs/uploads/"));
-    expect(puts.length).toBe(4); // the closing PUT of the weights + monolithic system, params, config
+    expect(puts.length).toBe(5); // the closing PUT of the weights + monolithic template (autodetected), system, params, config
     expect(puts.every((p) => /digest=sha256%3A[0-9a-f]{64}/.test(p.path))).toBe(true);
     expect(proxy.requests.some((r) => r.method === "PUT" && r.path.endsWith("/manifests/latest"))).toBe(true);
   });

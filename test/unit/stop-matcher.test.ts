@@ -31,3 +31,26 @@ describe("StopMatcher", () => {
     expect(run(["stop"], ["a sto"])).toEqual({ out: "a sto", stopped: false });
   });
 });
+
+describe("StopMatcher.pushControl (a control token's text)", () => {
+  it("ends the output when the token is a stop, releasing what was held before it", () => {
+    const m = new StopMatcher(["<|eot_id|>", "<|start_header_id|>", "END"]);
+    expect(m.push("one EN")).toEqual({ emit: "one ", stopped: false });
+    expect(m.pushControl("<|start_header_id|>")).toEqual({ emit: "EN", stopped: true });
+  });
+  it("drops a token that is no stop, and releases the held text", () => {
+    const m = new StopMatcher(["<|eot_id|>", "<|e"]);
+    expect(m.push("a <")).toEqual({ emit: "a ", stopped: false });
+    expect(m.pushControl("<|begin_of_text|>")).toEqual({ emit: "<", stopped: false });
+    expect(m.push("b")).toEqual({ emit: "b", stopped: false });
+  });
+  it("stops on a stop that held text and the token make together, cut where it starts", () => {
+    const m = new StopMatcher(["x<|im_end|>"]);
+    expect(m.push("ax")).toEqual({ emit: "a", stopped: false });
+    expect(m.pushControl("<|im_end|>")).toEqual({ emit: "", stopped: true });
+  });
+  it("drops every control token when there are no stops", () => {
+    const m = new StopMatcher([]);
+    expect(m.pushControl("<|eot_id|>")).toEqual({ emit: "", stopped: false });
+  });
+});

@@ -24,6 +24,23 @@ export function promptTokens(model: LlamaModel, job: RunnerJob): Token[] {
   return body;
 }
 
+const controlCache = new WeakMap<LlamaModel, Map<Token, string | undefined>>();
+
+/** The text of a control token (one that decodes to nothing unless special tokens are shown,
+ *  such as `<|im_start|>`), undefined for any other; remembered per model. */
+function controlTexts(model: LlamaModel): (token: Token) => string | undefined {
+  let cache = controlCache.get(model);
+  if (!cache) controlCache.set(model, (cache = new Map()));
+  const known = cache;
+  return (token) => {
+    if (known.has(token)) return known.get(token);
+    const special = model.detokenize([token], true);
+    const text = special !== "" && model.detokenize([token], false) === "" ? special : undefined;
+    known.set(token, text);
+    return text;
+  };
+}
+
 /** Tokens kept at the start on a shift: num_keep (negative = all), plus the BOS token. */
 function keepCount(tokens: readonly Token[], numKeep: number, bos: Token | null | undefined, contextSize: number): number {
   let keep = numKeep < 0 ? tokens.length : numKeep;
@@ -124,11 +141,12 @@ export async function runGeneration(
       logprobs = [];
     }
   };
-  const emit = (text: string): boolean => {
-    const step = stops.push(text);
+  const emit = (text: string, control = false): boolean => {
+    const step = control ? stops.pushControl(text) : stops.push(text);
     if (step.emit) send(step.emit);
     return step.stopped;
   };
+  const controlText = controlTexts(model);
 
   if (limit > 0) {
     const metadata = { confidence: top !== undefined, probabilities: top !== undefined && top > 0 };
@@ -168,15 +186,28 @@ export async function runGeneration(
         if (top !== undefined) logprobs.push(tokenLogprob(model, token, item.confidence, item.probabilities, top, history.slice(-8)));
         output.push(token);
         history.push(token);
-        pending.push(token);
-        // Decode with the preceding tokens as context so SPM leading spaces survive; hold back
-        // an incomplete UTF-8 sequence (decoded as U+FFFD) until its remaining bytes arrive.
-        const text = model.detokenize(pending, false, history.slice(-pending.length - 8, -pending.length));
-        if (!text.endsWith("\uFFFD") || pending.length >= 4) {
+        const control = controlText(token);
+        if (control !== undefined) {
+          // A turn token (not an end-of-generation one: those end it in the engine) is no text
+          // of the answer; it ends the answer when it is a stop (Ollama's stop parameters name
+          // a family's turn tokens). Text held for UTF-8 before it goes out first.
+          const before = pending.length > 0 ? model.detokenize(pending, false, history.slice(-pending.length - 9, -pending.length - 1)) : "";
           pending = [];
-          if (emit(text)) {
+          if ((before && emit(before)) || emit(control, true)) {
             stopped = true;
             break;
+          }
+        } else {
+          pending.push(token);
+          // Decode with the preceding tokens as context so SPM leading spaces survive; hold back
+          // an incomplete UTF-8 sequence (decoded as U+FFFD) until its remaining bytes arrive.
+          const text = model.detokenize(pending, false, history.slice(-pending.length - 8, -pending.length));
+          if (!text.endsWith("\uFFFD") || pending.length >= 4) {
+            pending = [];
+            if (emit(text)) {
+              stopped = true;
+              break;
+            }
           }
         }
         if (output.length >= limit) {

@@ -417,7 +417,7 @@ async function handle(msg: HostMessage): Promise<void> {
       send({ type: "result", id: msg.id, value: model ? [...model.tokenize(msg.text, true)] : [] });
       return;
     case "detokenize":
-      send({ type: "result", id: msg.id, value: model ? model.detokenize(msg.tokens as never, false) : "" });
+      send({ type: "result", id: msg.id, value: model ? model.detokenize(msg.tokens as never, true) : "" });
       return;
     case "stats":
       send({ type: "result", id: msg.id, value: stats() });

@@ -54,6 +54,9 @@ export function goTemplate(source: string): OllamaTemplate {
   return t;
 }
 
+/** Ollama's template for a model that has none (template.DefaultTemplate). */
+export const DEFAULT_TEMPLATE = "{{ .Prompt }}";
+
 export function selectTemplate(go: string | undefined, jinja: string | undefined, bos: string, eos: string): PromptTemplate {
   if (go !== undefined && go !== "") return { kind: "go", source: go, template: goTemplate(go) };
   if (jinja) {

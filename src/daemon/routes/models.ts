@@ -14,6 +14,7 @@ import { jsonResponse } from "../stream.js";
 import { detailsOf, localTime, remoteFields } from "./details.js";
 import { showModelfile } from "../../registry/show-modelfile.js";
 import { showParameters } from "./show-format.js";
+import { DEFAULT_TEMPLATE } from "../prompt/render.js";
 
 export function modelRoutes(deps: Deps): Hono {
   const app = new Hono();
@@ -54,7 +55,8 @@ export function modelRoutes(deps: Deps): Hono {
     // to re-create with them), as Ollama does: the REPL lists its /set values apart.
     const params = spec.params;
     const src = ggufSource(spec);
-    const template = spec.template ?? src?.facts.chatTemplate;
+    // a model with neither shows the default it runs with, as Ollama does
+    const template = spec.template ?? src?.facts.chatTemplate ?? (src ? DEFAULT_TEMPLATE : undefined);
     return jsonResponse({
       ...(spec.licenses.length ? { license: spec.licenses.join("\n") } : {}),
       modelfile: showModelfile(spec, deps.store, system, { ...params, ...(body.options ?? {}) }),

@@ -24,13 +24,19 @@ function tuner() {
 describe("DecodeThreads", () => {
   it("keeps every free core when more threads decode faster, trying fewer only rarely", () => {
     const { clock, t } = tuner();
-    // the 1B-shaped model here: 41 ms on 2 threads, 62 on 1
-    const seen = decode(t, 2, 2000, (n) => (n === 2 ? 41 : 62), clock);
+    // a model whose step is short enough to try: 12 ms on 2 threads, 18 on 1
+    const seen = decode(t, 2, 2000, (n) => (n === 2 ? 12 : 18), clock);
     expect(t.current).toBe(2);
     const tries = seen.filter((n) => n === 1).length;
     expect(tries).toBeGreaterThan(0);
     // each lost comparison costs one step; they come ever more rarely
     expect(tries).toBeLessThanOrEqual(5);
+  });
+
+  it("never tries fewer threads on a long step, so a larger model's thread count (and text) stays put", () => {
+    const { clock, t } = tuner();
+    // the 1B-shaped model here: 41 ms on 2 threads, 62 on 1
+    expect(decode(t, 2, 2000, (n) => (n === 2 ? 41 : 62), clock).every((n) => n === 2)).toBe(true);
   });
 
   it("moves to fewer threads when they decode faster, and stays there", () => {

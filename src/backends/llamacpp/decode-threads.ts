@@ -32,6 +32,12 @@ const PLAIN_LOSS = 1.3;
 const FIRST_PROBE_AFTER = 4;
 const PROBE_BACKOFF = 4;
 const MAX_PROBE_INTERVAL = 4096;
+/** Fewer threads are tried only while a step is shorter than this. Starting a step's threads cost
+ *  at most ~15 ms here even on a VM that must wake an idle CPU, and halving the threads of a
+ *  longer step adds more than that (the 1B shape: 41 ms on two threads, 62 on one). Past it no
+ *  trial runs, so a larger model keeps one thread count and its greedy text stays the same from
+ *  run to run (llama.cpp's sums round differently on another count). */
+const MAX_TRIAL_DOWN_STEP_MS = 30;
 /** A step that took longer than this was not a step but a pause between requests. */
 const MAX_STEP_MS = 2000;
 
@@ -129,10 +135,14 @@ export class DecodeThreads {
       this.stepsUntilTrial--;
       return this.chosen;
     }
-    const down = this.chosen > 1 ? Math.max(1, Math.floor(this.chosen / 2)) : null;
+    const short = median(this.known(items, this.chosen)) < MAX_TRIAL_DOWN_STEP_MS;
+    const down = this.chosen > 1 && short ? Math.max(1, Math.floor(this.chosen / 2)) : null;
     const up = this.chosen < this.cap ? Math.min(this.cap, this.chosen * 2) : null;
     const threads = this.downNext ? (down ?? up) : (up ?? down);
-    if (threads === null) return this.chosen;
+    if (threads === null) {
+      this.stepsUntilTrial = this.interval;
+      return this.chosen;
+    }
     this.trial = { threads, items };
     this.times.delete(`${items}:${threads}`);
     return threads;

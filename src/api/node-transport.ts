@@ -6,6 +6,7 @@
 import http from "node:http";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { readBoundedText } from "../http/bounded-body.js";
 
 /** An answer's body: read whole, thrown away, or iterated chunk by chunk. */
 export interface AnswerBody extends AsyncIterable<Buffer> {
@@ -33,19 +34,7 @@ export interface HttpCall {
 function answerBody(res: http.IncomingMessage): AnswerBody {
   return {
     [Symbol.asyncIterator]: () => res[Symbol.asyncIterator]() as AsyncIterator<Buffer>,
-    async text(limit = ANSWER_LIMIT) {
-      const parts: Buffer[] = [];
-      let n = 0;
-      for await (const chunk of res) {
-        n += (chunk as Buffer).length;
-        if (n > limit) {
-          res.destroy();
-          throw new Error(`the server's answer exceeds ${limit} bytes`);
-        }
-        parts.push(chunk as Buffer);
-      }
-      return Buffer.concat(parts).toString("utf8");
-    },
+    text: (limit = ANSWER_LIMIT) => readBoundedText(res, limit, "the server's answer"),
     dump: () =>
       new Promise<void>((resolve) => {
         if (res.complete) return resolve();

@@ -1,9 +1,8 @@
 // Response bodies from servers this process does not control (registries, upstream engines, the
 // daemon OLLAMA_HOST names) are read up to a limit: a server that sends without end costs an
 // error, never this process's memory.
-import type { Dispatcher } from "undici";
-
-type Body = Dispatcher.ResponseData["body"];
+/** A response body: undici's, or node:http's IncomingMessage (the CLI's transport). */
+type Body = AsyncIterable<Buffer | Uint8Array> & { on(event: "error", listener: () => void): unknown; destroy(): unknown };
 
 export class BodyTooLargeError extends Error {
   constructor(
@@ -27,9 +26,9 @@ export function discardBody(body: Body): void {
 
 /** The whole body, or BodyTooLargeError (and the rest discarded) past `limit` bytes. */
 export async function readBounded(body: Body, limit: number, what = "response body"): Promise<Buffer> {
-  const chunks: Buffer[] = [];
+  const chunks: Uint8Array[] = [];
   let n = 0;
-  for await (const c of body as AsyncIterable<Buffer>) {
+  for await (const c of body) {
     n += c.length;
     if (n > limit) {
       discardBody(body);
@@ -53,9 +52,9 @@ export const ERROR_TEXT_LIMIT = 64 * 1024;
 
 /** The first `limit` bytes of an error answer's body, as text; the rest is discarded. */
 export async function readErrorText(body: Body, limit = ERROR_TEXT_LIMIT): Promise<string> {
-  const chunks: Buffer[] = [];
+  const chunks: Uint8Array[] = [];
   let n = 0;
-  for await (const c of body as AsyncIterable<Buffer>) {
+  for await (const c of body) {
     chunks.push(c.subarray(0, limit - n));
     n += c.length;
     if (n >= limit) {

@@ -73,7 +73,7 @@ async function complete(prompt: string, maxTokens: number): Promise<Completion> 
   // adds BOS): given a string, LlamaCompletion trims its leading space, so the two sides would
   // evaluate different tokens.
   const tokens = model.tokenize(prompt, true);
-  const promptTokens = tokens.length + (model.tokens.bos != null ? 1 : 0);
+  const promptTokens = tokens.length + bosCount(model);
   // Past this, LlamaCompletion drops the prompt's start: the sides would evaluate different tokens.
   const room = completionRoom(context.contextSize);
   if (promptTokens > room) throw new Error(`a ${promptTokens}-token prompt is cut to ${room} tokens by LlamaCompletion in a ${context.contextSize}-token context: give it more context`);
@@ -88,9 +88,12 @@ async function complete(prompt: string, maxTokens: number): Promise<Completion> 
   return { promptTokens, t0, tFirst: times[0] ?? NaN, tLast: times.at(-1) ?? NaN, tokens: times.length, text };
 }
 
+/** The BOS token LlamaCompletion (and the runner) put before a prompt, if the model has one. */
+const bosCount = (m: LlamaModel): number => (m.tokens.bos != null ? 1 : 0);
+
 /** Tokens the runner evaluates for a raw prompt: special tokens parsed, BOS added. */
 function promptTokenCount(m: LlamaModel, prompt: string): number {
-  return m.tokenize(prompt, true).length + (m.tokens.bos != null ? 1 : 0);
+  return m.tokenize(prompt, true).length + bosCount(m);
 }
 
 function fit(seed: number, tokens: number): { prompt: string; tokens: number } {

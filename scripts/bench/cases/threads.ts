@@ -11,18 +11,23 @@ import os from "node:os";
 const CONTEXT = 1024;
 const PROMPT_TOKENS = 64;
 
-async function directRates(modelPath: string, threads: number, rounds: number, predict: number): Promise<number[]> {
+/** Decode rates of plain node-llama-cpp on `threads` threads, one run per prompt. Given
+ *  `{ fresh: n }`, it first makes n fresh prompts fitted to the model's tokenizer, and returns the
+ *  prompts it ran, so the other sides run the same ones (each in a process of its own: no cache). */
+async function directRates(modelPath: string, threads: number, prompts: string[] | { fresh: number }, predict: number): Promise<{ rates: number[]; prompts: string[] }> {
   const d = Direct.start();
   try {
     await d.open(modelPath, CONTEXT, threads);
+    const ran = Array.isArray(prompts) ? prompts : [];
+    if (!Array.isArray(prompts)) for (let i = 0; i < prompts.fresh; i++) ran.push((await d.fit(freshSeed(), PROMPT_TOKENS)).prompt);
     await d.complete((await d.fit(freshSeed(), 16)).prompt, 4); // warm-up
     const rates: number[] = [];
-    for (let r = 0; r < rounds; r++) {
+    for (const prompt of ran) {
       await sleep(300);
-      const c = await d.complete((await d.fit(freshSeed(), PROMPT_TOKENS)).prompt, predict);
+      const c = await d.complete(prompt, predict);
       rates.push((c.tokens - 1) / ((c.tLast - c.tFirst) / 1000));
     }
-    return rates;
+    return { rates, prompts: ran };
   } finally {
     await d.stop();
   }
@@ -44,19 +49,6 @@ async function daemonRates(modelPath: string, prompts: string[], predict: number
   }
 }
 
-/** Fresh prompts of PROMPT_TOKENS tokens under the model's tokenizer, made before anything is timed. */
-async function fittedPrompts(modelPath: string, n: number): Promise<string[]> {
-  const d = Direct.start();
-  try {
-    await d.open(modelPath, CONTEXT, 1);
-    const out: string[] = [];
-    for (let i = 0; i < n; i++) out.push((await d.fit(freshSeed(), PROMPT_TOKENS)).prompt);
-    return out;
-  } finally {
-    await d.stop();
-  }
-}
-
 async function run(ctx: CaseContext): Promise<Row[]> {
   const cores = os.availableParallelism();
   const predict = ctx.quick ? 16 : 64;
@@ -66,10 +58,10 @@ async function run(ctx: CaseContext): Promise<Row[]> {
     ["small model", small],
     ["the case's model", ctx.modelPath],
   ] as const) {
-    const prompts = await fittedPrompts(modelPath, ctx.rounds);
-    const all = median(await directRates(modelPath, cores, ctx.rounds, predict));
-    const one = median(await directRates(modelPath, 1, ctx.rounds, predict));
-    const daemon = median(await daemonRates(modelPath, prompts, predict));
+    const every = await directRates(modelPath, cores, { fresh: ctx.rounds }, predict);
+    const all = median(every.rates);
+    const one = median((await directRates(modelPath, 1, every.prompts, predict)).rates);
+    const daemon = median(await daemonRates(modelPath, every.prompts, predict));
     ctx.log(`  ${label}: direct ${cores} threads ${fmt(all, 1)} tok/s, direct 1 thread ${fmt(one, 1)}, daemon (automatic) ${fmt(daemon, 1)}`);
     rows.push(
       { figure: `decode, ${label}: daemon (automatic threads) / direct with ${cores} threads (tok/s)`, daemon, direct: all, value: daemon / all },

@@ -104,27 +104,44 @@ function replay(samples: CpuSample[]): CpuMeter {
 }
 
 describe("ThreadBudget", () => {
-  it("drops at once when another process takes a core, rises only after two windows agree", () => {
+  it("moves only when two windows in a row agree, down as well as up", () => {
     const b = new ThreadBudget(
       replay([
         s(0, 0, 0),
         s(0.5, 1, 0.5), // others 1 core
-        s(1.0, 1.5, 1.0), // alone again (0 others)
-        s(1.5, 2.5, 2.0), // alone
-        s(2.0, 3.5, 3.0), // alone
+        s(1.0, 2, 1.0), // others 1 core again
+        s(1.5, 2.5, 1.5), // alone again (0 others)
+        s(2.0, 3.5, 2.5), // alone
+        s(2.5, 4.5, 3.5), // alone
       ]),
     );
     expect(b.capacity).toBe(2);
+    expect(b.current()).toBe(2); // one busy window is not a busy core
     expect(b.current()).toBe(1);
-    expect(b.current()).toBe(1); // one quiet window is not enough
+    expect(b.current()).toBe(1); // one quiet window is not a free core
     expect(b.current()).toBe(2);
     expect(b.current()).toBe(2);
   });
 
+  it("a burst in one window between quiet ones never moves the budget", () => {
+    const b = new ThreadBudget(
+      replay([
+        s(0, 0, 0),
+        s(0.3, 0, 0), // quiet
+        s(0.6, 0.6, 0), // others 0.6 s in 0.3 s: a burst
+        s(0.9, 0.6, 0), // quiet
+        s(1.2, 1.2, 0), // burst
+        s(1.5, 1.2, 0), // quiet
+      ]),
+    );
+    for (let i = 0; i < 5; i++) expect(b.current()).toBe(2);
+  });
+
   it("measures over windows of at least a quarter second", () => {
-    const b = new ThreadBudget(replay([s(0, 0, 0), s(0.1, 0.2, 0), s(0.3, 0.6, 0)]));
+    const b = new ThreadBudget(replay([s(0, 0, 0), s(0.1, 0.2, 0), s(0.3, 0.6, 0), s(0.6, 1.2, 0)]));
     expect(b.current()).toBe(2); // 0.1 s: too short, nothing measured
-    expect(b.current()).toBe(1); // 0.3 s since the first sample: 2 cores used by others
+    expect(b.current()).toBe(2); // 0.3 s since the first sample: 2 cores used by others, once
+    expect(b.current()).toBe(1); // and again over the next 0.3 s
   });
 
   it("without /proc it keeps the capacity", () => {

@@ -141,14 +141,17 @@ export interface CpuMeter {
 }
 
 /**
- * The free-core budget, updated at most once per MIN_WINDOW_S. Down at once (a preempted thread
- * costs every step), up only when two windows in a row agree (a short lull is not a free core).
+ * The free-core budget, updated at most once per MIN_WINDOW_S, and only when two windows in a row
+ * agree: a short lull is not a free core, and a short burst (a request's parsing in the daemon, a
+ * client's garbage collection) is not a busy one. A prompt is evaluated in one batch whose thread
+ * count is fixed when it starts, so one noisy window at that moment halved a whole prompt's speed;
+ * a process that really keeps a core busy costs at most one window more.
  */
 export class ThreadBudget {
   readonly capacity: number;
   private last: CpuSample | null;
   private budget: number;
-  private risingTo: number | null = null;
+  private movingTo: number | null = null;
 
   constructor(private readonly meter: CpuMeter) {
     this.capacity = threadCapacity(meter.limits, meter.cpuCount);
@@ -164,16 +167,15 @@ export class ThreadBudget {
     if (now === null || now.t - last.t < MIN_WINDOW_S) return this.budget;
     this.last = now;
     const wanted = threadsFor(freeCores(last, now, this.meter.cpuCount, this.meter.limits.quotaCores), this.capacity);
-    if (wanted < this.budget) {
-      this.budget = wanted;
-      this.risingTo = null;
-    } else if (wanted > this.budget) {
-      if (this.risingTo === null) this.risingTo = wanted;
-      else {
-        this.budget = Math.min(wanted, this.risingTo);
-        this.risingTo = null;
-      }
-    } else this.risingTo = null;
+    const before = this.movingTo;
+    this.movingTo = null;
+    if (wanted === this.budget || before === null || before === this.budget || Math.sign(wanted - this.budget) !== Math.sign(before - this.budget)) {
+      // First window of a change (or none): remember it, keep the budget.
+      if (wanted !== this.budget) this.movingTo = wanted;
+      return this.budget;
+    }
+    // Two windows agree on the direction: move by the smaller of the two changes.
+    this.budget = wanted > this.budget ? Math.min(wanted, before) : Math.max(wanted, before);
     return this.budget;
   }
 }

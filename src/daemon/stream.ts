@@ -36,7 +36,7 @@ const NDJSON: StreamFormat = {
 
 const encoder = new TextEncoder();
 
-export function ndjsonResponse(c: Context, batches: Batches<object>, onCancel: () => void): Response {
+export function ndjsonResponse(c: Context, batches: Batches<object>, onCancel: () => void): Promise<Response> {
   return streamResponse(c, batches, onCancel, NDJSON);
 }
 
@@ -47,7 +47,7 @@ function encodeBatch(format: StreamFormat, batch: readonly object[]): string {
   return s;
 }
 
-export function streamResponse(c: Context, batches: Batches<object>, onCancel: () => void, format: StreamFormat): Response {
+export async function streamResponse(c: Context, batches: Batches<object>, onCancel: () => void, format: StreamFormat): Promise<Response> {
   const it = batches[Symbol.asyncIterator]();
   const headers: Record<string, string> = { "Content-Type": format.contentType, ...format.headers };
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
@@ -57,7 +57,9 @@ export function streamResponse(c: Context, batches: Batches<object>, onCancel: (
     c.res.headers.forEach((value, key) => {
       if (!(key in headers)) headers[key] = value;
     });
-    writeToNode(outgoing, headers, it, onCancel, format);
+    // The first batch is written before the handler returns, so hono's and the middleware's
+    // work on the way out does not come between the first token and the client.
+    await writeToNode(outgoing, headers, it, onCancel, format);
     // hono and the request log see a streamed 200 (the sentinel tells @hono/node-server that the
     // answer is already under way).
     const sent = new Response(null, { headers: RESPONSE_ALREADY_SENT.headers });
@@ -87,7 +89,8 @@ export function streamResponse(c: Context, batches: Batches<object>, onCancel: (
   return new Response(body, { headers });
 }
 
-function writeToNode(res: ServerResponse, headers: Record<string, string>, it: AsyncIterator<readonly object[]>, onCancel: () => void, format: StreamFormat): void {
+/** Resolves once the first batch is written (or the stream ended before one); writing goes on. */
+function writeToNode(res: ServerResponse, headers: Record<string, string>, it: AsyncIterator<readonly object[]>, onCancel: () => void, format: StreamFormat): Promise<void> {
   res.writeHead(200, headers);
   let gone = false;
   res.once("close", () => {
@@ -106,6 +109,8 @@ function writeToNode(res: ServerResponse, headers: Record<string, string>, it: A
       res.on("drain", done);
       res.on("close", done);
     });
+  let started!: () => void;
+  const first = new Promise<void>((resolve) => (started = resolve));
   void (async () => {
     try {
       for (;;) {
@@ -116,7 +121,9 @@ function writeToNode(res: ServerResponse, headers: Record<string, string>, it: A
           break;
         }
         if (value.length === 0) continue;
-        if (!res.write(encodeBatch(format, value))) await drained();
+        const flowing = res.write(encodeBatch(format, value));
+        started();
+        if (!flowing) await drained();
         if (gone) return;
       }
     } catch (err) {
@@ -124,7 +131,8 @@ function writeToNode(res: ServerResponse, headers: Record<string, string>, it: A
       res.write(format.error(err));
     }
     res.end();
-  })();
+  })().finally(() => started());
+  return first;
 }
 
 export function jsonResponse(value: unknown, status = 200): Response {

@@ -18,6 +18,6 @@ const SSE: StreamFormat = {
   error: (err) => event(openaiError(err)),
 };
 
-export function sseResponse(c: Context, chunks: Batches<object>, onCancel: () => void): Response {
+export function sseResponse(c: Context, chunks: Batches<object>, onCancel: () => void): Promise<Response> {
   return streamResponse(c, chunks, onCancel, SSE);
 }

@@ -22,6 +22,8 @@ export type DirectRequest =
    *  tokens with BOS under this model's tokenizer: the test vocabulary makes each word one token,
    *  another model's may make it several. */
   | { op: "fit"; seed: number; tokens: number }
+  /** getLlama only: a process ready to load, as the daemon's spare runner is. */
+  | { op: "prepare" }
   | { op: "close" };
 
 export interface Completion {
@@ -123,6 +125,9 @@ async function handle(m: DirectRequest): Promise<unknown> {
     }
     case "fit":
       return fit(m.seed, m.tokens);
+    case "prepare":
+      llama ??= await getLlama();
+      return {};
     case "close":
       await dispose();
       await llama?.dispose();

@@ -60,6 +60,10 @@ export class Direct {
   fit(seed: number, tokens: number): Promise<{ prompt: string; tokens: number }> {
     return this.ask({ op: "fit", seed, tokens });
   }
+  /** getLlama only, no model: what the daemon's spare runner has done before a load. */
+  async prepare(): Promise<void> {
+    await this.ask({ op: "prepare" });
+  }
   swap(modelPath: string, contextSize: number): Promise<Swap> {
     return this.ask({ op: "swap", modelPath, contextSize });
   }

@@ -11,10 +11,12 @@ import { chatSchema } from "../schemas.js";
 
 /** One event's response object. */
 function chunk(model: string, ev: CompletionEvent, out: ChatResponse[]): void {
-  const base = { model, created_at: createdAt() };
+  const created_at = createdAt();
+  const base = { model, created_at };
   switch (ev.type) {
     case "content":
-      out.push({ ...base, message: { role: "assistant", content: ev.text }, done: false, ...logprobsField(ev.logprobs) });
+      // The token path: one object, built in its final key order (no spreads).
+      out.push(ev.logprobs && ev.logprobs.length > 0 ? { model, created_at, message: { role: "assistant", content: ev.text }, done: false, logprobs: ev.logprobs } : { model, created_at, message: { role: "assistant", content: ev.text }, done: false });
       break;
     case "thinking":
       out.push({ ...base, message: { role: "assistant", content: "", thinking: ev.text }, done: false, ...logprobsField(ev.logprobs) });

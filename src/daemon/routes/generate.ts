@@ -13,7 +13,8 @@ import { generateSchema } from "../schemas.js";
 function chunk(model: string, withContext: boolean, ev: CompletionEvent, out: GenerateResponse[]): void {
   switch (ev.type) {
     case "content":
-      out.push({ model, created_at: createdAt(), response: ev.text, done: false, ...logprobsField(ev.logprobs) });
+      // The token path: one object in its final key order, no spreads (chat.ts does the same).
+      out.push(ev.logprobs && ev.logprobs.length > 0 ? { model, created_at: createdAt(), response: ev.text, done: false, logprobs: ev.logprobs } : { model, created_at: createdAt(), response: ev.text, done: false });
       break;
     case "thinking":
       out.push({ model, created_at: createdAt(), response: "", thinking: ev.text, done: false, ...logprobsField(ev.logprobs) });

@@ -352,7 +352,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
       let restart = false;
       for (const ev of batch) {
         if (ev.type === "content" || ev.type === "thinking") {
-          if (ev.text || ev.logprobs) out.push({ type: ev.type, text: ev.text, ...(ev.logprobs ? { logprobs: ev.logprobs } : {}) });
+          if (ev.text || ev.logprobs) out.push(ev.logprobs ? { type: ev.type, text: ev.text, logprobs: ev.logprobs } : { type: ev.type, text: ev.text });
         } else if (ev.type === "tool_calls") {
           out.push({ type: "tool_calls", calls: ev.calls });
         } else if (ev.type === "text") {

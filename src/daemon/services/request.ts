@@ -150,8 +150,18 @@ export function fullModelName(spec: ModelSpec): string {
   return `${n.host}/${n.namespace}/${n.model}:${n.tag}`;
 }
 
+let lastMs = -1;
+let lastIso = "";
+
+/** Now as Ollama's created_at (RFC 3339, UTC). Every streamed chunk carries one: the string is
+ *  made once per millisecond, not once per token. */
 export function createdAt(): string {
-  return new Date().toISOString();
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
 }
 
 /** Aborts when the client disconnects; the runner stops and frees its slot. */

@@ -6,26 +6,24 @@ import { completionHandler } from "./completion-route.js";
 import type { Deps } from "../deps.js";
 import { prepareChat } from "../services/chat.js";
 import { doneMetrics, type CompletionEvent } from "../services/completion.js";
-import { createdAt, logprobsField } from "../services/request.js";
+import { createdAt, withLogprobs } from "../services/request.js";
 import { chatSchema } from "../schemas.js";
 
 /** One event's response object. */
 function chunk(model: string, ev: CompletionEvent, out: ChatResponse[]): void {
   const created_at = createdAt();
-  const base = { model, created_at };
   switch (ev.type) {
     case "content":
-      // The token path: one object, built in its final key order (no spreads).
-      out.push(ev.logprobs && ev.logprobs.length > 0 ? { model, created_at, message: { role: "assistant", content: ev.text }, done: false, logprobs: ev.logprobs } : { model, created_at, message: { role: "assistant", content: ev.text }, done: false });
+      out.push(withLogprobs<ChatResponse>({ model, created_at, message: { role: "assistant", content: ev.text }, done: false }, ev.logprobs));
       break;
     case "thinking":
-      out.push({ ...base, message: { role: "assistant", content: "", thinking: ev.text }, done: false, ...logprobsField(ev.logprobs) });
+      out.push(withLogprobs<ChatResponse>({ model, created_at, message: { role: "assistant", content: "", thinking: ev.text }, done: false }, ev.logprobs));
       break;
     case "tool_calls":
-      out.push({ ...base, message: { role: "assistant", content: "", tool_calls: ev.calls }, done: false });
+      out.push({ model, created_at, message: { role: "assistant", content: "", tool_calls: ev.calls }, done: false });
       break;
     case "done":
-      out.push({ ...base, message: { role: "assistant", content: "" }, done: true, done_reason: ev.doneReason, ...doneMetrics(ev) });
+      out.push({ model, created_at, message: { role: "assistant", content: "" }, done: true, done_reason: ev.doneReason, ...doneMetrics(ev) });
       break;
   }
 }
@@ -44,11 +42,10 @@ async function collect(gen: AsyncIterable<ChatResponse>): Promise<ChatResponse> 
     if (ch.done) final = ch;
   }
   if (!final) throw new Error("generation ended without a final response");
-  return {
-    ...final,
-    message: { role: "assistant", content: text, ...(thinking ? { thinking } : {}), ...(calls.length > 0 ? { tool_calls: calls } : {}) },
-    ...logprobsField(logprobs),
-  };
+  return withLogprobs<ChatResponse>(
+    { ...final, message: { role: "assistant", content: text, ...(thinking ? { thinking } : {}), ...(calls.length > 0 ? { tool_calls: calls } : {}) } },
+    logprobs,
+  );
 }
 
 export function chatRoutes(deps: Deps): Hono {

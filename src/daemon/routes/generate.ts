@@ -6,18 +6,17 @@ import { completionHandler } from "./completion-route.js";
 import type { Deps } from "../deps.js";
 import { doneMetrics, type CompletionEvent } from "../services/completion.js";
 import { prepareGenerate } from "../services/generate.js";
-import { createdAt, logprobsField } from "../services/request.js";
+import { createdAt, withLogprobs } from "../services/request.js";
 import { generateSchema } from "../schemas.js";
 
 /** One event's response object. */
 function chunk(model: string, withContext: boolean, ev: CompletionEvent, out: GenerateResponse[]): void {
   switch (ev.type) {
     case "content":
-      // The token path: one object in its final key order, no spreads (chat.ts does the same).
-      out.push(ev.logprobs && ev.logprobs.length > 0 ? { model, created_at: createdAt(), response: ev.text, done: false, logprobs: ev.logprobs } : { model, created_at: createdAt(), response: ev.text, done: false });
+      out.push(withLogprobs<GenerateResponse>({ model, created_at: createdAt(), response: ev.text, done: false }, ev.logprobs));
       break;
     case "thinking":
-      out.push({ model, created_at: createdAt(), response: "", thinking: ev.text, done: false, ...logprobsField(ev.logprobs) });
+      out.push(withLogprobs<GenerateResponse>({ model, created_at: createdAt(), response: "", thinking: ev.text, done: false }, ev.logprobs));
       break;
     case "tool_calls":
       break; // /api/generate has no tools
@@ -48,7 +47,7 @@ async function collect(gen: AsyncIterable<GenerateResponse>): Promise<GenerateRe
   }
   if (!final) throw new Error("generation ended without a final response");
   const { thinking: _t, ...rest } = final;
-  return { ...rest, response: text, ...(thinking ? { thinking } : {}), ...logprobsField(logprobs) };
+  return withLogprobs<GenerateResponse>({ ...rest, response: text, ...(thinking ? { thinking } : {}) }, logprobs);
 }
 
 export function generateRoutes(deps: Deps): Hono {

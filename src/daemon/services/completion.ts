@@ -352,9 +352,10 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
       let restart = false;
       for (const ev of batch) {
         if (ev.type === "content" || ev.type === "thinking") {
-          if (ev.text || ev.logprobs) out.push(ev.logprobs ? { type: ev.type, text: ev.text, logprobs: ev.logprobs } : { type: ev.type, text: ev.text });
+          // The runner's event is already a completion event: passed on, not copied.
+          if (ev.text || ev.logprobs) out.push(ev);
         } else if (ev.type === "tool_calls") {
-          out.push({ type: "tool_calls", calls: ev.calls });
+          out.push(ev);
         } else if (ev.type === "text") {
           raw += ev.text;
           let text = ev.text;

@@ -96,9 +96,11 @@ export function checkTopLogprobs(topLogprobs: number | null | undefined): void {
   if (topLogprobs != null && (topLogprobs < 0 || topLogprobs > 20)) throw badRequest("top_logprobs must be between 0 and 20");
 }
 
-/** A response's `logprobs` field: absent when there are none (Ollama's omitempty). */
-export function logprobsField(logprobs: Logprob[] | undefined): { logprobs?: Logprob[] } {
-  return logprobs && logprobs.length > 0 ? { logprobs } : {};
+/** Sets a response's `logprobs`, last, when there are any (Ollama's omitempty); the response
+ *  itself is returned, not a copy: every streamed token goes through here. */
+export function withLogprobs<T extends { logprobs?: Logprob[] }>(response: T, logprobs: Logprob[] | undefined): T {
+  if (logprobs && logprobs.length > 0) response.logprobs = logprobs;
+  return response;
 }
 
 /** Alternatives per token when `logprobs` is on (top_logprobs alone asks for nothing, as in Ollama). */

@@ -135,8 +135,7 @@ export class DecodeThreads {
       this.stepsUntilTrial--;
       return this.chosen;
     }
-    const short = median(this.known(items, this.chosen)) < MAX_TRIAL_DOWN_STEP_MS;
-    const down = this.chosen > 1 && short ? Math.max(1, Math.floor(this.chosen / 2)) : null;
+    const down = this.chosen > 1 && median(this.known(items, this.chosen)) < MAX_TRIAL_DOWN_STEP_MS ? Math.max(1, Math.floor(this.chosen / 2)) : null;
     const up = this.chosen < this.cap ? Math.min(this.cap, this.chosen * 2) : null;
     const threads = this.downNext ? (down ?? up) : (up ?? down);
     if (threads === null) {

@@ -167,15 +167,15 @@ export class ThreadBudget {
     if (now === null || now.t - last.t < MIN_WINDOW_S) return this.budget;
     this.last = now;
     const wanted = threadsFor(freeCores(last, now, this.meter.cpuCount, this.meter.limits.quotaCores), this.capacity);
-    const before = this.movingTo;
+    const previous = this.movingTo;
     this.movingTo = null;
-    if (wanted === this.budget || before === null || before === this.budget || Math.sign(wanted - this.budget) !== Math.sign(before - this.budget)) {
-      // First window of a change (or none): remember it, keep the budget.
-      if (wanted !== this.budget) this.movingTo = wanted;
+    if (wanted === this.budget) return this.budget;
+    if (previous === null || previous > this.budget !== wanted > this.budget) {
+      this.movingTo = wanted; // the first window of a change: remembered, the budget kept
       return this.budget;
     }
     // Two windows agree on the direction: move by the smaller of the two changes.
-    this.budget = wanted > this.budget ? Math.min(wanted, before) : Math.max(wanted, before);
+    this.budget = wanted > this.budget ? Math.min(wanted, previous) : Math.max(wanted, previous);
     return this.budget;
   }
 }

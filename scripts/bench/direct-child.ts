@@ -47,10 +47,15 @@ let model: LlamaModel | undefined;
 let context: LlamaContext | undefined;
 let completion: LlamaCompletion | undefined;
 
+/** getLlama once per process (what a spare runner has done before its load). */
+async function ready(): Promise<Llama> {
+  return (llama ??= await getLlama());
+}
+
 async function open(modelPath: string, contextSize: number, threads = os.availableParallelism()): Promise<number> {
-  llama ??= await getLlama();
+  const l = await ready();
   const t0 = nowMs();
-  model = await llama.loadModel({ modelPath });
+  model = await l.loadModel({ modelPath });
   context = await model.createContext({ contextSize, threads });
   completion = new LlamaCompletion({ contextSequence: context.getSequence() });
   return nowMs() - t0;
@@ -126,7 +131,7 @@ async function handle(m: DirectRequest): Promise<unknown> {
     case "fit":
       return fit(m.seed, m.tokens);
     case "prepare":
-      llama ??= await getLlama();
+      await ready();
       return {};
     case "close":
       await dispose();

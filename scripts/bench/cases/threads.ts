@@ -11,26 +11,27 @@ import os from "node:os";
 const CONTEXT = 1024;
 const PROMPT_TOKENS = 64;
 
-/** Decode rates of plain node-llama-cpp on `threads` threads, one run per prompt. Given
- *  `{ fresh: n }`, it first makes n fresh prompts fitted to the model's tokenizer, and returns the
- *  prompts it ran, so the other sides run the same ones (each in a process of its own: no cache). */
-async function directRates(modelPath: string, threads: number, prompts: string[] | { fresh: number }, predict: number): Promise<{ rates: number[]; prompts: string[] }> {
+/** Plain node-llama-cpp on `threads` threads, in a process of its own for `f` (no cache carries over). */
+async function withDirect<T>(modelPath: string, threads: number, f: (d: Direct) => Promise<T>): Promise<T> {
   const d = Direct.start();
   try {
     await d.open(modelPath, CONTEXT, threads);
-    const ran = Array.isArray(prompts) ? prompts : [];
-    if (!Array.isArray(prompts)) for (let i = 0; i < prompts.fresh; i++) ran.push((await d.fit(freshSeed(), PROMPT_TOKENS)).prompt);
-    await d.complete((await d.fit(freshSeed(), 16)).prompt, 4); // warm-up
-    const rates: number[] = [];
-    for (const prompt of ran) {
-      await sleep(300);
-      const c = await d.complete(prompt, predict);
-      rates.push((c.tokens - 1) / ((c.tLast - c.tFirst) / 1000));
-    }
-    return { rates, prompts: ran };
+    return await f(d);
   } finally {
     await d.stop();
   }
+}
+
+/** Decode rates of an open direct side, one run per prompt, after a warm-up. */
+async function directRates(d: Direct, prompts: string[], predict: number): Promise<number[]> {
+  await d.complete((await d.fit(freshSeed(), 16)).prompt, 4); // warm-up
+  const rates: number[] = [];
+  for (const prompt of prompts) {
+    await sleep(300);
+    const c = await d.complete(prompt, predict);
+    rates.push((c.tokens - 1) / ((c.tLast - c.tFirst) / 1000));
+  }
+  return rates;
 }
 
 async function daemonRates(modelPath: string, prompts: string[], predict: number): Promise<number[]> {
@@ -58,10 +59,15 @@ async function run(ctx: CaseContext): Promise<Row[]> {
     ["small model", small],
     ["the case's model", ctx.modelPath],
   ] as const) {
-    const every = await directRates(modelPath, cores, { fresh: ctx.rounds }, predict);
-    const all = median(every.rates);
-    const one = median((await directRates(modelPath, 1, every.prompts, predict)).rates);
-    const daemon = median(await daemonRates(modelPath, every.prompts, predict));
+    // Fresh prompts fitted to the model's tokenizer, made in the first direct side's process; every
+    // side runs the same ones.
+    const { prompts, all } = await withDirect(modelPath, cores, async (d) => {
+      const prompts: string[] = [];
+      for (let i = 0; i < ctx.rounds; i++) prompts.push((await d.fit(freshSeed(), PROMPT_TOKENS)).prompt);
+      return { prompts, all: median(await directRates(d, prompts, predict)) };
+    });
+    const one = median(await withDirect(modelPath, 1, (d) => directRates(d, prompts, predict)));
+    const daemon = median(await daemonRates(modelPath, prompts, predict));
     ctx.log(`  ${label}: direct ${cores} threads ${fmt(all, 1)} tok/s, direct 1 thread ${fmt(one, 1)}, daemon (automatic) ${fmt(daemon, 1)}`);
     rows.push(
       { figure: `decode, ${label}: daemon (automatic threads) / direct with ${cores} threads (tok/s)`, daemon, direct: all, value: daemon / all },

@@ -185,8 +185,9 @@ export interface GenerateStats {
   context?: number[];
   /** Prompt tokens taken from a cache instead of being evaluated (prefix reuse). */
   cachedTokens?: number;
-  /** Where those came from: the slot's own cache, a prompt snapshot, or a copy of another slot. */
-  cachedFrom?: "own" | "snapshot" | "slot";
+  /** Where those came from: the slot's own cache, a prompt snapshot, a copy of another slot, or a
+   *  snapshot loaded back into an idle slot before the request came. */
+  cachedFrom?: "own" | "snapshot" | "slot" | "restored";
   /** Speculative decoding: tokens proposed (by a draft model or prompt lookup) and checked by
    *  the model, and how many of those it accepted. */
   draftTokens?: number;

@@ -147,6 +147,25 @@ describe("prefix reuse across slots and unloads", () => {
     }
   });
 
+  // Short prompts are never snapshotted, so a slot they hold costs little to lose: once the
+  // runner is idle, the prefix they pushed out is loaded back into one of them (restoreAhead),
+  // and the next request with it starts there (waiting for that load if it is still going on).
+  it("a prefix pushed out of every slot by short prompts is loaded back into an idle slot before it is asked for again", async () => {
+    const again = job(`${prefix} so what about the lantern`);
+    const cold = await coldRun(again);
+    const runner = await load();
+    try {
+      await run(runner, job(`${prefix} first of all`));
+      await Promise.all([run(runner, job(`${text(20, 2)} short one`)), run(runner, job(`${text(20, 4)} short two`))]);
+      expectReused(await run(runner, again), cold, "restored");
+      // Not with a long prompt in every slot instead: nothing there is cheap to lose.
+      await Promise.all([run(runner, job(`${text(240, 2)} long one`)), run(runner, job(`${text(240, 4)} long two`))]);
+      expect((await run(runner, again)).done.cachedFrom).toBe("snapshot");
+    } finally {
+      await runner.close();
+    }
+  });
+
   it("snapshots live in the runner's own directory, gone with it; a killed runner's is removed by the next", async () => {
     const dead = 2 ** 22 + 4321; // above Linux's pid_max default: no such process
     const leftover = path.join(stateDir, `ollamats-runner-${dead}-abc123`);

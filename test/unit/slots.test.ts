@@ -77,6 +77,21 @@ describe("SlotPool", () => {
   });
 });
 
+describe("SlotPool.swap", () => {
+  it("trades a held slot for a free one, and refuses one that is not free", async () => {
+    const pool = new SlotPool(["a", "b", "c"]);
+    const held = await pool.acquire((s) => (s === "a" ? 1 : 0));
+    expect(held).toBe("a");
+    expect(pool.swap("a", "c")).toBe(true);
+    expect(pool.isBusy("c")).toBe(true);
+    expect(pool.isBusy("a")).toBe(false);
+    expect(pool.idle).toBe(2);
+    const other = await pool.acquire((s) => (s === "b" ? 1 : 0));
+    expect(pool.swap("c", other)).toBe(false); // held by another request
+    expect(pool.isBusy("c")).toBe(true);
+  });
+});
+
 describe("prefixScore", () => {
   it("counts a prefix that keeps at least half of the slot's cache", () => {
     expect(prefixScore(40, 44)).toBe(40); // a follow-up turn

@@ -14,11 +14,16 @@
 //   while this one decodes finds it in its own slot. Slots whose cache is short or already a
 //   snapshot are chosen first; any other is snapshotted before it is overwritten: no conversation
 //   loses its cache for it.
+// - when the runner is idle and a long prefix whose slot was given to short prompts is in no slot,
+//   its snapshot loaded back into one of those slots ahead of the next request (restoreAhead):
+//   a conversation or document interrupted by a burst of short requests (titles, completions)
+//   then pays no load on its next turn. One slot is always left free for a newcomer, and a request
+//   that arrives during the load and wants the prefix waits for it and moves into that slot.
 // A snapshot nothing waits for is written 50 ms after the answer, unless a follow-up that
 // continues the slot comes first (SNAPSHOT_DELAY_MS).
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { copySequenceState, MIN_COPY_GAIN_TOKENS } from "./sequence-states.js";
-import type { PromptCache } from "./prompt-cache.js";
+import { commonPrefix, type PromptCache } from "./prompt-cache.js";
 import type { SlotPool } from "./slots.js";
 import type { StepGate } from "./step-gate.js";
 
@@ -32,8 +37,9 @@ const SNAPSHOT_DELAY_MS = 50;
 /** Prompt tokens left after a copy or load that the other sequences wait for. */
 const HOLD_FOR_PROMPT_TOKENS = 32;
 
-/** Where a request's reused prefix came from: its slot's own cache, a snapshot, another slot. */
-export type PrefixSource = "own" | "snapshot" | "slot";
+/** Where a request's reused prefix came from: its slot's own cache, a snapshot, another slot, or
+ *  a snapshot loaded back into an idle slot before the request came (restoreAhead). */
+export type PrefixSource = "own" | "snapshot" | "slot" | "restored";
 
 /** Tokens of the slot's cache a prompt can keep: the score of a slot, and `cachedTokens`. */
 export function reusable(seq: LlamaContextSequence, tokens: readonly Token[]): number {
@@ -45,6 +51,10 @@ export class PrefixReuse {
   private readonly background = new Set<Promise<void>>();
   /** Snapshots waiting out SNAPSHOT_DELAY_MS, by slot: start now, or drop. */
   private readonly delayed = new Map<LlamaContextSequence, { start: () => void; drop: () => void }>();
+  /** A restore ahead in progress (its tokens once its snapshot is chosen), and when it is done. */
+  private restoring: { tokens: readonly Token[]; done: Promise<void> } | undefined;
+  /** Slots given a prefix by restoreAhead that no request has taken since. */
+  private readonly restored = new WeakSet<LlamaContextSequence>();
 
   constructor(
     /** Every slot, in sequence id order. */
@@ -66,16 +76,29 @@ export class PrefixReuse {
    * it; if little of the prompt is left to evaluate (also without a copy), they stay stopped
    * until this request has its first token: one step for them, instead of this request waiting
    * for theirs and then sharing a slower one with them. Returns where the prefix came from and
-   * the function that lets the others go on (also safe to call when nothing was held).
+   * the function that lets the others go on (also safe to call when nothing was held), and the
+   * slot the request runs in: `taken`, or an idle one restoreAhead has just given its prefix to
+   * (`taken` is then back in the pool).
    */
-  async adopt(seq: LlamaContextSequence, tokens: readonly Token[]): Promise<{ from: PrefixSource; release: () => void }> {
+  async adopt(taken: LlamaContextSequence, tokens: readonly Token[]): Promise<{ seq: LlamaContextSequence; from: PrefixSource; release: () => void }> {
+    let seq = taken;
     // A delayed snapshot of this slot is dropped if this request keeps (nearly) all the slot
     // holds; the others, and one of a slot this request overwrites, are written first: with
     // those in progress and any copy to an idle slot, they may be what this request needs.
     // (Nothing in the background changes this slot's tokens: this request has taken it.)
-    const own = reusable(seq, tokens);
+    let own = reusable(seq, tokens);
     if (own >= seq.nextTokenIndex - MIN_COPY_GAIN_TOKENS) this.delayed.get(seq)?.drop();
     await this.flush();
+    // A prefix being loaded back into an idle slot is waited for only by a request that wants it.
+    const restoring = this.restoring;
+    if (restoring && commonPrefix(restoring.tokens, tokens) >= own + MIN_COPY_GAIN_TOKENS) await restoring.done;
+    const moved = this.moveToRestored(seq, tokens, own);
+    if (moved) {
+      seq = moved;
+      own = reusable(seq, tokens);
+    }
+    // Taken by acquire or moved to: either way its prefix came from a restore ahead.
+    const restored = this.restored.delete(seq) && own >= MIN_COPY_GAIN_TOKENS;
     let donor: LlamaContextSequence | undefined;
     let fromSlot = own + MIN_COPY_GAIN_TOKENS - 1;
     for (const s of this.seqs) {
@@ -89,10 +112,10 @@ export class PrefixReuse {
     const fromSnapshot = Math.min(common, tokens.length - 1);
     // A snapshot is one file load; a slot is a save and a load. A snapshot a little shorter wins.
     const useSnapshot = snapshot !== undefined && fromSnapshot >= own + MIN_COPY_GAIN_TOKENS && fromSnapshot + MIN_COPY_GAIN_TOKENS > fromSlot;
-    const from: PrefixSource = useSnapshot ? "snapshot" : donor ? "slot" : "own";
+    const from: PrefixSource = useSnapshot ? "snapshot" : donor ? "slot" : restored ? "restored" : "own";
     const left = tokens.length - (useSnapshot ? fromSnapshot : donor ? fromSlot : own);
     const none = (): void => undefined;
-    if (from === "own" && (this.gate.size === 0 || left > HOLD_FOR_PROMPT_TOKENS)) return { from, release: none };
+    if ((from === "own" || from === "restored") && (this.gate.size === 0 || left > HOLD_FOR_PROMPT_TOKENS)) return { seq, from, release: none };
     const release = this.gate.size > 0 ? await this.gate.hold() : none;
     try {
       if (useSnapshot) {
@@ -105,13 +128,29 @@ export class PrefixReuse {
       this.warn("prefix copy failed", err);
       await seq.clearHistory().catch(() => undefined);
       release();
-      return { from: "own", release: none };
+      return { seq, from: "own", release: none };
     }
     if (tokens.length - reusable(seq, tokens) > HOLD_FOR_PROMPT_TOKENS) {
       release();
-      return { from, release: none };
+      return { seq, from, release: none };
     }
-    return { from, release };
+    return { seq, from, release };
+  }
+
+  /** An idle slot restoreAhead gave a prefix of `tokens` that gains at least MIN_COPY_GAIN_TOKENS
+   *  over `taken`'s own, swapped for `taken` in the pool; undefined if there is none. */
+  private moveToRestored(taken: LlamaContextSequence, tokens: readonly Token[], own: number): LlamaContextSequence | undefined {
+    let best: LlamaContextSequence | undefined;
+    let most = own + MIN_COPY_GAIN_TOKENS - 1;
+    for (const s of this.seqs) {
+      if (s === taken || !this.restored.has(s) || this.slots.isBusy(s)) continue;
+      const r = reusable(s, tokens);
+      if (r > most) {
+        most = r;
+        best = s;
+      }
+    }
+    return best && this.slots.swap(taken, best) ? best : undefined;
   }
 
   /**
@@ -131,10 +170,10 @@ export class PrefixReuse {
       else this.delay(seq);
     }
     if (shared) this.copyAhead(tokens, prefix.reused);
+    this.restoreAhead();
   }
 
-  /** Writes the delayed snapshots now; resolves once no snapshot or copy is being written
-   *  (before the context is disposed). */
+  /** Writes the delayed snapshots now; resolves once no snapshot or copy is being written. */
   async flush(): Promise<void> {
     for (const d of [...this.delayed.values()]) d.start();
     await this.settle();
@@ -142,6 +181,55 @@ export class PrefixReuse {
 
   private async settle(): Promise<void> {
     while (this.background.size > 0) await Promise.all([...this.background]);
+  }
+
+  /** Waits for the snapshot and copy work and for a restore ahead (before the context is disposed). */
+  async idle(): Promise<void> {
+    await this.flush();
+    while (this.restoring) await this.restoring.done;
+  }
+
+  /**
+   * Once every slot is idle: the most recently used snapshot that no slot holds is loaded back
+   * into an idle slot whose cache costs little to lose (fewer than SNAPSHOT_MIN_TOKENS of its
+   * tokens in no snapshot: short prompts, which are never snapshotted, or a cache a snapshot
+   * holds) and is at least SNAPSHOT_MIN_TOKENS shorter. Never with a single slot: a newcomer
+   * always finds one free (restoring takes its slot for the load). After the snapshot and copy
+   * work in progress, which may change what the slots and snapshots hold.
+   */
+  private restoreAhead(): void {
+    if (this.restoring || this.seqs.length < 2 || this.slots.idle < this.seqs.length) return;
+    const restoring: { tokens: readonly Token[]; done: Promise<void> } = { tokens: [], done: Promise.resolve() };
+    restoring.done = this.afterPending()
+      .then(() => this.restoreOne(restoring))
+      .catch((err: unknown) => this.warn("restoring a prefix into an idle slot failed", err))
+      .finally(() => {
+        this.restoring = undefined;
+      });
+    this.restoring = restoring;
+  }
+
+  private async restoreOne(restoring: { tokens: readonly Token[] }): Promise<void> {
+    if (this.slots.idle < this.seqs.length || this.slots.queued > 0) return;
+    const held = (t: readonly Token[]) => this.seqs.some((s) => commonPrefix(s.contextTokens, t) >= t.length - MIN_COPY_GAIN_TOKENS);
+    const snapshot = this.cache.recent().find((e) => !held(e.tokens as Token[]));
+    if (!snapshot) return;
+    const cheap = (s: LlamaContextSequence) => {
+      const t = s.contextTokens;
+      return t.length - this.cache.best(t).common < SNAPSHOT_MIN_TOKENS && t.length + SNAPSHOT_MIN_TOKENS <= snapshot.tokens.length;
+    };
+    const target = this.slots.claim((free) => free.filter(cheap).sort((a, b) => a.nextTokenIndex - b.nextTokenIndex)[0]);
+    if (!target) return;
+    restoring.tokens = snapshot.tokens as Token[];
+    try {
+      if (await this.cache.load(snapshot, target)) this.restored.add(target);
+      else await target.clearHistory();
+    } catch (err) {
+      await target.clearHistory().catch(() => undefined);
+      throw err;
+    } finally {
+      this.slots.release(target);
+    }
   }
 
   /** Started now, so it takes the slot's locks before whatever comes next for the slot. */
@@ -179,6 +267,7 @@ export class PrefixReuse {
       return candidates.sort((a, b) => Number(kept(b)) - Number(kept(a)) || a.nextTokenIndex - b.nextTokenIndex)[0];
     });
     if (!target) return;
+    this.restored.delete(target);
     this.delayed.get(target)?.drop(); // written below if it needs to be
     const written = this.afterPending();
     this.track(

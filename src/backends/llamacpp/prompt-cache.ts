@@ -73,6 +73,11 @@ export class PromptCache<S> {
     return { snapshot, common };
   }
 
+  /** The snapshots, most recently used (or saved) first. */
+  recent(): Snapshot[] {
+    return [...this.entries].sort((a, b) => b.lastUsed - a.lastUsed);
+  }
+
   /** Whether a snapshot holds all of `tokens` but at most `slack` of their last ones. */
   covers(tokens: readonly number[], slack: number): boolean {
     return tokens.length === 0 || this.best(tokens).common >= tokens.length - slack;

@@ -296,7 +296,9 @@ async function generate(id: number, job: RunnerJob, ac: AbortController): Promis
   try {
     if (ac.signal.aborted) return;
     const slotAt = performance.now();
-    const { from, release: resume } = await reuse.adopt(seq, tokens);
+    const adopted = await reuse.adopt(seq, tokens);
+    seq = adopted.seq; // an idle slot a restore ahead gave this prefix, if there was one
+    const { from, release: resume } = adopted;
     const adoptedAt = performance.now();
     let stats: GenerateStats;
     let cachedTokens: number;
@@ -361,7 +363,7 @@ async function dispose(keepPromptCache: boolean): Promise<void> {
   closing = true;
   for (const r of running.values()) r.ac.abort();
   await Promise.all([...running.values()].map((r) => r.done.catch(() => undefined)));
-  await prefixes?.flush();
+  await prefixes?.idle();
   if (keepPromptCache && stateStore && fingerprint && allSeqs.length > 0) {
     try {
       await makeDirs(stateStore.dir, 0o700);

@@ -74,6 +74,15 @@ export class SlotPool<S> {
     return i < 0 ? undefined : (this.free.splice(i, 1)[0] as S);
   }
 
+  /** Gives back `held` and takes `wanted` in its place, if `wanted` is free (no waiter can be
+   *  skipped: with a slot free, nobody waits). */
+  swap(held: S, wanted: S): boolean {
+    const i = this.free.indexOf(wanted);
+    if (i < 0) return false;
+    this.free[i] = held;
+    return true;
+  }
+
   release(slot: S): void {
     this.free.push(slot);
     const next = this.waiting.shift();

@@ -21,6 +21,7 @@ import { embedRoutes } from "./routes/embed.js";
 import { rerankRoutes } from "./routes/rerank.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { openaiRoutes } from "./routes/openai/index.js";
+import { anthropicRoutes } from "./routes/anthropic/index.js";
 import { transferRoutes } from "./routes/transfer.js";
 
 export function createApp(deps: Deps): Hono {
@@ -31,7 +32,7 @@ export function createApp(deps: Deps): Hono {
   app.use("*", hostGuard(deps.config.host.host));
   app.use("*", cors(allowedOrigins(deps.config)));
   app.use("*", apiAccess({ keys: deps.keys, noManagement: deps.config.noManagement }));
-  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes, transferRoutes, embedRoutes, rerankRoutes, openaiRoutes, tokenizeRoutes, metricsRoutes]) {
+  for (const routes of [healthRoutes, generateRoutes, chatRoutes, modelRoutes, psRoutes, blobRoutes, createRoutes, transferRoutes, embedRoutes, rerankRoutes, openaiRoutes, anthropicRoutes, tokenizeRoutes, metricsRoutes]) {
     app.route("/", routes(deps));
   }
   app.notFound((c) => {

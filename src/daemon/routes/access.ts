@@ -25,6 +25,8 @@ const EXACT: Readonly<Record<string, RouteAccess>> = {
   "/v1/embeddings": "inference",
   "/v1/rerank": "inference",
   "/v1/models": "inference",
+  "/v1/responses": "inference",
+  "/v1/messages": "inference",
   "/metrics": "inference",
   "/api/create": "management",
   "/api/delete": "management",

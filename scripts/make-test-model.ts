@@ -52,6 +52,9 @@ export interface MakeModelOptions {
   quietFrom?: number;
   /** "spm" (default: tokenizer.ggml.model "llama") or "gpt2" (byte-level BPE). */
   tokenizer?: Tokenizer;
+  /** SPM only: tokenizer.ggml.add_space_prefix true, as in Llama 2 and Mistral files (text is
+   *  tokenized as if it began with a space: "hi" → "▁hi"). Default false. */
+  spacePrefix?: boolean;
   /** The chat template and its turn tokens (default "chatml"). */
   template?: ChatFormat;
   /** No output.weight: the output projection is token_embd's. */
@@ -121,14 +124,14 @@ export function modelFileName(opts: MakeModelOptions = {}): string {
 /** What sets the model apart from the default kind (llama, SPM, ChatML, untied): "" for that. */
 function kindTag(opts: MakeModelOptions): string {
   const { arch = "llama", tokenizer = "spm", template = "chatml", tied = false } = opts;
-  return `${arch === "llama" ? "" : `-${arch}`}${tokenizer === "spm" ? "" : `-${tokenizer}`}${template === "chatml" ? "" : `-${template}`}${tied ? "-tied" : ""}${opts.endsTurns ? "-turns" : ""}`;
+  return `${arch === "llama" ? "" : `-${arch}`}${tokenizer === "spm" ? "" : `-${tokenizer}`}${template === "chatml" ? "" : `-${template}`}${tied ? "-tied" : ""}${opts.endsTurns ? "-turns" : ""}${opts.spacePrefix && tokenizer === "spm" ? "-sp" : ""}`;
 }
 
 interface TokenizerKvs { kvs: KvEntry[]; vocab: number; low: (id: number) => boolean; turns: (id: number) => boolean }
 
 /** The tokenizer's metadata, and which ids are special (or raw bytes): their output rows are
  *  scaled down so random generation rarely ends the turn or emits them. */
-function tokenizerKvs(tokenizer: Tokenizer, format: ChatFormat, size: number): TokenizerKvs {
+function tokenizerKvs(tokenizer: Tokenizer, format: ChatFormat, size: number, spacePrefix = false): TokenizerKvs {
   const spec = CHAT_FORMATS[format];
   if (!spec) throw new Error(`unknown template ${format}`);
   if (tokenizer === "gpt2") {
@@ -174,9 +177,9 @@ function tokenizerKvs(tokenizer: Tokenizer, format: ChatFormat, size: number): T
       kv.u32("tokenizer.ggml.unknown_token_id", UNK_ID),
       kv.bool("tokenizer.ggml.add_bos_token", true),
       kv.bool("tokenizer.ggml.add_eos_token", false),
-      // no implicit leading space: text after a special token is not turned into "▁text", so
-      // tokenize/detokenize round-trips exactly ("<|im_start|>user\n" stays "user", not " user")
-      kv.bool("tokenizer.ggml.add_space_prefix", false),
+      // By default no implicit leading space: text after a special token is not turned into
+      // "▁text", so tokenize/detokenize round-trips exactly ("<|im_start|>user\n" stays "user").
+      kv.bool("tokenizer.ggml.add_space_prefix", spacePrefix),
       ...chatTemplateKv(format),
     ],
   };
@@ -249,7 +252,7 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   if (embedding && ranking) throw new Error("a model is an embedding model or a reranker, not both");
   const headDim = s.embd / s.heads;
   const kvDim = headDim * s.headsKv;
-  const tok = tokenizerKvs(tokenizer, template, s.vocab);
+  const tok = tokenizerKvs(tokenizer, template, s.vocab, opts.spacePrefix === true);
   if (ranking && (opts.arch ?? "llama") !== "llama") throw new Error("a reranker is a qwen3 model: --arch does not apply");
   if (!ARCHITECTURES.includes(opts.arch ?? "llama")) throw new Error(`unknown architecture ${opts.arch}`);
   const arch = ranking ? "qwen3" : opts.arch ?? "llama";

@@ -2,6 +2,7 @@
 // number of tokens evaluated, BOS/EOS included, as llama-server reports it to Ollama.
 import type { LlamaEmbeddingContext, LlamaModel, Token } from "node-llama-cpp";
 import type { EmbedResult } from "../backend.js";
+import { tokenizeText } from "./tokenize-text.js";
 
 /**
  * Options for `model.createEmbeddingContext`. The whole input must fit in one batch: pooling
@@ -20,7 +21,7 @@ export async function embedInputs(model: LlamaModel, context: LlamaEmbeddingCont
   const embeddings: number[][] = [];
   let promptEvalCount = 0;
   for (const text of inputs) {
-    let tokens: Token[] = model.tokenize(text, true);
+    let tokens: Token[] = tokenizeText(model, text);
     if (tokens.length === 0 && model.tokens.bos !== null) tokens = [model.tokens.bos];
     if (tokens.length === 0) throw new Error("cannot embed an empty input: the model has no BOS token");
     promptEvalCount += context.calculateInputLength(tokens);

@@ -13,11 +13,12 @@ import { grammarCacheFor } from "./grammar.js";
 import { tokenLogprob } from "./logprobs.js";
 import type { StepGate } from "./step-gate.js";
 import { dropProposals, GatedPredictor, predictionCounts } from "./speculative.js";
+import { tokenizeText } from "./tokenize-text.js";
 
 const DEFAULT_NUM_KEEP = 4; // Ollama's default num_keep
 
 export function promptTokens(model: LlamaModel, job: RunnerJob): Token[] {
-  const body = model.tokenize(job.prompt, true) as Token[];
+  const body = tokenizeText(model, job.prompt);
   const bos = model.tokens.bos;
   if (job.prefixTokens && job.prefixTokens.length > 0) return [...(job.prefixTokens as Token[]), ...body];
   if (bos != null && model.tokens.shouldPrependBosToken && body[0] !== bos) return [bos, ...body];

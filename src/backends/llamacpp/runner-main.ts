@@ -35,6 +35,7 @@ import { DecodeThreads, type BatchShape } from "./decode-threads.js";
 import { Speculation } from "./speculative.js";
 import { makeDirs } from "../../fs/make-dirs.js";
 import { removeDeadOwnerDirs } from "../../fs/dead-owner-dirs.js";
+import { tokenizeText } from "./tokenize-text.js";
 
 let llama: Llama | undefined;
 /** node-llama-cpp's binary loaded ahead (a spare, or after the GPU probe), and whether it was
@@ -416,7 +417,7 @@ async function handle(msg: HostMessage): Promise<void> {
       send({ type: "result", id: msg.id, value: await rank(msg.query, msg.documents, msg.truncate) });
       return;
     case "tokenize":
-      send({ type: "result", id: msg.id, value: model ? [...model.tokenize(msg.text, true)] : [] });
+      send({ type: "result", id: msg.id, value: model ? tokenizeText(model, msg.text) : [] });
       return;
     case "detokenize":
       send({ type: "result", id: msg.id, value: model ? model.detokenize(msg.tokens as never, true) : "" });

@@ -1,0 +1,76 @@
+// Long texts are tokenized in pieces (src/backends/llamacpp/tokenize-text.ts) with the tokens of
+// the whole text at once, in the real node-llama-cpp with both generated tokenizer kinds
+// (SentencePiece "llama" and byte-level BPE "gpt2"), and in time that grows with the length.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from "node-llama-cpp";
+import { makeTestModel, TOKENIZERS } from "../../scripts/make-test-model.js";
+import { pieceEnd, tokenizeText } from "../../src/backends/llamacpp/tokenize-text.js";
+
+let llama: Llama;
+const models: LlamaModel[] = [];
+
+beforeAll(async () => {
+  llama = await getLlama({ build: "never", gpu: false, maxThreads: 1, logLevel: LlamaLogLevel.error });
+}, 60_000);
+
+afterAll(async () => {
+  for (const m of models) await m.dispose();
+  await llama?.dispose();
+});
+
+/** Seeded text of words, punctuation, special tokens, newlines, double spaces and non-ASCII. */
+function text(seed: number, words: number): string {
+  const pool = ["the", "quick", "brown", "fox", "élan", "naïve", "12345", "<|im_start|>", "<|im_end|>", "hello,world!", "\n\n", "", "code(x)", "=>", "{y}", "😀", "日本語"];
+  let s = seed;
+  const next = () => (s = (s * 1103515245 + 12345) & 0x7fffffff);
+  return Array.from({ length: words }, () => pool[next() % pool.length]).join(next() % 3 === 0 ? "  " : " ");
+}
+
+describe("pieceEnd", () => {
+  it("cuts before a space that follows a letter or digit, in the second half of the piece", () => {
+    expect(pieceEnd("aaaaa bbbbbbbbb", 0, 8)).toBe(5);
+    expect(pieceEnd("aaaaa  bbbbbbbb", 0, 8)).toBe(5); // before the double space, not inside it
+    expect(pieceEnd("aaa bbbbbbbbbbb", 0, 8)).toBe(8); // in the first half: too short a piece
+    expect(pieceEnd("xx aaaaa bbbbbbbbb", 3, 8)).toBe(8);
+    expect(pieceEnd("short", 0, 8)).toBe(5);
+    // Not right after a special token: SentencePiece adds a space there that a newline does not get.
+    expect(pieceEnd("x<|a|> bbbbbbbbbb", 0, 12)).toBe(12);
+    expect(pieceEnd("日本語語語 bbbbbbbbb", 0, 8)).toBe(5);
+  });
+
+  it("without such a space: at the size, but not inside `<…>` nor a surrogate pair", () => {
+    expect(pieceEnd("x".repeat(20), 0, 8)).toBe(8);
+    expect(pieceEnd("xxxxx<|im_end|>xxxxx", 0, 8)).toBe(5);
+    expect(pieceEnd("xxxxxxx😀xxxx", 0, 8)).toBe(7);
+    expect(pieceEnd("xxxxx<xxxxxxxxxx", 0, 8)).toBe(8); // a `<` never closed is no special token
+  });
+});
+
+// SentencePiece as Llama 2 and Mistral files set it up too: a space added before the text.
+const KINDS = [...TOKENIZERS.map((tokenizer) => ({ tokenizer, spacePrefix: false })), { tokenizer: "spm" as const, spacePrefix: true }];
+
+describe.each(KINDS)("$tokenizer tokenizer (space prefix: $spacePrefix)", ({ tokenizer, spacePrefix }) => {
+  let model: LlamaModel;
+  beforeAll(async () => {
+    model = await llama.loadModel({ modelPath: await makeTestModel({ shape: "tiny", type: "Q8_0", tokenizer, spacePrefix }) });
+    models.push(model);
+  }, 120_000);
+
+  it("tokens of a text cut into pieces are the tokens of the whole text", () => {
+    for (let seed = 1; seed <= 60; seed++) {
+      const t = text(seed, 200 + seed * 37);
+      for (const special of [true, false]) {
+        expect(tokenizeText(model, t, special, 97 + seed * 13), `seed ${seed}, special ${special}`).toEqual(model.tokenize(t, special));
+      }
+    }
+  });
+
+  // Whole, a 64,000-character run took ~0.5 s and 1 MB minutes (quadratic); in pieces about a
+  // second (linear). The test's timeout is the hang guard, not a speed measure.
+  it("a megabyte without a space is tokenized (in pieces) and the text survives", { timeout: 120_000 }, () => {
+    const long = "é".repeat(1 << 20);
+    const tokens = tokenizeText(model, long);
+    expect(tokens.length).toBeGreaterThan(1 << 20);
+    expect(model.detokenize(tokens)).toBe(long);
+  });
+});

@@ -108,7 +108,7 @@ function asksLong(text: string): boolean {
   if (!v || typeof v !== "object") return false;
   const o = v as Record<string, unknown>;
   const opts = o.options && typeof o.options === "object" ? (o.options as Record<string, unknown>) : {};
-  for (const n of [opts.num_predict, o.max_tokens, o.max_completion_tokens]) {
+  for (const n of [opts.num_predict, o.max_tokens, o.max_completion_tokens, o.max_output_tokens]) {
     if (typeof n === "number" && (n < 0 || n > 64 || !Number.isFinite(n))) return true;
   }
   return Array.isArray(o.input) && o.input.length > 64;

@@ -39,10 +39,8 @@ function obj(fields: Record<string, JsonTree | undefined>): JsonObject {
 }
 
 const SCHEMA: JsonObject = { type: "object", properties: { answer: { type: "string" }, n: { type: "integer" } }, required: ["answer"] };
-const TOOL: JsonObject = {
-  type: "function",
-  function: { name: "get_weather", description: "Weather in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } },
-};
+const TOOL_PARAMETERS: JsonObject = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
+const TOOL: JsonObject = { type: "function", function: { name: "get_weather", description: "Weather in a city", parameters: TOOL_PARAMETERS } };
 
 function options(rng: Rng): JsonObject {
   return obj({
@@ -155,6 +153,44 @@ export const ROUTES: readonly RouteSpec[] = [
   {
     method: "POST", path: "/v1/embeddings", inference: true,
     body: (rng, fx) => obj({ model: fx.embed, input: rng.pick<JsonTree>(["hi", ["a", "b"]]), encoding_format: maybe(rng, 0.3, () => rng.pick(["float", "base64"])), dimensions: maybe(rng, 0.1, () => 8) }),
+  },
+  {
+    method: "POST", path: "/v1/responses", inference: true,
+    body: (rng, fx) => obj({
+      model: fx.base, max_output_tokens: 2, stream: rng.chance(0.5), temperature: maybe(rng, 0.5, () => 0.5),
+      instructions: maybe(rng, 0.3, () => "Be brief."),
+      input: rng.chance(0.4)
+        ? "hi"
+        : [
+            { type: "message", role: "user", content: [{ type: "input_text", text: "Weather?" }] },
+            ...(rng.chance(0.3)
+              ? [{ type: "function_call", call_id: "c1", name: "get_weather", arguments: '{"city":"Paris"}' }, { type: "function_call_output", call_id: "c1", output: "sunny" }]
+              : []),
+          ],
+      text: maybe(rng, 0.15, () => ({ format: { type: "json_schema", name: "a", schema: SCHEMA } })),
+      tools: maybe(rng, 0.15, () => [{ type: "function", name: "get_weather", parameters: TOOL_PARAMETERS }]),
+    }),
+  },
+  {
+    method: "POST", path: "/v1/messages", inference: true,
+    body: (rng, fx) => obj({
+      model: fx.base, max_tokens: 2, stream: rng.chance(0.5), temperature: maybe(rng, 0.5, () => 0.5),
+      system: maybe(rng, 0.3, () => rng.pick<JsonTree>(["Be brief.", [{ type: "text", text: "Be brief." }]])),
+      messages: rng.chance(0.4)
+        ? [{ role: "user", content: "hi" }]
+        : [
+            { role: "user", content: [{ type: "text", text: "Weather?" }] },
+            ...(rng.chance(0.3)
+              ? [
+                  { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "get_weather", input: { city: "Paris" } }] },
+                  { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "sunny" }] },
+                ]
+              : []),
+          ],
+      stop_sequences: maybe(rng, 0.2, () => ["\n"]),
+      thinking: maybe(rng, 0.1, () => ({ type: "enabled", budget_tokens: 64 })),
+      tools: maybe(rng, 0.15, () => [{ name: "get_weather", input_schema: TOOL_PARAMETERS }]),
+    }),
   },
 ];
 

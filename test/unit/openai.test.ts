@@ -14,18 +14,10 @@ import { textChunks, textCompletion, translateCompletionRequest } from "../../sr
 import { float32Base64, translateEmbeddingsRequest } from "../../src/daemon/routes/openai/embeddings.js";
 import { openaiError } from "../../src/daemon/routes/openai/errors.js";
 import type { CompletionEvent } from "../../src/daemon/routes/openai/events.js";
+import { fails } from "../helpers/api-error.js";
 
 const user = [{ role: "user", content: "hi" }];
 
-function fails(fn: () => unknown): { status: number; message: string } {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ApiError) return { status: err.status, message: err.message };
-    throw err;
-  }
-  throw new Error("expected an error");
-}
 
 const done = (doneReason: "stop" | "length" = "stop"): CompletionEvent => ({
   type: "done",

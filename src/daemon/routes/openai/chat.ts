@@ -11,12 +11,11 @@ import { nowNs } from "../../services/completion.js";
 import type { Deps } from "../../deps.js";
 import { badRequest } from "../../errors.js";
 import { jsonResponse } from "../../stream.js";
-import { requestSignal } from "../../services/request.js";
 import type { Logprob } from "../../../backends/backend.js";
 import { encodeBatches, flatten, type Batches } from "../../../backends/batches.js";
 import type { CompletionEvent } from "./events.js";
 import { chatLogprobs } from "./logprobs.js";
-import { nativeChatBody, startChat } from "./native.js";
+import { startNativeChat } from "./native.js";
 import { finishReason, newId, usageOf } from "./encode.js";
 import { sseResponse } from "./sse.js";
 import {
@@ -123,6 +122,18 @@ function contentParts(parts: unknown[], path: string): { text: string; images: s
   return { text: texts.join("\n"), images };
 }
 
+/** A tool call's arguments as OpenAI sends them, a JSON string ("" for none), as the object a native call holds. */
+export function argumentsFromJson(raw: string): Obj {
+  let args: unknown;
+  try {
+    args = raw.trim() === "" ? {} : parseJson(raw);
+  } catch (err) {
+    throw badRequest(err instanceof JsonDepthError ? `invalid tool call arguments: ${err.message}` : "invalid tool call arguments");
+  }
+  if (!isObject(args)) throw badRequest("invalid tool call arguments");
+  return args;
+}
+
 function toolCallsOf(m: Obj, path: string): Array<{ id?: string; function: { name: string; arguments: Record<string, unknown> } }> | undefined {
   const calls = field.array(m, "tool_calls", `${path}.tool_calls`);
   if (!calls) return undefined;
@@ -135,15 +146,8 @@ function toolCallsOf(m: Obj, path: string): Array<{ id?: string; function: { nam
     if (name === undefined) throw missingParameter(`${p}.function.name`);
     const rawArgs = fn.arguments;
     let args: unknown = {};
-    if (typeof rawArgs === "string") {
-      try {
-        args = rawArgs.trim() === "" ? {} : parseJson(rawArgs);
-      } catch (err) {
-        throw badRequest(err instanceof JsonDepthError ? `invalid tool call arguments: ${err.message}` : "invalid tool call arguments");
-      }
-    } else if (rawArgs !== undefined && rawArgs !== null) {
-      args = rawArgs; // lenient: an object where OpenAI puts a JSON string
-    }
+    if (typeof rawArgs === "string") args = argumentsFromJson(rawArgs);
+    else if (rawArgs !== undefined && rawArgs !== null) args = rawArgs; // lenient: an object where OpenAI puts a JSON string
     if (!isObject(args)) throw badRequest("invalid tool call arguments");
     const id = field.string(tc, "id", `${p}.id`);
     return { ...(id ? { id } : {}), function: { name, arguments: args } };
@@ -395,9 +399,7 @@ export function chatRoutes(deps: Deps): Hono {
   app.post("/v1/chat/completions", async (c) => {
     const startedAt = nowNs();
     const t = translateChatRequest(await parseBody(c, z.unknown()));
-    const body = nativeChatBody(t.native);
-    const ac = requestSignal(c.req.raw);
-    const started = await startChat(deps, body, ac.signal, startedAt);
+    const { started, ac } = await startNativeChat(deps, c, t.native, startedAt);
     const meta = { id: newId("chatcmpl"), created: Math.floor(Date.now() / 1000), model: t.model };
     if (started.kind === "debug") {
       return jsonResponse({

@@ -2,12 +2,14 @@
 // completion's event stream: the very preparation the /api routes run (prepareChat /
 // prepareGenerate: validation, capability checks, think, format, tools, template,
 // startCompletion), so /v1 has no generation path of its own.
+import type { Context } from "hono";
 import { badRequest } from "../../errors.js";
 import type { Deps } from "../../deps.js";
 import { chatSchema, generateSchema, type ChatBody, type GenerateBody } from "../../schemas.js";
 import { prepareChat } from "../../services/chat.js";
 import type { Prepared } from "../../services/completion.js";
 import { prepareGenerate } from "../../services/generate.js";
+import { requestSignal } from "../../services/request.js";
 import type { Batches } from "../../../backends/batches.js";
 import { completionBatches, type CompletionEvent } from "./events.js";
 
@@ -51,4 +53,12 @@ export async function startChat(deps: Deps, body: ChatBody, signal: AbortSignal,
 
 export async function startGenerate(deps: Deps, body: GenerateBody, signal: AbortSignal, startedAt: bigint): Promise<Started> {
   return fromPrepared(await prepareGenerate(deps, body, signal, startedAt));
+}
+
+/** A /v1 chat-shaped route's start (chat completions, responses, messages): its native body
+ *  validated and prepared, and the controller that stops it when the client leaves. */
+export async function startNativeChat(deps: Deps, c: Context, native: Record<string, unknown>, startedAt: bigint): Promise<{ started: Started; ac: AbortController }> {
+  const body = nativeChatBody(native);
+  const ac = requestSignal(c.req.raw);
+  return { started: await startChat(deps, body, ac.signal, startedAt), ac };
 }

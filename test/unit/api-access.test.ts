@@ -45,6 +45,13 @@ const MANAGEMENT: [string, string][] = [
   ["GET", `/api/blobs/${DIGEST}`],
 ];
 
+describe("GET /api/status", () => {
+  it("says Ollama's cloud is disabled, and by whom", async () => {
+    expect(await (await app({}).req("/api/status")).json()).toEqual({ cloud: { disabled: true, source: "none" } });
+    expect(await (await app({ OLLAMA_NO_CLOUD: "1" }).req("/api/status")).json()).toEqual({ cloud: { disabled: true, source: "env" } });
+  });
+});
+
 describe("the route access table", () => {
   it("classifies every route the app registers; management is exactly pull, push, create, copy, delete, blobs", () => {
     const { app: a } = app({});

@@ -10,6 +10,7 @@ export type RouteAccess = "open" | "inference" | "management";
 const EXACT: Readonly<Record<string, RouteAccess>> = {
   "/": "open",
   "/api/version": "inference",
+  "/api/status": "inference",
   "/api/tags": "inference",
   "/api/ps": "inference",
   "/api/show": "inference",

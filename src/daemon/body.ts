@@ -3,12 +3,11 @@ import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import { z } from "zod";
 import { parseJson } from "./bounded-json.js";
+import { decodeBody, tooLarge } from "./content-encoding.js";
 import { badRequest } from "./errors.js";
 
-const tooLarge = (limit: number) => badRequest(`request body too large (limit ${limit} bytes)`);
-
 /** Reads the web body, refusing more than `limit` bytes in all (app.request in tests). */
-async function readWeb(body: ReadableStream<Uint8Array>, limit: number): Promise<string> {
+async function readWeb(body: ReadableStream<Uint8Array>, limit: number): Promise<Buffer> {
   const reader = body.getReader();
   const parts: Uint8Array[] = [];
   let total = 0;
@@ -22,14 +21,14 @@ async function readWeb(body: ReadableStream<Uint8Array>, limit: number): Promise
     }
     parts.push(value);
   }
-  return Buffer.concat(parts).toString("utf8");
+  return Buffer.concat(parts);
 }
 
 /**
  * Reads the Node request, refusing more than `limit` bytes in all. Past the limit it keeps
  * nothing more and answers at once; `onTooLarge` arranges the connection's close.
  */
-function readNode(incoming: IncomingMessage, limit: number, onTooLarge: () => void): Promise<string> {
+function readNode(incoming: IncomingMessage, limit: number, onTooLarge: () => void): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     let total = 0;
@@ -51,7 +50,7 @@ function readNode(incoming: IncomingMessage, limit: number, onTooLarge: () => vo
     };
     const onEnd = () => {
       done();
-      resolve(Buffer.concat(parts).toString("utf8"));
+      resolve(Buffer.concat(parts));
     };
     // A client that goes away mid-body is the request's fault, not an internal error.
     const onError = (err: Error) => {
@@ -70,7 +69,7 @@ function readNode(incoming: IncomingMessage, limit: number, onTooLarge: () => vo
 }
 
 /** Reads at most `limit` bytes so a huge body cannot exhaust memory. */
-async function readText(c: Context, limit: number): Promise<string> {
+async function readBytes(c: Context, limit: number): Promise<Buffer> {
   // Under @hono/node-server the Node request is read directly: the web stream hono would build
   // around it costs a few promise hops per chunk on every request (time to first token).
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
@@ -87,7 +86,14 @@ async function readText(c: Context, limit: number): Promise<string> {
   }
   if (incoming && !incoming.readableDidRead && !incoming.readableEnded) return readNode(incoming, limit, refuse);
   const body = c.req.raw.body;
-  return body ? readWeb(body, limit) : "";
+  return body ? readWeb(body, limit) : Buffer.alloc(0);
+}
+
+/** The body as text: read within `limit`, its Content-Encoding undone (within `limit` too). */
+async function readText(c: Context, limit: number): Promise<string> {
+  const bytes = await readBytes(c, limit);
+  const encoding = c.req.header("content-encoding");
+  return (encoding ? await decodeBody(bytes, encoding, limit) : bytes).toString("utf8");
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {

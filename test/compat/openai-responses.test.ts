@@ -204,6 +204,17 @@ describe("openai: responses", () => {
     expectAnswer(JSON.parse(r.output_text));
     expect(r.text?.format).toEqual({ type: "json_schema", name: "answer", schema: ANSWER_SCHEMA, strict: true });
   });
+
+  it("a compressed body (the Codex CLI sends zstd; gzip here, which every Node has) answers as the plain one", async () => {
+    const { gzipSync } = await import("node:zlib");
+    const body = JSON.stringify({ model: MODELS.chat, input: "Hello!", temperature: 0, max_output_tokens: 8 });
+    const ask = async (init: RequestInit) => ((await (await fetch(`${d.url}/v1/responses`, { method: "POST", ...init })).json()) as { output_text?: string; output: Array<{ type: string; content?: Array<{ text: string }> }> });
+    const text = (r: Awaited<ReturnType<typeof ask>>) => r.output.find((i) => i.type === "message")?.content?.[0]?.text;
+    const plain = await ask({ body });
+    const gzipped = await ask({ body: gzipSync(body), headers: { "content-encoding": "gzip" } });
+    expect(text(gzipped)).toBe(text(plain));
+    expect(text(plain)?.length).toBeGreaterThan(0);
+  });
 });
 
 describe("openai: responses, bad input", () => {

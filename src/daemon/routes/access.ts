@@ -28,6 +28,7 @@ const EXACT: Readonly<Record<string, RouteAccess>> = {
   "/v1/models": "inference",
   "/v1/responses": "inference",
   "/v1/messages": "inference",
+  "/v1/messages/count_tokens": "inference",
   "/metrics": "inference",
   "/api/create": "management",
   "/api/delete": "management",

@@ -6,7 +6,7 @@ import type { Logger } from "../../log.js";
 import { randomBytes } from "node:crypto";
 
 /** The paths whose clients read Anthropic's shapes (api-access.ts answers them so too). */
-export const ANTHROPIC_PATHS = ["/v1/messages"] as const;
+export const ANTHROPIC_PATHS = ["/v1/messages", "/v1/messages/count_tokens"] as const;
 
 const TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   400: "invalid_request_error",

@@ -181,19 +181,20 @@ function charCount(v: unknown): number {
   return typeof v === "string" ? v.length : JSON.stringify(v).length;
 }
 
-export function translateMessagesRequest(body: unknown): MessagesTranslation {
+/** `countOnly`: a count_tokens request, which has no max_tokens. */
+export function translateMessagesRequest(body: unknown, countOnly = false): MessagesTranslation {
   const o = requestObject(body);
   const model = field.string(o, "model");
   if (!model) throw badRequest("model is required");
   const maxTokens = field.integer(o, "max_tokens");
-  if (maxTokens === undefined || maxTokens <= 0) throw badRequest("max_tokens is required and must be positive");
+  if (!countOnly && (maxTokens === undefined || maxTokens <= 0)) throw badRequest("max_tokens is required and must be positive");
   const list = field.array(o, "messages");
   if (!list || list.length === 0) throw badRequest("messages is required");
 
   const system = textOf(o.system, "system").text;
   const messages: Message[] = [...(system ? [{ role: "system", content: system }] : []), ...list.flatMap((m, i) => convertMessage(m, `messages[${i}]`))];
 
-  const options: Record<string, unknown> = { num_predict: maxTokens };
+  const options: Record<string, unknown> = maxTokens !== undefined ? { num_predict: maxTokens } : {};
   const temperature = field.number(o, "temperature");
   const topP = field.number(o, "top_p");
   const topK = field.integer(o, "top_k");

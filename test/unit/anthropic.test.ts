@@ -65,6 +65,19 @@ describe("translateMessagesRequest", () => {
     expect(translateMessagesRequest({ ...base, messages: [{ role: "user", content: "x" }], tools: [{ name: "a", input_schema: {} }], tool_choice: { type: "none" } }).native.tools).toBeUndefined();
   });
 
+  it("a system message in the conversation (Claude Code sends them mid-conversation) stays a system message", () => {
+    const t = translateMessagesRequest({ ...base, messages: [{ role: "user", content: "hi" }, { role: "system", content: "Agent types: …" }] });
+    expect(t.native.messages).toEqual([
+      { role: "user", content: "hi" },
+      { role: "system", content: "Agent types: …" },
+    ]);
+  });
+
+  it("Claude Code's thinking: adaptive with output_config.effort high thinks at high", () => {
+    const t = translateMessagesRequest({ ...base, messages: [{ role: "user", content: "hi" }], thinking: { type: "adaptive" }, output_config: { effort: "high" }, context_management: { edits: [] } });
+    expect(t.native.think).toBe("high");
+  });
+
   it("images as base64; thinking, effort and structured output", () => {
     const img = translateMessagesRequest({ ...base, messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "aGVsbG8=" } }, { type: "text", text: "What?" }] }] });
     expect(img.native.messages).toEqual([{ role: "user", content: "What?", images: ["aGVsbG8="] }]);
@@ -82,7 +95,7 @@ describe("translateMessagesRequest", () => {
     [{ max_tokens: 0, messages: [{ role: "user", content: "x" }] }, "max_tokens is required and must be positive"],
     [{ max_tokens: 5, messages: [] }, "messages is required"],
     [{ model: "", max_tokens: 5, messages: [{ role: "user", content: "x" }] }, "model is required"],
-    [{ max_tokens: 5, messages: [{ role: "system", content: "x" }] }, "messages[0].role: Input should be 'user' or 'assistant'"],
+    [{ max_tokens: 5, messages: [{ content: "x" }] }, "Missing required parameter: 'messages[0].role'."],
     [{ max_tokens: 5, messages: [{ role: "user", content: 5 }] }, "Invalid type for 'messages[0].content': expected a string or an array of content blocks, but got an integer instead."],
     [{ max_tokens: 5, messages: [{ role: "assistant", content: [{ type: "tool_use", name: "f", input: {} }] }] }, "tool_use block missing required 'id' field"],
     [{ max_tokens: 5, messages: [{ role: "user", content: [{ type: "image", source: { type: "url", url: "https://x/y.png" } }] }] }, "invalid image source type: url. Only base64 images are supported."],

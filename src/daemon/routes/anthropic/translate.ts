@@ -19,8 +19,6 @@ export interface MessagesTranslation {
   estimatedInputTokens: number;
 }
 
-const ROLES = ["user", "assistant"];
-
 /** Text of a system prompt or a tool result: a string, or the text of its text blocks. */
 function textOf(v: unknown, path: string): { text: string; images: string[] } {
   if (v === undefined || v === null) return { text: "", images: [] };
@@ -73,8 +71,7 @@ function searchResultsText(content: unknown): string {
 function convertMessage(raw: unknown, path: string): Message[] {
   if (!isObject(raw)) throw invalidType(path, "an object", raw);
   const role = field.string(raw, "role", `${path}.role`)?.toLowerCase();
-  if (role === undefined) throw missingParameter(`${path}.role`);
-  if (!ROLES.includes(role)) throw badRequest(`${path}.role: Input should be 'user' or 'assistant'`);
+  if (!role) throw missingParameter(`${path}.role`);
   const content = raw.content;
   if (typeof content === "string") return [{ role, content }];
   if (!Array.isArray(content)) throw invalidType(`${path}.content`, "a string or an array of content blocks", content);

@@ -36,15 +36,13 @@ export function pieceEnd(text: string, start: number, size = PIECE_CHARS): numbe
   return end;
 }
 
-
-/** Text after a newline starts no new text: tokenized behind one, less the newline's tokens,
- *  a piece gets no space a tokenizer adds at the start of a text (SentencePiece's
+/** Text after a newline starts no new text: tokenized behind one, less the newline's tokens
+ *  (`anchor`), a piece gets no space a tokenizer adds at the start of a text (SentencePiece's
  *  add_space_prefix). */
 const ANCHOR = "\n";
 
 /** The tokens `piece` has in the middle of a text. */
-function continuation(model: LlamaModel, piece: string, special: boolean): Token[] {
-  const anchor = model.tokenize(ANCHOR, special);
+function continuation(model: LlamaModel, piece: string, special: boolean, anchor: readonly Token[]): Token[] {
   const tokens = model.tokenize(ANCHOR + piece, special);
   if (anchor.length > 0 && anchor.every((t, i) => tokens[i] === t)) return tokens.slice(anchor.length);
   return model.tokenize(piece, special, "trimLeadingSpace");
@@ -54,10 +52,11 @@ function continuation(model: LlamaModel, piece: string, special: boolean): Token
 export function tokenizeText(model: LlamaModel, text: string, special = true, size = PIECE_CHARS): Token[] {
   if (text.length <= size) return model.tokenize(text, special);
   const out: Token[] = [];
+  const anchor = model.tokenize(ANCHOR, special);
   for (let start = 0; start < text.length; ) {
     const end = pieceEnd(text, start, size);
     const piece = text.slice(start, end);
-    const tokens = start === 0 ? model.tokenize(piece, special) : continuation(model, piece, special);
+    const tokens = start === 0 ? model.tokenize(piece, special) : continuation(model, piece, special, anchor);
     for (const t of tokens) out.push(t);
     start = end;
   }

@@ -99,15 +99,8 @@ export class PrefixReuse {
     }
     // Taken by acquire or moved to: either way its prefix came from a restore ahead.
     const restored = this.restored.delete(seq) && own >= MIN_COPY_GAIN_TOKENS;
-    let donor: LlamaContextSequence | undefined;
-    let fromSlot = own + MIN_COPY_GAIN_TOKENS - 1;
-    for (const s of this.seqs) {
-      const r = s === seq || !this.canDonate(s) ? 0 : reusable(s, tokens);
-      if (r > fromSlot) {
-        fromSlot = r;
-        donor = s;
-      }
-    }
+    const mine = seq;
+    const { seq: donor, common: fromSlot } = this.longest(tokens, own + MIN_COPY_GAIN_TOKENS - 1, (s) => s !== mine && this.canDonate(s));
     const { snapshot, common } = this.cache.best(tokens);
     const fromSnapshot = Math.min(common, tokens.length - 1);
     // A snapshot is one file load; a slot is a save and a load. A snapshot a little shorter wins.
@@ -140,17 +133,24 @@ export class PrefixReuse {
   /** An idle slot restoreAhead gave a prefix of `tokens` that gains at least MIN_COPY_GAIN_TOKENS
    *  over `taken`'s own, swapped for `taken` in the pool; undefined if there is none. */
   private moveToRestored(taken: LlamaContextSequence, tokens: readonly Token[], own: number): LlamaContextSequence | undefined {
-    let best: LlamaContextSequence | undefined;
-    let most = own + MIN_COPY_GAIN_TOKENS - 1;
+    const { seq } = this.longest(tokens, own + MIN_COPY_GAIN_TOKENS - 1, (s) => s !== taken && this.restored.has(s) && !this.slots.isBusy(s));
+    return seq && this.slots.swap(taken, seq) ? seq : undefined;
+  }
+
+  /** The slot `eligible` allows that holds the longest prefix of `tokens`, if it is longer than
+   *  `above`; `common` is that prefix's length, else `above`. */
+  private longest(tokens: readonly Token[], above: number, eligible: (s: LlamaContextSequence) => boolean): { seq: LlamaContextSequence | undefined; common: number } {
+    let seq: LlamaContextSequence | undefined;
+    let common = above;
     for (const s of this.seqs) {
-      if (s === taken || !this.restored.has(s) || this.slots.isBusy(s)) continue;
+      if (!eligible(s)) continue;
       const r = reusable(s, tokens);
-      if (r > most) {
-        most = r;
-        best = s;
+      if (r > common) {
+        common = r;
+        seq = s;
       }
     }
-    return best && this.slots.swap(taken, best) ? best : undefined;
+    return { seq, common };
   }
 
   /**

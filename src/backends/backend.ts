@@ -276,7 +276,9 @@ export interface Runner {
   /** Reranking models (features.rank): scores of the documents for the query. `truncate`: a
    *  document longer than the context is scored by its best-scoring part instead of refused. */
   rank?(query: string, documents: string[], truncate: boolean, signal?: AbortSignal): Promise<RankResult>;
-  tokenize(text: string, signal?: AbortSignal): Promise<number[]>;
+  /** `prompt`: the tokens the engine evaluates for `text` as a prompt (with the BOS token it puts
+   *  first), where it can say; else the text's own tokens. */
+  tokenize(text: string, signal?: AbortSignal, opts?: { prompt?: boolean }): Promise<number[]>;
   detokenize(tokens: number[], signal?: AbortSignal): Promise<string>;
   /** Its slots and KV cache right now; absent where the engine cannot say. */
   stats?(): Promise<RunnerStats>;

@@ -19,10 +19,14 @@ const DEFAULT_NUM_KEEP = 4; // Ollama's default num_keep
 
 export function promptTokens(model: LlamaModel, job: RunnerJob): Token[] {
   const body = tokenizeText(model, job.prompt);
-  const bos = model.tokens.bos;
   if (job.prefixTokens && job.prefixTokens.length > 0) return [...(job.prefixTokens as Token[]), ...body];
-  if (bos != null && model.tokens.shouldPrependBosToken && body[0] !== bos) return [bos, ...body];
-  return body;
+  return withBos(model, body);
+}
+
+/** A prompt's tokens with the BOS token first, when the model wants one and the text has none. */
+export function withBos(model: LlamaModel, body: Token[]): Token[] {
+  const bos = model.tokens.bos;
+  return bos != null && model.tokens.shouldPrependBosToken && body[0] !== bos ? [bos, ...body] : body;
 }
 
 const controlCache = new WeakMap<LlamaModel, Map<Token, string | undefined>>();

@@ -88,7 +88,8 @@ export type HostMessage =
   | { type: "abort"; id: number }
   | { type: "embed"; id: number; inputs: string[] }
   | { type: "rank"; id: number; query: string; documents: string[]; truncate: boolean }
-  | { type: "tokenize"; id: number; text: string }
+  /** `prompt`: with the BOS token a generation puts first. */
+  | { type: "tokenize"; id: number; text: string; prompt?: boolean }
   | { type: "detokenize"; id: number; tokens: number[] }
   | { type: "threads"; threads: number }
   /** Answered with a RunnerStats result. */

@@ -22,7 +22,7 @@ import { embeddingContextOptions, embedInputs } from "./embed.js";
 import { isRankingModel, rankDocuments } from "./rank.js";
 import { SPARE_ARG, type ChildMessage, type GpuProbe, type HostMessage, type LoadOptions, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
 import { boundJob, boundLoadOptions } from "../option-ranges.js";
-import { promptTokens, runGeneration } from "./generate.js";
+import { promptTokens, runGeneration, withBos } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
 import { StepGate } from "./step-gate.js";
 import { StepPause } from "./step-pause.js";
@@ -417,7 +417,7 @@ async function handle(msg: HostMessage): Promise<void> {
       send({ type: "result", id: msg.id, value: await rank(msg.query, msg.documents, msg.truncate) });
       return;
     case "tokenize":
-      send({ type: "result", id: msg.id, value: model ? tokenizeText(model, msg.text) : [] });
+      send({ type: "result", id: msg.id, value: model ? (msg.prompt ? withBos(model, tokenizeText(model, msg.text)) : tokenizeText(model, msg.text)) : [] });
       return;
     case "detokenize":
       send({ type: "result", id: msg.id, value: model ? model.detokenize(msg.tokens as never, true) : "" });

@@ -341,8 +341,8 @@ export class RunnerProcess implements Runner {
       throw err;
     }
   }
-  tokenize(text: string): Promise<number[]> {
-    return this.call((id) => ({ type: "tokenize", id, text }));
+  tokenize(text: string, _signal?: AbortSignal, opts?: { prompt?: boolean }): Promise<number[]> {
+    return this.call((id) => ({ type: "tokenize", id, text, ...(opts?.prompt ? { prompt: true } : {}) }));
   }
   detokenize(tokens: number[]): Promise<string> {
     return this.call((id) => ({ type: "detokenize", id, tokens }));

@@ -51,8 +51,12 @@ function toRender(messages: ChatBody["messages"]): RenderMessage[] {
  * tools), model lookup, unload/load-only replies, capability checks, think/format/options, the
  * conversation (model MESSAGEs and SYSTEM, tool results by id, qwen3/deepseek-r1 history
  * thinking stripped), debug render, and startCompletion. Shared with the /v1 routes.
+ * `relaxThink`: a request to think made to a model that cannot is answered without thinking
+ * instead of refused (Ollama's relax_thinking, for Anthropic's API: Claude Code asks every
+ * model to think).
  */
-export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSignal, startedAt: bigint): Promise<Prepared> {
+export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSignal, startedAt: bigint, opts: { relaxThink?: boolean } = {}): Promise<Prepared> {
+  let body = request;
   checkTopLogprobs(body.top_logprobs);
   validateThink(body.think);
   let tools: Array<Record<string, unknown>>;
@@ -64,6 +68,7 @@ export async function prepareChat(deps: Deps, body: ChatBody, signal: AbortSigna
   }
   if (body.model === "") throw badRequest("model is required");
   const spec = await resolveSpec(deps, body.model);
+  if (opts.relaxThink && body.think != null && body.think !== false && !spec.capabilities.includes("thinking")) body = { ...body, think: undefined };
   const keepAliveMs = keepAliveOf(body.keep_alive);
   const unloadReply = { model: body.model, created_at: createdAt(), message: { role: "assistant", content: "" }, done: true };
   if (body.messages.length === 0 && keepAliveMs === 0) {

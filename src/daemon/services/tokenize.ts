@@ -28,9 +28,10 @@ async function withRunner<T>(deps: Deps, spec: ModelSpec, body: TokenRequest, si
   }
 }
 
-export async function tokenize(deps: Deps, body: TokenRequest & { content: string }, signal: AbortSignal): Promise<number[]> {
+/** `prompt`: the tokens the runner evaluates for the text as a prompt (its BOS included). */
+export async function tokenize(deps: Deps, body: TokenRequest & { content: string }, signal: AbortSignal, opts: { prompt?: boolean } = {}): Promise<number[]> {
   const spec = await resolveSpec(deps, body.model);
-  return body.content === "" ? [] : withRunner(deps, spec, body, signal, (r) => r.tokenize(body.content, signal));
+  return body.content === "" ? [] : withRunner(deps, spec, body, signal, (r) => r.tokenize(body.content, signal, opts));
 }
 
 export async function detokenize(deps: Deps, body: TokenRequest & { tokens: number[] }, signal: AbortSignal): Promise<string> {

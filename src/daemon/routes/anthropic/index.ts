@@ -1,5 +1,5 @@
-// POST /v1/messages (and /v1/messages/count_tokens, count-tokens.ts): Anthropic's Messages API (the Anthropic SDKs, Claude Code with
-// ANTHROPIC_BASE_URL pointed here), as Ollama serves it: the request becomes a native /api/chat
+// POST /v1/messages (and /v1/messages/count_tokens, count-tokens.ts): Anthropic's Messages API
+// (the Anthropic SDKs, Claude Code with ANTHROPIC_BASE_URL pointed here), as Ollama serves it: the request becomes a native /api/chat
 // body (translate.ts), runs on the shared chat preparation and completion, and is answered as one
 // `message` or as Anthropic's server-sent events (encode.ts), errors in Anthropic's shape.
 import { Hono } from "hono";
@@ -7,7 +7,7 @@ import { z } from "zod";
 import { parseBody } from "../../body.js";
 import type { Deps } from "../../deps.js";
 import { nowNs } from "../../services/completion.js";
-import { requestSignal, resolveSpec } from "../../services/request.js";
+import { requestSignal } from "../../services/request.js";
 import { jsonResponse } from "../../stream.js";
 import { flatten } from "../../../backends/batches.js";
 import { startNativeChat } from "../openai/native.js";
@@ -15,21 +15,18 @@ import { namedSseResponse } from "../openai/sse.js";
 import { messageEvents, messageId, messageResponse } from "./encode.js";
 import { anthropicError, anthropicErrorHandler } from "./errors.js";
 import { countTokens } from "./count-tokens.js";
-import { translateMessagesRequest, type MessagesTranslation } from "./translate.js";
+import { translateMessagesRequest } from "./translate.js";
 
 /** Clients such as Claude Code ask every model to think: a model that cannot is answered
  *  without thinking instead of refused (Ollama's relax_thinking for this API). */
-async function relaxThink(deps: Deps, t: MessagesTranslation): Promise<MessagesTranslation> {
-  if (t.native.think !== undefined && t.native.think !== false && !(await resolveSpec(deps, t.model)).capabilities.includes("thinking")) delete t.native.think;
-  return t;
-}
+const RELAX = { relaxThink: true };
 
 export function anthropicRoutes(deps: Deps): Hono {
   const app = new Hono();
   app.post("/v1/messages", async (c) => {
     const startedAt = nowNs();
-    const t = await relaxThink(deps, translateMessagesRequest(await parseBody(c, z.unknown())));
-    const { started, ac } = await startNativeChat(deps, c, t.native, startedAt);
+    const t = translateMessagesRequest(await parseBody(c, z.unknown()));
+    const { started, ac } = await startNativeChat(deps, c, t.native, startedAt, RELAX);
     const meta = { id: messageId(), model: t.model, estimatedInputTokens: t.estimatedInputTokens };
     if (started.kind === "debug") return jsonResponse({ id: meta.id, type: "message", role: "assistant", model: t.model, content: [], _debug_info: started.debugInfo });
     if (!t.stream) return jsonResponse(await messageResponse(flatten(started.batches), meta));
@@ -45,8 +42,8 @@ export function anthropicRoutes(deps: Deps): Hono {
   });
   app.post("/v1/messages/count_tokens", async (c) => {
     const startedAt = nowNs();
-    const t = await relaxThink(deps, translateMessagesRequest(await parseBody(c, z.unknown()), true));
-    const render = async (native: Record<string, unknown>) => (await startNativeChat(deps, c, native, startedAt)).started;
+    const t = translateMessagesRequest(await parseBody(c, z.unknown()), true);
+    const render = async (native: Record<string, unknown>) => (await startNativeChat(deps, c, native, startedAt, RELAX)).started;
     return c.json({ input_tokens: await countTokens(deps, t, render, requestSignal(c.req.raw).signal) });
   });
   app.onError(anthropicErrorHandler(deps.log));

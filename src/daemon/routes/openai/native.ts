@@ -47,8 +47,8 @@ export function fromPrepared(p: Prepared): Started {
   return { kind: "events", batches: replyEvents(body), cancel: () => undefined };
 }
 
-export async function startChat(deps: Deps, body: ChatBody, signal: AbortSignal, startedAt: bigint): Promise<Started> {
-  return fromPrepared(await prepareChat(deps, body, signal, startedAt));
+export async function startChat(deps: Deps, body: ChatBody, signal: AbortSignal, startedAt: bigint, opts: { relaxThink?: boolean } = {}): Promise<Started> {
+  return fromPrepared(await prepareChat(deps, body, signal, startedAt, opts));
 }
 
 export async function startGenerate(deps: Deps, body: GenerateBody, signal: AbortSignal, startedAt: bigint): Promise<Started> {
@@ -57,8 +57,8 @@ export async function startGenerate(deps: Deps, body: GenerateBody, signal: Abor
 
 /** A /v1 chat-shaped route's start (chat completions, responses, messages): its native body
  *  validated and prepared, and the controller that stops it when the client leaves. */
-export async function startNativeChat(deps: Deps, c: Context, native: Record<string, unknown>, startedAt: bigint): Promise<{ started: Started; ac: AbortController }> {
+export async function startNativeChat(deps: Deps, c: Context, native: Record<string, unknown>, startedAt: bigint, opts: { relaxThink?: boolean } = {}): Promise<{ started: Started; ac: AbortController }> {
   const body = nativeChatBody(native);
   const ac = requestSignal(c.req.raw);
-  return { started: await startChat(deps, body, ac.signal, startedAt), ac };
+  return { started: await startChat(deps, body, ac.signal, startedAt, opts), ac };
 }

@@ -13,13 +13,13 @@ type Decoder = (buf: Buffer, opts: zlib.ZlibOptions) => Promise<Buffer>;
 /** Node ≥ 22.15's zstd, when this Node has it (@types/node 20 does not know it). */
 const nativeZstd = (zlib as unknown as { zstdDecompress?: (buf: Buffer, opts: zlib.ZlibOptions, cb: (err: Error | null, out: Buffer) => void) => void }).zstdDecompress;
 
-const DECODERS: Readonly<Record<string, Decoder | undefined>> = {
-  gzip: promisify(zlib.gunzip),
-  "x-gzip": promisify(zlib.gunzip),
-  deflate: promisify(zlib.inflate),
-  br: promisify(zlib.brotliDecompress) as Decoder,
-  zstd: nativeZstd ? (promisify(nativeZstd) as Decoder) : undefined,
-};
+const DECODERS: ReadonlyMap<string, Decoder> = new Map([
+  ["gzip", promisify(zlib.gunzip)],
+  ["x-gzip", promisify(zlib.gunzip)],
+  ["deflate", promisify(zlib.inflate)],
+  ["br", promisify(zlib.brotliDecompress) as Decoder],
+  ...(nativeZstd ? [["zstd", promisify(nativeZstd) as Decoder] as const] : []),
+]);
 
 export const tooLarge = (limit: number) => badRequest(`request body too large (limit ${limit} bytes)`);
 
@@ -31,13 +31,11 @@ export async function decodeBody(body: Buffer, header: string | undefined, limit
     .filter((c) => c !== "" && c !== "identity");
   let out = body;
   for (const coding of codings.reverse()) {
-    if (!(coding in DECODERS)) {
-      throw new ApiError(415, `unsupported Content-Encoding "${coding}": send the body uncompressed, or compressed with gzip, deflate, br or zstd`);
-    }
-    const decode = DECODERS[coding];
-    if (!decode) {
+    const decode = DECODERS.get(coding);
+    if (!decode && coding === "zstd") {
       throw new ApiError(415, `zstd-compressed request bodies need Node.js 22.15 or newer (this daemon runs on ${process.version}): upgrade Node.js, or turn off the client's request compression`);
     }
+    if (!decode) throw new ApiError(415, `unsupported Content-Encoding "${coding}": send the body uncompressed, or compressed with gzip, deflate, br or zstd`);
     try {
       out = await decode(out, { maxOutputLength: limit });
     } catch (err) {

@@ -46,6 +46,8 @@ describe("decodeBody", () => {
     const bad = await refusal(decodeBody(json, "gzip", 1 << 20));
     expect(bad.status).toBe(400);
     expect(bad.message).toMatch(/^the request body is not valid gzip data \(Content-Encoding: gzip\)/);
+    // Names an object has by inheritance are no codings either.
+    for (const coding of ["constructor", "__proto__", "toString"]) expect((await refusal(decodeBody(json, coding, 1 << 20))).status).toBe(415);
     expect(await refusal(decodeBody(json, "compress", 1 << 20))).toEqual({
       status: 415,
       message: 'unsupported Content-Encoding "compress": send the body uncompressed, or compressed with gzip, deflate, br or zstd',

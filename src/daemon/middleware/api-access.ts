@@ -1,6 +1,7 @@
 // API keys and inference-only mode for an exposed daemon (docs/security.md). With keys configured,
 // every request but the open health check must carry `Authorization: Bearer <key>` (what OpenAI
-// clients send; on Anthropic's /v1/messages also `x-api-key: <key>`, what Anthropic's SDKs send), else 401 with a `WWW-Authenticate: Bearer` challenge. Management routes (see
+// clients send; on Anthropic's /v1/messages also `x-api-key: <key>`, what Anthropic's SDKs
+// send), else 401 with a `WWW-Authenticate: Bearer` challenge. Management routes (see
 // routes/access.ts) are refused with 403 under OLLAMA_NO_MANAGEMENT and for `inference` keys. With
 // neither configured this middleware does nothing. It runs after CORS, so a preflight is answered
 // without a key and a 401 carries the CORS headers a browser needs to read it; and after the
@@ -9,7 +10,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { findApiKey, MIN_STRONG_KEY_LENGTH, type ApiKey } from "../../api-keys.js";
 import { ApiError } from "../errors.js";
 import type { Logger } from "../log.js";
-import { ANTHROPIC_PATHS, anthropicError } from "../routes/anthropic/errors.js";
+import { anthropicError, isAnthropicPath } from "../routes/anthropic/errors.js";
 import { openaiError } from "../routes/openai/errors.js";
 import { routeAccess } from "../routes/access.js";
 
@@ -46,7 +47,7 @@ function refuse(c: Context, status: 401 | 403, message: string, challenge?: stri
   if (c.req.method !== "GET" && c.req.method !== "HEAD" && c.req.method !== "OPTIONS") c.header("Connection", "close");
   // Anthropic's SDKs read Anthropic's error shape, the other /v1 clients OpenAI's (a wrong key
   // has OpenAI's code "invalid_api_key").
-  if ((ANTHROPIC_PATHS as readonly string[]).includes(c.req.path)) return c.json(anthropicError(new ApiError(status, message)), status);
+  if (isAnthropicPath(c.req.path)) return c.json(anthropicError(new ApiError(status, message)), status);
   if (c.req.path.startsWith("/v1/")) return c.json(openaiError(new ApiError(status, message), openaiCode), status);
   return c.json({ error: message }, status);
 }
@@ -59,8 +60,7 @@ export function apiAccess(policy: AccessPolicy): MiddlewareHandler {
     if (access === "open") return next();
     let key: ApiKey | undefined;
     if (keys.length > 0) {
-      const anthropic = (ANTHROPIC_PATHS as readonly string[]).includes(c.req.path);
-      const token = bearerToken(c.req.header("authorization")) ?? (anthropic ? xApiKey(c.req.header("x-api-key")) : undefined);
+      const token = bearerToken(c.req.header("authorization")) ?? (isAnthropicPath(c.req.path) ? xApiKey(c.req.header("x-api-key")) : undefined);
       if (token === undefined) return refuse(c, 401, MISSING_KEY, REALM);
       key = findApiKey(keys, token);
       if (key === undefined) return refuse(c, 401, INVALID_KEY, `${REALM}, error="invalid_token"`, "invalid_api_key");

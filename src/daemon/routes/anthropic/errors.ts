@@ -6,7 +6,11 @@ import type { Logger } from "../../log.js";
 import { randomBytes } from "node:crypto";
 
 /** The paths whose clients read Anthropic's shapes (api-access.ts answers them so too). */
-export const ANTHROPIC_PATHS = ["/v1/messages", "/v1/messages/count_tokens"] as const;
+const ANTHROPIC_PATHS: ReadonlySet<string> = new Set(["/v1/messages", "/v1/messages/count_tokens"]);
+
+export function isAnthropicPath(path: string): boolean {
+  return ANTHROPIC_PATHS.has(path);
+}
 
 const TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   400: "invalid_request_error",

@@ -5,9 +5,9 @@ import type { Batches } from "../../src/backends/batches.js";
 import { messageEvents, messageResponse, stopReason, type MessageEvent } from "../../src/daemon/routes/anthropic/encode.js";
 import { translateMessagesRequest } from "../../src/daemon/routes/anthropic/translate.js";
 import type { CompletionEvent } from "../../src/daemon/routes/openai/events.js";
+import { done } from "../helpers/completion-events.js";
 
 const base = { model: "m", max_tokens: 10 };
-const done = (doneReason: string): CompletionEvent => ({ type: "done", doneReason: doneReason as "stop", promptEvalCount: 7, promptEvalDurationNs: 1, evalCount: 3, evalDurationNs: 1 });
 
 describe("translateMessagesRequest", () => {
   it("system blocks, text, max_tokens, sampling and stop sequences as Ollama's middleware builds them", () => {

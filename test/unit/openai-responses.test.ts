@@ -16,6 +16,7 @@ import {
 } from "../../src/daemon/routes/openai/responses.js";
 import { KEEP_ALIVE, namedSseResponse, type NamedEvent } from "../../src/daemon/routes/openai/sse.js";
 import { fails } from "../helpers/api-error.js";
+import { done, from } from "../helpers/completion-events.js";
 
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
@@ -218,15 +219,6 @@ describe("translateResponsesRequest", () => {
 
 // ---------- encoders ----------
 
-const done = (doneReason: "stop" | "length" = "stop"): CompletionEvent => ({
-  type: "done",
-  doneReason,
-  promptEvalCount: 7,
-  promptEvalDurationNs: 10,
-  evalCount: 3,
-  evalDurationNs: 20,
-});
-
 const meta = (stream: boolean): ResponseMeta => ({
   id: "resp_1",
   createdAt: 1700000000,
@@ -234,10 +226,6 @@ const meta = (stream: boolean): ResponseMeta => ({
   stream,
   echo: translateResponsesRequest({ model: "m", input: "x" }).echo,
 });
-
-async function* from(events: CompletionEvent[]): AsyncIterable<CompletionEvent> {
-  yield* events;
-}
 
 /** Each completion event a batch of its own; the stream's events, flattened. */
 async function streamed(events: CompletionEvent[]): Promise<Array<Record<string, unknown>>> {

@@ -15,22 +15,11 @@ import { float32Base64, translateEmbeddingsRequest } from "../../src/daemon/rout
 import { openaiError } from "../../src/daemon/routes/openai/errors.js";
 import type { CompletionEvent } from "../../src/daemon/routes/openai/events.js";
 import { fails } from "../helpers/api-error.js";
+import { done, from } from "../helpers/completion-events.js";
 
 const user = [{ role: "user", content: "hi" }];
 
 
-const done = (doneReason: "stop" | "length" = "stop"): CompletionEvent => ({
-  type: "done",
-  doneReason,
-  promptEvalCount: 7,
-  promptEvalDurationNs: 10,
-  evalCount: 3,
-  evalDurationNs: 20,
-});
-
-async function* from(events: CompletionEvent[]): AsyncIterable<CompletionEvent> {
-  yield* events;
-}
 
 async function all<T>(it: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];

@@ -22,6 +22,7 @@ import { cliCase, kvCase, parallelCase, prefixCase, pullCase, remoteCase } from 
 import { engineCase } from "./cases/engine.js";
 import { threadsCase } from "./cases/threads.js";
 import { loadCase, switchCase } from "./cases/load.js";
+import { spareStartCase } from "./cases/spare-start.js";
 import { prefixSlotsCase } from "./cases/prefix-slots.js";
 import { rssCase } from "./cases/rss.js";
 import { metricsCase } from "./cases/metrics.js";
@@ -29,7 +30,7 @@ import { speculativeCase } from "./cases/speculative.js";
 import type { BenchCase, CaseContext, Row } from "./registry.js";
 import { fmt } from "./support.js";
 
-export const CASES: BenchCase[] = [engineCase, threadsCase, busyCase, loadCase, switchCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase, remoteCase, cliCase, metricsCase, speculativeCase];
+export const CASES: BenchCase[] = [engineCase, threadsCase, busyCase, loadCase, switchCase, spareStartCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase, remoteCase, cliCase, metricsCase, speculativeCase];
 
 function parse(argv: string[]) {
   const { values } = parseArgs({

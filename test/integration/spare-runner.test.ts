@@ -1,6 +1,7 @@
 // The warm spare runner (src/backends/llamacpp/spare-runner.ts) with the real daemon: a load
 // takes the spare process, another one follows once the runners are idle, it is never a loaded
 // model (ps, OLLAMA_MAX_LOADED_MODELS), a dead spare costs nothing, and it ends with the daemon.
+import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
 import { childPids, createModelFromFile, createTinyPair, eventually as eventuallyWithin, sparePids, startDaemon, type TestDaemon } from "../helpers/daemon.js";
@@ -101,6 +102,57 @@ describe("the warm spare runner (OLLAMA_MAX_LOADED_MODELS=1)", () => {
       expect(() => process.kill(pid, 0)).toThrow();
     }
   }, 60_000);
+});
+
+/** The state letter of /proc/<pid>/stat (R, S, T …) and the process's CPU ticks. */
+async function procState(pid: number): Promise<{ state: string; ticks: number }> {
+  const text = await readFile(`/proc/${pid}/stat`, "utf8");
+  const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return { state: f[0]!, ticks: Number(f[11]) + Number(f[12]) };
+}
+
+describe.runIf(process.platform === "linux")("a spare still starting gives way to a runner that computes", () => {
+  let d: TestDaemon;
+  beforeAll(async () => {
+    d = await startDaemon({ OLLAMA_KEEP_ALIVE: "10m" });
+    expect((await createModelFromFile(d.url, "a", tiny)).status).toBe(200);
+  }, 60_000);
+  afterAll(async () => {
+    await d?.stop();
+  });
+
+  it("is paused while a generation streams, and goes on once the runner is idle", async () => {
+    const [first] = await eventually(() => spares(d), oneSpare);
+    expect((await generate(d, { model: "a", prompt: "" })).done_reason).toBe("load");
+    // The load took the spare; the next one starts once the runner has been idle a moment and
+    // needs over a second to import node-llama-cpp and test its binary.
+    const [starting] = await eventually(() => spares(d), (p) => p.length === 1 && p[0] !== first, 30_000);
+    const ac = new AbortController();
+    const r = await fetch(`${d.url}/api/generate`, {
+      method: "POST",
+      body: JSON.stringify({ model: "a", prompt: "Count on:", options: { num_predict: 100_000, num_ctx: 4096 } }),
+      signal: ac.signal,
+    });
+    const reader = r.body!.getReader();
+    await reader.read(); // the generation is under way
+    const paused = await procState(starting!);
+    expect(paused.state).toBe("T");
+    await sleep(300);
+    const later = await procState(starting!);
+    expect(later.state).toBe("T");
+    expect(later.ticks).toBe(paused.ticks); // stopped: no CPU at all
+    ac.abort();
+    await reader.cancel().catch(() => undefined);
+    // Idle again: it goes on, and its start completes (its CPU grows, then it is no longer stopped).
+    const resumed = await eventually(() => procState(starting!), (s) => s.state !== "T" && s.ticks > paused.ticks, 15_000);
+    expect(resumed.state).not.toBe("T");
+    // A load still finds it and runs in it.
+    await fetch(`${d.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "a", keep_alive: 0, prompt: "" }) }).then((x) => x.text());
+    await eventually(() => runners(d), (p) => p.length === 0);
+    const again = await generate(d, { model: "a", prompt: "Hi", options: { num_predict: 3 } });
+    expect(again.status).toBe(200);
+    expect(await runners(d)).toEqual([starting]);
+  }, 90_000);
 });
 
 describe("OLLAMATS_SPARE_RUNNER=0", () => {

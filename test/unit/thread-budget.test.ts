@@ -227,3 +227,53 @@ describe("ProcCpuMeter on a fake /proc", () => {
     expect(threadCapacity(m.limits)).toBe(3);
   });
 });
+
+describe("a spare that gives way is not counted as taking cores", () => {
+  const stat = (busy: number) => `cpu  ${busy} 0 0 100 0 0 0 0 0 0\ncpu0 ${busy / 2} 0 0 100 0 0 0 0 0 0\ncpu1 ${busy / 2} 0 0 100 0 0 0 0 0 0\n`;
+  const procStat = (pid: number, utime: number, cutime = 0) => `${pid} (node) S 1 2 3 4 5 6 7 8 9 10 ${utime} 0 ${cutime} 0 20 0 1 0\n`;
+
+  it("the spare's tree (its binary test child, then that child's time reaped into the spare) is left out; others still count", () => {
+    let t = 0;
+    let tree: Record<string, string> = {
+      "/proc/self/status": "Cpus_allowed_list:\t0-1\n",
+      "/proc/stat": stat(0),
+      "/proc/self/stat": procStat(1, 0),
+      "/proc/77/stat": procStat(77, 0),
+      "/proc/77/task/77/children": "78 ",
+      "/proc/78/stat": procStat(78, 0),
+    };
+    const m = new ProcCpuMeter((p) => tree[p] ?? null, () => t);
+    m.setYielding([77]);
+    const a = m.sample()!;
+    // 1 s: the spare 0.6 core, its child 0.6 core, someone else 0.4 core: 1.6 cores busy
+    tree = { ...tree, "/proc/stat": stat(160), "/proc/77/stat": procStat(77, 60), "/proc/78/stat": procStat(78, 60) };
+    t = 1;
+    const b = m.sample()!;
+    expect(freeCores(a, b, 2, null)).toBeCloseTo(1.6);
+    expect(threadsFor(freeCores(a, b, 2, null), 2)).toBe(2);
+    // 1 s more: the child exits (its 60 + 40 more ticks now in the spare's cutime), the spare 0.5 core, nobody else
+    const { "/proc/78/stat": _gone, ...rest } = tree;
+    tree = { ...rest, "/proc/77/task/77/children": "", "/proc/stat": stat(250), "/proc/77/stat": procStat(77, 110, 100) };
+    t = 2;
+    const c = m.sample()!;
+    expect(freeCores(b, c, 2, null)).toBeCloseTo(2);
+    // without the spare named, the same second leaves a single core free
+    m.setYielding([]);
+    const d = m.sample()!;
+    tree = { ...tree, "/proc/stat": stat(350), "/proc/77/stat": procStat(77, 210, 100) };
+    t = 3;
+    expect(freeCores(d, m.sample()!, 2, null)).toBeCloseTo(1);
+  });
+
+  it("a spare that goes away between two samples counts for nothing either way", () => {
+    let t = 0;
+    let tree: Record<string, string> = { "/proc/self/status": "Cpus_allowed_list:\t0-1\n", "/proc/stat": stat(0), "/proc/self/stat": procStat(1, 0), "/proc/77/stat": procStat(77, 500) };
+    const m = new ProcCpuMeter((p) => tree[p] ?? null, () => t);
+    m.setYielding([77]);
+    const a = m.sample()!;
+    const { "/proc/77/stat": _gone, ...rest } = tree;
+    tree = { ...rest, "/proc/stat": stat(100) }; // someone else: 1 core
+    t = 1;
+    expect(freeCores(a, m.sample()!, 2, null)).toBeCloseTo(1);
+  });
+});

@@ -47,7 +47,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
   private readonly config: Config;
   private readonly facts: FactsCache;
   private readonly formats = new FormatCompiler();
-  private readonly spares: SpareRunner;
+  private readonly spares: SpareRunner<RunnerProcess>;
 
   constructor(
     private readonly opts: {
@@ -65,10 +65,13 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
     checkKvSettings(this.config); // contradicting cache settings stop the daemon at start
     this.facts = new FactsCache(this.config);
     this.spares = new SpareRunner({
-      debug: opts.debug,
       enabled: this.config.spareRunner,
-      busy: () => [...this.live].some((l) => !l.runner.idle),
-      ...(opts.log ? { log: opts.log } : {}),
+      busy: () => this.busy(),
+      spawn: (keep) => new RunnerProcess(0, opts.debug, {}, keep, opts.log),
+      // Runners leave the spare's CPU out of what others take: it pauses while they compute.
+      changed: (pid) => {
+        for (const l of this.live) l.runner.yielding(pid === null ? [] : [pid]);
+      },
     });
   }
 
@@ -217,13 +220,25 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
     const runner = (Object.keys(env).length === 0 ? this.spares.take(plan.gpuLayers !== 0) : null) ?? new RunnerProcess(opts.slots, this.opts.debug, env, false, this.opts.log);
     const entry: Live = { runner, gpus: plan.gpuLayers !== 0 ? gpus : [] };
     this.live.add(entry);
-    void runner.exited.then(() => this.live.delete(entry));
+    runner.onIdleChange = () => this.spares.yieldTo(this.busy());
+    void runner.exited.then(() => {
+      this.live.delete(entry);
+      this.spares.yieldTo(this.busy());
+    });
     try {
       await runner.load(modelPath, opts, plan, signal, this.opts.states);
     } finally {
       this.spares.replaceWhenIdle();
     }
+    const spare = this.spares.pid;
+    if (spare !== null) runner.yielding([spare]);
     return runner;
+  }
+
+  /** Whether any runner has work in flight. */
+  private busy(): boolean {
+    for (const l of this.live) if (!l.runner.idle) return true;
+    return false;
   }
 
   /** Ends the spare runner (loaded runners are the scheduler's to close). */

@@ -3,8 +3,19 @@
 // os.availableParallelism() sees only the affinity. Elsewhere (no /proc) every figure is absent
 // and the callers fall back to the core count.
 
+import { readFileSync } from "node:fs";
+
 /** Reads a text file; null when it cannot be read. Injectable so tests use a fake /proc and /sys. */
 export type ReadText = (path: string) => string | null;
+
+/** The real files. */
+export const readText: ReadText = (p) => {
+  try {
+    return readFileSync(p, "utf8");
+  } catch {
+    return null;
+  }
+};
 
 export interface CpuLimits {
   /** CPU numbers the affinity allows (null: unknown, take every CPU). */

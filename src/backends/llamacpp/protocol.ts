@@ -92,12 +92,16 @@ export type HostMessage =
   | { type: "tokenize"; id: number; text: string; prompt?: boolean }
   | { type: "detokenize"; id: number; tokens: number[] }
   | { type: "threads"; threads: number }
+  /** Processes that are paused while this runner computes (the spare): their CPU is not taken. */
+  | { type: "yielding"; pids: number[] }
   /** Answered with a RunnerStats result. */
   | { type: "stats"; id: number }
   | { type: "close"; keepPromptCache?: boolean };
 
 export type ChildMessage =
   | { type: "probed"; gpu: GpuProbe }
+  /** A spare's binary is ready (or failed to be: the load meets that again): it is idle now. */
+  | { type: "prepared" }
   /** Model load progress, 0..1 (resets the load stall timer). */
   | { type: "progress"; progress: number }
   | { type: "loaded"; info: LoadedInfo }

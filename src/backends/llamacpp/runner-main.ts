@@ -66,6 +66,8 @@ let loadedThreads = os.availableParallelism();
  *  on the machine (thread-budget.ts; absent when num_thread was set explicitly). */
 let daemonThreads = Infinity;
 let freeThreads: ThreadBudget | undefined;
+/** The meter behind freeThreads, and the processes it leaves out (the daemon's spare). */
+const cpuMeter = new ProcCpuMeter();
 const decodeThreads = new DecodeThreads();
 
 /** Gives the next batch the smaller of the daemon's share and the cores free right now, and a
@@ -153,7 +155,11 @@ async function takeLlama(gpu: "auto" | false): Promise<Llama> {
 function prepare(gpu: "auto" | false): void {
   if (prepared || llama) return;
   const l = llamaFor(gpu);
-  l.catch(() => undefined); // a failure is met again, and reported, by the load
+  // A failure is met again, and reported, by the load.
+  void l.then(
+    () => send({ type: "prepared" }),
+    () => send({ type: "prepared" }),
+  );
   prepared = { gpu, llama: l };
 }
 
@@ -170,7 +176,7 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
   // The daemon has already done this; a runner never trusts its caller with thread counts.
   const opts = boundLoadOptions(requested);
   // Automatic threads follow the cores free for each batch; an explicit num_thread is kept as is.
-  freeThreads = opts.numThread > 0 ? undefined : new ThreadBudget(new ProcCpuMeter());
+  freeThreads = opts.numThread > 0 ? undefined : new ThreadBudget(cpuMeter);
   const threads = freeThreads?.capacity ?? opts.numThread;
   loadedThreads = threads;
   // A spare's command line now reads as any other runner's (`ps`, /proc/<pid>/cmdline).
@@ -424,6 +430,9 @@ async function handle(msg: HostMessage): Promise<void> {
       return;
     case "stats":
       send({ type: "result", id: msg.id, value: stats() });
+      return;
+    case "yielding":
+      cpuMeter.setYielding(msg.pids.filter((p) => Number.isInteger(p) && p > 0).slice(0, 16));
       return;
     case "threads":
       // node-llama-cpp hands each batch at most this many threads (contexts were made with

@@ -18,6 +18,8 @@ import {
 import { EngineError, RunnerError } from "../errors.js";
 import { AsyncQueue } from "../async-queue.js";
 import { fitEmbedInputs, inputTokenLimit, isInputLimitError } from "./embed-inputs.js";
+import { signalTree } from "./process-tree.js";
+import { readText } from "./cpu-limits.js";
 import { SPARE_ARG, type ChildMessage, type GpuProbe, type GrammarSpec, type HostMessage, type LoadOptions, type LoadPlan, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
 
 /** What node-llama-cpp 3.21.1 can do, and why not where it cannot. */
@@ -90,6 +92,11 @@ export class RunnerProcess implements Runner {
   private exit: RunnerExit | null = null;
   private onLoaded: ((m: ChildMessage) => void) | null = null;
   private onProgress: ((progress: number) => void) | null = null;
+  private wasIdle = true;
+  private prepared = false;
+  private stopped = false;
+  /** Told when the runner goes from idle to having work in flight, and back (the spare yields). */
+  onIdleChange: ((idle: boolean) => void) | null = null;
 
   /**
    * `env` adds to the daemon's environment (GPU pinning: CUDA_VISIBLE_DEVICES, …). A spare
@@ -145,6 +152,7 @@ export class RunnerProcess implements Runner {
         for (const c of this.calls.values()) c.reject(err);
         this.streams.clear();
         this.calls.clear();
+        this.settle();
         this.onLoaded?.({ type: "load-error", message: this.exit.message });
         resolve(this.exit);
       });
@@ -165,6 +173,31 @@ export class RunnerProcess implements Runner {
     return this.streams.size === 0 && this.calls.size === 0;
   }
 
+  /** A spare whose binary is loaded (getLlama done): it uses no CPU until a load. */
+  get ready(): boolean {
+    return this.prepared;
+  }
+
+  /** After work was added or removed: tells onIdleChange when that changed idleness. */
+  private settle(): void {
+    const idle = this.idle;
+    if (idle === this.wasIdle) return;
+    this.wasIdle = idle;
+    this.onIdleChange?.(idle);
+  }
+
+  /**
+   * Pauses the process and its children (SIGSTOP), or lets them go on (SIGCONT): a spare that is
+   * still starting gives the cores to a runner that computes (spare-runner.ts). Linux and macOS;
+   * elsewhere nothing happens. Returns whether it is paused now.
+   */
+  pause(stop: boolean): boolean {
+    const pid = this.child.pid;
+    if (pid === undefined || this.exit || stop === this.stopped) return this.stopped;
+    if (signalTree(pid, stop ? "SIGSTOP" : "SIGCONT", readText)) this.stopped = stop;
+    return this.stopped;
+  }
+
   /** Whether this process keeps the daemon's event loop alive (a spare does not). */
   holdsDaemon(hold: boolean): void {
     const channel = this.child.channel as { ref?: () => void; unref?: () => void } | undefined;
@@ -175,6 +208,11 @@ export class RunnerProcess implements Runner {
       this.child.unref();
       channel?.unref?.();
     }
+  }
+
+  /** Processes whose CPU the runner's thread budget leaves out (the spare, paused while it computes). */
+  yielding(pids: number[]): void {
+    this.tell({ type: "yielding", pids });
   }
 
   /** Has the child get node-llama-cpp's binary ready (getLlama) ahead of a load. */
@@ -262,6 +300,9 @@ export class RunnerProcess implements Runner {
       case "probed":
         this.onLoaded?.(m);
         return;
+      case "prepared":
+        this.prepared = true;
+        return;
       case "progress":
         this.onProgress?.(m.progress);
         return;
@@ -274,6 +315,7 @@ export class RunnerProcess implements Runner {
         const { id: _id, ...stats } = m;
         q?.push(stats);
         q?.end();
+        this.settle();
         return;
       }
       case "log":
@@ -282,6 +324,7 @@ export class RunnerProcess implements Runner {
       case "result":
         this.calls.get(m.id)?.resolve(m.value);
         this.calls.delete(m.id);
+        this.settle();
         return;
       case "error": {
         const err = m.code ? new EngineError(m.code, m.message) : new RunnerError(m.message);
@@ -289,6 +332,7 @@ export class RunnerProcess implements Runner {
         this.streams.delete(m.id);
         this.calls.get(m.id)?.reject(err);
         this.calls.delete(m.id);
+        this.settle();
         return;
       }
     }
@@ -302,15 +346,18 @@ export class RunnerProcess implements Runner {
       this.streams.delete(id);
       q.end();
       this.tell({ type: "abort", id });
+      this.settle();
     };
     signal.addEventListener("abort", onAbort, { once: true });
     try {
       this.post({ type: "generate", id, job: runnerJob(job) });
+      this.settle();
       yield* q;
     } finally {
       signal.removeEventListener("abort", onAbort);
       // A consumer that stopped early (client gone) frees the slot in the child.
       if (this.streams.delete(id)) this.tell({ type: "abort", id });
+      this.settle();
     }
   }
 
@@ -320,6 +367,7 @@ export class RunnerProcess implements Runner {
       this.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
       try {
         this.post(msg(id));
+        this.settle();
       } catch (err) {
         this.calls.delete(id);
         reject(err as Error);
@@ -358,6 +406,7 @@ export class RunnerProcess implements Runner {
 
   /** Ends a child that holds nothing worth a clean close (a spare): at once, whatever it is doing. */
   async terminate(): Promise<void> {
+    this.pause(false); // a stopped process would not act on SIGTERM
     if (!this.exit) this.child.kill("SIGTERM");
     await this.exited;
   }

@@ -8,9 +8,9 @@
 // measures, from /proc, how much CPU everything else used over the last quarter second or so
 // (on the CPUs its affinity allows, and within its cgroup's quota), and gives each batch the
 // cores left, re-checked between batches.
-import { readFileSync } from "node:fs";
 import os from "node:os";
-import { cgroupUsageSeconds, readCpuLimits, type CpuLimits, type ReadText } from "./cpu-limits.js";
+import { cgroupUsageSeconds, readCpuLimits, readText, type CpuLimits, type ReadText } from "./cpu-limits.js";
+import { treeCpuSeconds } from "./process-tree.js";
 
 /** Linux reports /proc/stat and /proc/<pid>/stat in USER_HZ ticks, 100 per second everywhere. */
 const TICKS_PER_SECOND = 100;
@@ -34,6 +34,19 @@ export interface CpuSample {
   own: number;
   /** The cgroup's CPU time when it has a quota, else null. */
   cgroup: number | null;
+  /** CPU time of each process tree that gives way to this process (the spare runner: it is
+   *  paused while a runner computes), by its root pid: not counted as taken. */
+  yielding?: ReadonlyMap<number, number>;
+}
+
+/** CPU seconds the yielding trees used between two samples (trees in both samples only). */
+function yieldedBetween(a: CpuSample, b: CpuSample): number {
+  let sum = 0;
+  for (const [pid, after] of b.yielding ?? []) {
+    const before = a.yielding?.get(pid);
+    if (before !== undefined) sum += Math.max(0, after - before);
+  }
+  return sum;
 }
 
 /** Cores free for this process between two samples, given its limits. */
@@ -41,10 +54,11 @@ export function freeCores(a: CpuSample, b: CpuSample, cpuCount: number, quotaCor
   const dt = b.t - a.t;
   if (!(dt > 0)) return cpuCount;
   const own = Math.max(0, b.own - a.own) / dt;
-  const hostOthers = Math.max(0, (b.busy - a.busy) / dt - own);
+  const yielded = yieldedBetween(a, b) / dt;
+  const hostOthers = Math.max(0, (b.busy - a.busy) / dt - own - yielded);
   let free = cpuCount - hostOthers;
   if (quotaCores !== null) {
-    const groupOthers = a.cgroup !== null && b.cgroup !== null ? Math.max(0, (b.cgroup - a.cgroup) / dt - own) : 0;
+    const groupOthers = a.cgroup !== null && b.cgroup !== null ? Math.max(0, (b.cgroup - a.cgroup) / dt - own - yielded) : 0;
     free = Math.min(free, quotaCores - groupOthers);
   }
   return free;
@@ -63,18 +77,11 @@ export function threadCapacity(limits: CpuLimits, fallback = os.availableParalle
   return Math.max(1, Math.floor(Math.min(cpus, quota)));
 }
 
-const readText: ReadText = (p) => {
-  try {
-    return readFileSync(p, "utf8");
-  } catch {
-    return null;
-  }
-};
-
 /** Reads the counters of CpuSample from /proc (and the cgroup's usage file). */
 export class ProcCpuMeter {
   readonly limits: CpuLimits;
   private readonly cpuSet: Set<number> | null;
+  private yieldingPids: readonly number[] = [];
   constructor(
     private readonly read: ReadText = readText,
     private readonly clock: () => number = () => performance.now() / 1000,
@@ -93,6 +100,11 @@ export class ProcCpuMeter {
     return this.limits.cpus?.length ?? os.availableParallelism();
   }
 
+  /** Processes whose CPU is not counted as taken: they are paused while this one computes. */
+  setYielding(pids: readonly number[]): void {
+    this.yieldingPids = pids;
+  }
+
   sample(): CpuSample | null {
     const stat = this.read("/proc/stat");
     const self = this.read("/proc/self/stat");
@@ -103,11 +115,17 @@ export class ProcCpuMeter {
     const own = (Number(f[11]) || 0) + (Number(f[12]) || 0);
     if (busy === null) return null;
     const file = this.limits.usageFile;
+    const yielding = new Map<number, number>();
+    for (const pid of this.yieldingPids) {
+      const seconds = treeCpuSeconds(pid, this.read);
+      if (seconds !== null) yielding.set(pid, seconds);
+    }
     return {
       t: this.clock(),
       busy: busy / TICKS_PER_SECOND,
       own: own / TICKS_PER_SECOND,
       cgroup: file ? cgroupUsageSeconds(this.read, file) : null,
+      ...(yielding.size > 0 ? { yielding } : {}),
     };
   }
 }

@@ -1,0 +1,58 @@
+// A process and its descendants, read from /proc: their CPU time, and one signal to all of them.
+// The spare runner (spare-runner.ts) starts with children of its own (node-llama-cpp tests its
+// native binary in a child process), so pausing it or discounting its CPU means its whole tree.
+import type { ReadText } from "./cpu-limits.js";
+
+/** Linux reports /proc/<pid>/stat in USER_HZ ticks, 100 per second everywhere. */
+const TICKS_PER_SECOND = 100;
+
+/** The pid and every live descendant (Linux; elsewhere just the pid). */
+export function processTree(pid: number, read: ReadText): number[] {
+  const out: number[] = [];
+  const seen = new Set<number>();
+  const visit = (p: number) => {
+    if (seen.has(p) || out.length >= 256) return;
+    seen.add(p);
+    out.push(p);
+    // Children are listed per thread that forked them; Node forks from its main thread.
+    for (const c of (read(`/proc/${p}/task/${p}/children`) ?? "").trim().split(/\s+/)) {
+      const child = Number(c);
+      if (Number.isInteger(child) && child > 0) visit(child);
+    }
+  };
+  visit(pid);
+  return out;
+}
+
+/**
+ * CPU seconds used so far by the tree under `pid` (null when the pid is gone): each member's own
+ * time plus that of the children it has reaped, so a child that exits between two readings
+ * moves its time into its parent's figure rather than out of the sum.
+ */
+export function treeCpuSeconds(pid: number, read: ReadText): number | null {
+  let ticks = 0;
+  let found = false;
+  for (const p of processTree(pid, read)) {
+    const stat = read(`/proc/${p}/stat`);
+    if (stat === null) continue;
+    // Fields after the command's closing parenthesis: utime, stime, cutime, cstime are 14-17.
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += (Number(f[11]) || 0) + (Number(f[12]) || 0) + (Number(f[13]) || 0) + (Number(f[14]) || 0);
+    if (p === pid) found = true;
+  }
+  return found ? ticks / TICKS_PER_SECOND : null;
+}
+
+/** Sends `signal` to the pid and its descendants; false when the platform cannot. */
+export function signalTree(pid: number, signal: NodeJS.Signals, read: ReadText): boolean {
+  let sent = false;
+  for (const p of processTree(pid, read)) {
+    try {
+      process.kill(p, signal);
+      sent = true;
+    } catch {
+      // gone already, or a signal this platform does not have (SIGSTOP on Windows)
+    }
+  }
+  return sent;
+}

@@ -1,0 +1,56 @@
+// A process tree from a fake /proc: members, CPU seconds with reaped children, and signals.
+import { spawn } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import type { ReadText } from "../../src/backends/llamacpp/cpu-limits.js";
+import { readText } from "../../src/backends/llamacpp/cpu-limits.js";
+import { processTree, signalTree, treeCpuSeconds } from "../../src/backends/llamacpp/process-tree.js";
+
+const files = (tree: Record<string, string>): ReadText => (p) => tree[p] ?? null;
+const procStat = (pid: number, utime: number, stime: number, cutime: number, cstime: number) =>
+  `${pid} (node (a) b) S 1 2 3 4 5 6 7 8 9 10 ${utime} ${stime} ${cutime} ${cstime} 20 0 1 0\n`;
+
+describe("process tree", () => {
+  it("walks children of children, once each, and stops at a cycle", () => {
+    const read = files({ "/proc/10/task/10/children": "11 12 ", "/proc/11/task/11/children": "13", "/proc/13/task/13/children": "10" });
+    expect(processTree(10, read)).toEqual([10, 11, 13, 12]);
+    expect(processTree(99, read)).toEqual([99]);
+  });
+
+  it("CPU seconds: every member's own and reaped children's time; null when the root is gone", () => {
+    const read = files({
+      "/proc/10/stat": procStat(10, 100, 50, 20, 5), // a command name with spaces and parentheses
+      "/proc/10/task/10/children": "11",
+      "/proc/11/stat": procStat(11, 30, 0, 0, 0),
+    });
+    expect(treeCpuSeconds(10, read)).toBeCloseTo(2.05);
+    expect(treeCpuSeconds(12, read)).toBeNull();
+  });
+
+  it("stops and continues a real process and its child", async () => {
+    if (process.platform !== "linux") return;
+    // A parent that starts a child; both spin.
+    const p = spawn(process.execPath, ["-e", `require("node:child_process").spawn(process.execPath, ["-e", "for(;;){}"], {stdio: "ignore"}); for(;;){}`], { stdio: "ignore" });
+    try {
+      const pid = p.pid!;
+      let tree: number[] = [];
+      for (let i = 0; i < 100 && tree.length < 2; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        tree = processTree(pid, readText);
+      }
+      expect(tree).toHaveLength(2);
+      const state = (q: number) => /\) (\w)/.exec(readText(`/proc/${q}/stat`) ?? "")?.[1];
+      expect(signalTree(pid, "SIGSTOP", readText)).toBe(true);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(tree.map(state)).toEqual(["T", "T"]);
+      const before = treeCpuSeconds(pid, readText)!;
+      await new Promise((r) => setTimeout(r, 300));
+      expect(treeCpuSeconds(pid, readText)).toBe(before); // a stopped tree uses no CPU
+      signalTree(pid, "SIGCONT", readText);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(tree.map(state)).toEqual(["R", "R"]);
+      signalTree(pid, "SIGKILL", readText);
+    } finally {
+      p.kill("SIGKILL");
+    }
+  });
+});

@@ -36,6 +36,15 @@ const NDJSON: StreamFormat = {
 
 const encoder = new TextEncoder();
 
+/**
+ * A stream's lines that come faster than one per this many ms are written together. A write to
+ * a socket costs the daemon ~100-200 µs on a small VM (the syscall, and waking the client), so a
+ * stream at thousands of tokens a second (a small model on a fast engine) spent half a core on
+ * writes alone; grouping what comes within 1 ms halves that, and no person or program notices a
+ * token 1 ms late. A stream at reading speed never waits: its tokens are tens of ms apart.
+ */
+const COALESCE_MS = 1;
+
 export function ndjsonResponse(c: Context, batches: Batches<object>, onCancel: () => void): Promise<Response> {
   return streamResponse(c, batches, onCancel, NDJSON);
 }
@@ -111,27 +120,49 @@ function writeToNode(res: ServerResponse, headers: Record<string, string>, it: A
     });
   let started!: () => void;
   const first = new Promise<void>((resolve) => (started = resolve));
+  // Lines that come within COALESCE_MS of the last write wait for the rest of that interval and
+  // go out together (see COALESCE_MS); the first line, and any after a pause, go out at once.
+  let pending = "";
+  let lastWrite = -Infinity;
+  let timer: NodeJS.Timeout | null = null;
+  const flush = () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    if (pending === "" || gone) return;
+    const text = pending;
+    pending = "";
+    lastWrite = performance.now();
+    res.write(text);
+  };
   void (async () => {
     try {
       for (;;) {
         const { value, done } = await it.next();
         if (gone) return;
         if (done) {
+          flush();
           if (format.end) res.write(format.end);
           break;
         }
         if (value.length === 0) continue;
-        const flowing = res.write(encodeBatch(format, value));
+        pending += encodeBatch(format, value);
+        const since = performance.now() - lastWrite;
+        if (since >= COALESCE_MS) flush();
+        else timer ??= setTimeout(flush, COALESCE_MS - since);
         started();
-        if (!flowing) await drained();
+        if (res.writableNeedDrain) await drained();
         if (gone) return;
       }
     } catch (err) {
       if (gone) return;
+      flush();
       res.write(format.error(err));
     }
     res.end();
-  })().finally(() => started());
+  })().finally(() => {
+    if (timer) clearTimeout(timer);
+    started();
+  });
   return first;
 }
 

@@ -1,10 +1,10 @@
 // Long texts are tokenized in pieces (src/backends/llamacpp/tokenize-text.ts) with the tokens of
 // the whole text at once, in the real node-llama-cpp with both generated tokenizer kinds
 // (SentencePiece "llama" and byte-level BPE "gpt2"), and in time that grows with the length.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from "node-llama-cpp";
 import { makeTestModel, TOKENIZERS } from "../../scripts/make-test-model.js";
-import { pieceEnd, tokenizeText } from "../../src/backends/llamacpp/tokenize-text.js";
+import { PieceCache, pieceEnd, tokenizeText } from "../../src/backends/llamacpp/tokenize-text.js";
 
 let llama: Llama;
 const models: LlamaModel[] = [];
@@ -65,6 +65,32 @@ describe.each(KINDS)("$tokenizer tokenizer (space prefix: $spacePrefix)", ({ tok
     }
   });
 
+  it("a text sent again with more at its end: only its last pieces are tokenized again, with the same tokens", () => {
+    const size = 500;
+    const before = text(7, 3000);
+    const after = `${before} ${text(8, 400)}`;
+    const pieces = (t: string) => {
+      let n = 0;
+      for (let start = 0; start < t.length; n++) start = pieceEnd(t, start, size);
+      return n;
+    };
+    const whole = model.tokenize(after, true);
+    tokenizeText(model, before, true, size);
+    const spy = vi.spyOn(model, "tokenize");
+    try {
+      expect(tokenizeText(model, after, true, size)).toEqual(whole);
+      // the pieces that `before` had whole come from the cache: those after them, its last piece
+      // (cut differently now), and the anchor are tokenized
+      expect(pieces(after)).toBeGreaterThan(20);
+      expect(spy.mock.calls.length).toBeLessThanOrEqual(pieces(after) - pieces(before) + 3);
+      // the other way round a cached piece is never taken for a first piece, nor across `special`
+      spy.mockClear();
+      expect(tokenizeText(model, after, false, size)).toEqual(model.tokenize(after, false));
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   // Whole, a 64,000-character run took ~0.5 s and 1 MB minutes (quadratic); in pieces about a
   // second (linear). The test's timeout is the hang guard, not a speed measure.
   it("a megabyte without a space is tokenized (in pieces) and the text survives", { timeout: 120_000 }, () => {
@@ -72,5 +98,20 @@ describe.each(KINDS)("$tokenizer tokenizer (space prefix: $spacePrefix)", ({ tok
     const tokens = tokenizeText(model, long);
     expect(tokens.length).toBeGreaterThan(1 << 20);
     expect(model.detokenize(tokens)).toBe(long);
+  });
+});
+
+describe("PieceCache", () => {
+  it("keeps the most recently used pieces within its characters", () => {
+    const c = new PieceCache(10);
+    c.set("aaaa", [1]);
+    c.set("bbbb", [2]);
+    expect(c.get("aaaa")).toEqual([1]); // now the most recent
+    c.set("cccc", [3]); // 12 characters: the least recently used ("bbbb") goes
+    expect(c.get("bbbb")).toBeUndefined();
+    expect(c.get("aaaa")).toEqual([1]);
+    expect(c.get("cccc")).toEqual([3]);
+    c.set("x".repeat(11), [4]); // larger than the whole cache: not kept
+    expect(c.size).toBe(2);
   });
 });

@@ -32,12 +32,14 @@ const PLAIN_LOSS = 1.3;
 const FIRST_PROBE_AFTER = 4;
 const PROBE_BACKOFF = 4;
 const MAX_PROBE_INTERVAL = 4096;
-/** Fewer threads are tried only while a step is shorter than this. Starting a step's threads cost
- *  at most ~15 ms here even on a VM that must wake an idle CPU, and halving the threads of a
- *  longer step adds more than that (the 1B shape: 41 ms on two threads, 62 on one). Past it no
- *  trial runs, so a larger model keeps one thread count and its greedy text stays the same from
- *  run to run (llama.cpp's sums round differently on another count). */
-const MAX_TRIAL_DOWN_STEP_MS = 30;
+/** Fewer threads are tried only while a step is shorter than this. Where one thread wins, the
+ *  two-thread step is mostly the wait to start the second (the small model: ~15 ms on two, ~1 on
+ *  one); a step longer than this is mostly work, and halving its threads adds more than the wait
+ *  (the 1B shape: 41 ms on two threads and 62 on one on one host, 29 and 38 on a faster one,
+ *  where a limit of 30 ms let its trials cost ~4 % of decode). Past it no trial runs, so a larger
+ *  model keeps one thread count and its greedy text stays the same from run to run (llama.cpp's
+ *  sums round differently on another count). */
+const MAX_TRIAL_DOWN_STEP_MS = 20;
 /** A step that took longer than this was not a step but a pause between requests. */
 const MAX_STEP_MS = 2000;
 

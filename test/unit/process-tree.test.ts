@@ -1,9 +1,10 @@
 // A process tree from a fake /proc: members, CPU seconds with reaped children, and signals.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { ReadText } from "../../src/backends/llamacpp/cpu-limits.js";
 import { readText } from "../../src/backends/llamacpp/cpu-limits.js";
-import { processTree, signalTree, treeCpuSeconds } from "../../src/backends/llamacpp/process-tree.js";
+import { continueOrphanedSpares, processTree, signalTree, treeCpuSeconds } from "../../src/backends/llamacpp/process-tree.js";
 
 const files = (tree: Record<string, string>): ReadText => (p) => tree[p] ?? null;
 const procStat = (pid: number, utime: number, stime: number, cutime: number, cstime: number) =>
@@ -51,6 +52,49 @@ describe("process tree", () => {
       signalTree(pid, "SIGKILL", readText);
     } finally {
       p.kill("SIGKILL");
+    }
+  });
+});
+
+describe("orphaned spares", () => {
+  it("a stopped spare whose daemon is gone is continued; one with a live parent, or another process, is not", () => {
+    if (process.platform !== "linux") return;
+    // A fake spare orphaned by its shell, then stopped; and a stopped process that is no spare.
+    const start = (args: string) =>
+      Number(execFileSync("sh", ["-c", `${JSON.stringify(process.execPath)} -e "setInterval(() => {}, 1e6)" ${args} >/dev/null 2>&1 & echo $!`], { encoding: "utf8" }).trim());
+    const spare = start("/x/runner-main.js --spare");
+    const other = start("/x/other.js --spare");
+    const state = (q: number) => /\) (\w) (\d+)/.exec(readText(`/proc/${q}/stat`) ?? "");
+    try {
+      process.kill(spare, "SIGSTOP");
+      process.kill(other, "SIGSTOP");
+      for (let i = 0; i < 100 && state(spare)?.[1] !== "T"; i++) execFileSync("sleep", ["0.02"]);
+      expect(state(spare)?.[1]).toBe("T");
+      // orphans go to init here; a machine with a subreaper gives them another parent
+      if (state(spare)?.[2] !== "1") return;
+      const list = () => readdirSync("/proc");
+      expect(continueOrphanedSpares("--spare", /runner-main\.[jt]s$/, readText, list)).toBe(1);
+      for (let i = 0; i < 100 && state(spare)?.[1] === "T"; i++) execFileSync("sleep", ["0.02"]);
+      expect(state(spare)?.[1]).not.toBe("T");
+      expect(state(other)?.[1]).toBe("T");
+      // this test's own stopped child (parent alive) is left alone
+      const mine = spawn(process.execPath, ["-e", "setInterval(() => {}, 1e6)", "/x/runner-main.js", "--spare"], { stdio: "ignore" });
+      try {
+        process.kill(mine.pid!, "SIGSTOP");
+        for (let i = 0; i < 100 && state(mine.pid!)?.[1] !== "T"; i++) execFileSync("sleep", ["0.02"]);
+        expect(continueOrphanedSpares("--spare", /runner-main\.[jt]s$/, readText, list)).toBe(0);
+        expect(state(mine.pid!)?.[1]).toBe("T");
+      } finally {
+        mine.kill("SIGKILL");
+      }
+    } finally {
+      for (const p of [spare, other]) {
+        try {
+          process.kill(p, "SIGKILL");
+        } catch {
+          // gone
+        }
+      }
     }
   });
 });

@@ -2,7 +2,7 @@
 // the whole text at once, in the real node-llama-cpp with both generated tokenizer kinds
 // (SentencePiece "llama" and byte-level BPE "gpt2"), and in time that grows with the length.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
 import { makeTestModel, TOKENIZERS } from "../../scripts/make-test-model.js";
 import { PieceCache, pieceEnd, tokenizeText } from "../../src/backends/llamacpp/tokenize-text.js";
 
@@ -104,14 +104,15 @@ describe.each(KINDS)("$tokenizer tokenizer (space prefix: $spacePrefix)", ({ tok
 describe("PieceCache", () => {
   it("keeps the most recently used pieces within its characters", () => {
     const c = new PieceCache(10);
-    c.set("aaaa", [1]);
-    c.set("bbbb", [2]);
-    expect(c.get("aaaa")).toEqual([1]); // now the most recent
-    c.set("cccc", [3]); // 12 characters: the least recently used ("bbbb") goes
+    const t = (n: number) => [n] as unknown as Token[];
+    c.set("aaaa", t(1));
+    c.set("bbbb", t(2));
+    expect(c.get("aaaa")).toEqual(t(1)); // now the most recent
+    c.set("cccc", t(3)); // 12 characters: the least recently used ("bbbb") goes
     expect(c.get("bbbb")).toBeUndefined();
-    expect(c.get("aaaa")).toEqual([1]);
-    expect(c.get("cccc")).toEqual([3]);
-    c.set("x".repeat(11), [4]); // larger than the whole cache: not kept
+    expect(c.get("aaaa")).toEqual(t(1));
+    expect(c.get("cccc")).toEqual(t(3));
+    c.set("x".repeat(11), t(4)); // larger than the whole cache: not kept
     expect(c.size).toBe(2);
   });
 });

@@ -13,7 +13,7 @@ import { checkKvSettings } from "./kv-cache.js";
 import { humanBytes2, ramShortMessage, type MemoryPlan } from "./memory.js";
 import { FactsCache, loadOptionsFor, needsReload, planFor } from "./placement.js";
 import type { GpuProbe, LoadOptions, LoadPlan, StateStore } from "./protocol.js";
-import { LLAMACPP_FEATURES, RunnerProcess, type RunnerLogSink } from "./runner-process.js";
+import { LLAMACPP_FEATURES, releaseOrphanedSpares, RunnerProcess, type RunnerLogSink } from "./runner-process.js";
 import { SpareRunner } from "./spare-runner.js";
 
 /** llama.cpp's LLAMA_POOLING_TYPE_RANK: a reranker (Ollama's rule still calls it "embedding"). */
@@ -64,6 +64,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
     this.config = opts.config ?? loadConfig(process.env);
     checkKvSettings(this.config); // contradicting cache settings stop the daemon at start
     this.facts = new FactsCache(this.config);
+    if (this.config.spareRunner) releaseOrphanedSpares();
     this.spares = new SpareRunner({
       enabled: this.config.spareRunner,
       busy: () => this.busy(),

@@ -1,5 +1,6 @@
 // Host side of a runner child process: implements Runner by forwarding over IPC.
 import os from "node:os";
+import { readdirSync } from "node:fs";
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import {
@@ -18,7 +19,7 @@ import {
 import { EngineError, RunnerError } from "../errors.js";
 import { AsyncQueue } from "../async-queue.js";
 import { fitEmbedInputs, inputTokenLimit, isInputLimitError } from "./embed-inputs.js";
-import { signalTree } from "./process-tree.js";
+import { continueOrphanedSpares, signalTree } from "./process-tree.js";
 import { readText } from "./cpu-limits.js";
 import { SPARE_ARG, type ChildMessage, type GpuProbe, type GrammarSpec, type HostMessage, type LoadOptions, type LoadPlan, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
 
@@ -76,6 +77,18 @@ function lowerPriority(pid: number | undefined): void {
   } catch {
     // not allowed here (some containers): the runner keeps the daemon's priority
   }
+}
+
+/** Orphaned spares of a daemon that died while they were paused go on, and so end (Linux). */
+export function releaseOrphanedSpares(): number {
+  if (process.platform !== "linux") return 0;
+  return continueOrphanedSpares(SPARE_ARG, /runner-main\.[jt]s$/, readText, () => {
+    try {
+      return readdirSync("/proc");
+    } catch {
+      return [];
+    }
+  });
 }
 
 export class RunnerProcess implements Runner {

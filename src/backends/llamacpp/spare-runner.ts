@@ -61,14 +61,10 @@ export class SpareRunner<P extends SpareProcess> {
     return this.spare?.pid ?? null;
   }
 
-  private spawn(keep: boolean): P {
-    return this.opts.spawn(keep);
-  }
-
   /** Asks node-llama-cpp for the GPUs in a new child, which then stays as the spare. */
   async probe(): Promise<GpuProbe> {
     const keep = this.opts.enabled && !this.closed && !this.spare;
-    const child = this.spawn(keep);
+    const child = this.opts.spawn(keep);
     if (!keep) {
       try {
         return await child.probe();
@@ -136,7 +132,7 @@ export class SpareRunner<P extends SpareProcess> {
 
   private start(): void {
     if (!this.opts.enabled || this.closed) return;
-    const child = this.spawn(true);
+    const child = this.opts.spawn(true);
     this.keep(child);
     child.prepare(this.gpu);
   }

@@ -4,6 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
+import { statFields } from "../../src/backends/llamacpp/process-tree.js";
 import { childPids, createModelFromFile, createTinyPair, eventually as eventuallyWithin, sparePids, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -106,8 +107,7 @@ describe("the warm spare runner (OLLAMA_MAX_LOADED_MODELS=1)", () => {
 
 /** The state letter of /proc/<pid>/stat (R, S, T …) and the process's CPU ticks. */
 async function procState(pid: number): Promise<{ state: string; ticks: number }> {
-  const text = await readFile(`/proc/${pid}/stat`, "utf8");
-  const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  const f = statFields(await readFile(`/proc/${pid}/stat`, "utf8"));
   return { state: f[0]!, ticks: Number(f[11]) + Number(f[12]) };
 }
 

@@ -3,8 +3,14 @@
 // native binary in a child process), so pausing it or discounting its CPU means its whole tree.
 import type { ReadText } from "./cpu-limits.js";
 
-/** Linux reports /proc/<pid>/stat in USER_HZ ticks, 100 per second everywhere. */
-const TICKS_PER_SECOND = 100;
+/** Linux reports /proc/stat and /proc/<pid>/stat in USER_HZ ticks, 100 per second everywhere. */
+export const TICKS_PER_SECOND = 100;
+
+/** The fields of a /proc/<pid>/stat text after the command (which may hold spaces and
+ *  parentheses): [0] state, [1] parent pid, [11] utime, [12] stime, [13] cutime, [14] cstime. */
+export function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
 
 /** The pid and every live descendant (Linux; elsewhere just the pid). */
 export function processTree(pid: number, read: ReadText): number[] {
@@ -35,8 +41,7 @@ export function treeCpuSeconds(pid: number, read: ReadText): number | null {
   for (const p of processTree(pid, read)) {
     const stat = read(`/proc/${p}/stat`);
     if (stat === null) continue;
-    // Fields after the command's closing parenthesis: utime, stime, cutime, cstime are 14-17.
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const f = statFields(stat);
     ticks += (Number(f[11]) || 0) + (Number(f[12]) || 0) + (Number(f[13]) || 0) + (Number(f[14]) || 0);
     if (p === pid) found = true;
   }
@@ -70,7 +75,7 @@ export function continueOrphanedSpares(mark: string, entry: RegExp, read: ReadTe
     if (!/^\d+$/.test(name)) continue;
     const stat = read(`/proc/${name}/stat`);
     if (!stat) continue;
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const f = statFields(stat);
     if (f[0] !== "T" || f[1] !== "1") continue;
     const argv = (read(`/proc/${name}/cmdline`) ?? "").split("\0");
     if (!argv.includes(mark) || !argv.some((a) => entry.test(a))) continue;

@@ -10,10 +10,7 @@
 // cores left, re-checked between batches.
 import os from "node:os";
 import { cgroupUsageSeconds, readCpuLimits, readText, type CpuLimits, type ReadText } from "./cpu-limits.js";
-import { treeCpuSeconds } from "./process-tree.js";
-
-/** Linux reports /proc/stat and /proc/<pid>/stat in USER_HZ ticks, 100 per second everywhere. */
-const TICKS_PER_SECOND = 100;
+import { statFields, TICKS_PER_SECOND, treeCpuSeconds } from "./process-tree.js";
 
 /**
  * A core counts as free when at most this much of it is used by others. A thread sharing a core
@@ -110,8 +107,7 @@ export class ProcCpuMeter {
     const self = this.read("/proc/self/stat");
     if (stat === null || self === null) return null;
     const busy = busyTicks(stat, this.cpuSet);
-    // Fields after the command's closing parenthesis; utime and stime are fields 14 and 15.
-    const f = self.slice(self.lastIndexOf(")") + 2).split(" ");
+    const f = statFields(self);
     const own = (Number(f[11]) || 0) + (Number(f[12]) || 0);
     if (busy === null) return null;
     const file = this.limits.usageFile;

@@ -140,8 +140,8 @@ function writeToNode(res: ServerResponse, headers: Record<string, string>, it: A
         const { value, done } = await it.next();
         if (gone) return;
         if (done) {
+          pending += format.end ?? ""; // with what is still waiting, in one write
           flush();
-          if (format.end) res.write(format.end);
           break;
         }
         if (value.length === 0) continue;
@@ -155,8 +155,8 @@ function writeToNode(res: ServerResponse, headers: Record<string, string>, it: A
       }
     } catch (err) {
       if (gone) return;
+      pending += format.error(err);
       flush();
-      res.write(format.error(err));
     }
     res.end();
   })().finally(() => {

@@ -131,8 +131,9 @@ function writeToNode(res: ServerResponse, headers: Record<string, string>, it: A
     if (pending === "" || gone) return;
     const text = pending;
     pending = "";
-    lastWrite = performance.now();
     res.write(text);
+    // The interval starts once the write is done: lines that came while it ran wait for the next.
+    lastWrite = performance.now();
   };
   void (async () => {
     try {

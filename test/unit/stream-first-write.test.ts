@@ -56,11 +56,11 @@ describe("streamed answers under @hono/node-server", () => {
     });
     expect(text.trim().split("\n").map((l) => (JSON.parse(l) as { n: number }).n)).toEqual(Array.from({ length: 54 }, (_, i) => i));
     expect(writes[0]).toBe('{"n":0}\n');
-    // lines 1-50 came within a millisecond of the first write: one more write (two if the
-    // machine stalled the burst past the millisecond)
+    // lines 1-50 came one after another, microseconds apart: a write for each millisecond they
+    // took (one or two here; a few more where the machine stalls the burst), never one a line
     const burst = writes.slice(1).findIndex((w) => w.includes('"n":51'));
     expect(burst).toBeGreaterThanOrEqual(1);
-    expect(burst).toBeLessThanOrEqual(2);
+    expect(burst).toBeLessThanOrEqual(10);
     expect(writes[burst + 1]).toBe('{"n":51}\n');
     expect(writes[burst + 2]).toBe('{"n":52}\n');
     expect(writes[burst + 3]).toBe('{"n":53}\n');

@@ -57,7 +57,7 @@ describe("process tree", () => {
 });
 
 describe("orphaned spares", () => {
-  it("a stopped spare whose daemon is gone is continued; one with a live parent, or another process, is not", () => {
+  it("a stopped spare whose daemon is gone is continued; one with a live parent, or another process, is not", async () => {
     if (process.platform !== "linux") return;
     // A fake spare orphaned by its shell, then stopped; and a stopped process that is no spare.
     const start = (args: string) =>
@@ -72,8 +72,9 @@ describe("orphaned spares", () => {
       expect(state(spare)?.[1]).toBe("T");
       // orphans go to init here; a machine with a subreaper gives them another parent
       if (state(spare)?.[2] !== "1") return;
-      const list = () => readdirSync("/proc");
-      expect(continueOrphanedSpares("--spare", /runner-main\.[jt]s$/, readText, list)).toBe(1);
+      const list = async () => readdirSync("/proc");
+      const read = async (p: string) => readText(p);
+      expect(await continueOrphanedSpares("--spare", /runner-main\.[jt]s$/, read, list)).toBe(1);
       for (let i = 0; i < 100 && state(spare)?.[1] === "T"; i++) execFileSync("sleep", ["0.02"]);
       expect(state(spare)?.[1]).not.toBe("T");
       expect(state(other)?.[1]).toBe("T");
@@ -82,7 +83,7 @@ describe("orphaned spares", () => {
       try {
         process.kill(mine.pid!, "SIGSTOP");
         for (let i = 0; i < 100 && state(mine.pid!)?.[1] !== "T"; i++) execFileSync("sleep", ["0.02"]);
-        expect(continueOrphanedSpares("--spare", /runner-main\.[jt]s$/, readText, list)).toBe(0);
+        expect(await continueOrphanedSpares("--spare", /runner-main\.[jt]s$/, read, list)).toBe(0);
         expect(state(mine.pid!)?.[1]).toBe("T");
       } finally {
         mine.kill("SIGKILL");

@@ -64,7 +64,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
     this.config = opts.config ?? loadConfig(process.env);
     checkKvSettings(this.config); // contradicting cache settings stop the daemon at start
     this.facts = new FactsCache(this.config);
-    if (this.config.spareRunner) releaseOrphanedSpares();
+    if (this.config.spareRunner) void releaseOrphanedSpares();
     this.spares = new SpareRunner({
       enabled: this.config.spareRunner,
       busy: () => this.busy(),

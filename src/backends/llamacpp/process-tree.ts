@@ -62,22 +62,26 @@ export function signalTree(pid: number, signal: NodeJS.Signals, read: ReadText):
   return sent;
 }
 
+/** Reads a text file without blocking; null when it cannot be read. */
+export type ReadTextAsync = (path: string) => Promise<string | null>;
+
 /**
  * Lets orphaned spare runners that are stopped go on, so they see their daemon is gone and exit.
  * A spare is paused while runners compute (spare-runner.ts); should its daemon be killed then
  * (SIGKILL, the OOM killer), nothing would ever continue it unless the kernel does so for an
  * orphaned process group (it does when the daemon led its group: a shell, systemd). A daemon
  * starting looks for such processes: stopped, parent init, a runner's command line with `mark`.
+ * It reads a file or two per process (~25 µs each here), so it runs beside the start, not in it.
  */
-export function continueOrphanedSpares(mark: string, entry: RegExp, read: ReadText, list: () => string[]): number {
+export async function continueOrphanedSpares(mark: string, entry: RegExp, read: ReadTextAsync, list: () => Promise<string[]>): Promise<number> {
   let continued = 0;
-  for (const name of list()) {
+  for (const name of await list()) {
     if (!/^\d+$/.test(name)) continue;
-    const stat = read(`/proc/${name}/stat`);
+    const stat = await read(`/proc/${name}/stat`);
     if (!stat) continue;
     const f = statFields(stat);
     if (f[0] !== "T" || f[1] !== "1") continue;
-    const argv = (read(`/proc/${name}/cmdline`) ?? "").split("\0");
+    const argv = ((await read(`/proc/${name}/cmdline`)) ?? "").split("\0");
     if (!argv.includes(mark) || !argv.some((a) => entry.test(a))) continue;
     try {
       process.kill(Number(name), "SIGCONT");

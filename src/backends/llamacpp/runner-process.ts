@@ -1,6 +1,6 @@
 // Host side of a runner child process: implements Runner by forwarding over IPC.
 import os from "node:os";
-import { readdirSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import {
@@ -80,15 +80,14 @@ function lowerPriority(pid: number | undefined): void {
 }
 
 /** Orphaned spares of a daemon that died while they were paused go on, and so end (Linux). */
-export function releaseOrphanedSpares(): number {
+export async function releaseOrphanedSpares(): Promise<number> {
   if (process.platform !== "linux") return 0;
-  return continueOrphanedSpares(SPARE_ARG, /runner-main\.[jt]s$/, readText, () => {
-    try {
-      return readdirSync("/proc");
-    } catch {
-      return [];
-    }
-  });
+  return continueOrphanedSpares(
+    SPARE_ARG,
+    /runner-main\.[jt]s$/,
+    (p) => readFile(p, "utf8").catch(() => null),
+    () => readdir("/proc").catch(() => []),
+  );
 }
 
 export class RunnerProcess implements Runner {

@@ -21,10 +21,9 @@ class FakeProcess implements SpareProcess {
   probe(): Promise<GpuProbe> {
     return Promise.resolve({ library: false, names: [], totalBytes: 0, freeBytes: 0 });
   }
-  pause(stop: boolean): boolean {
+  pause(stop: boolean): void {
     if (stop !== this.paused) this.log.push(stop ? "stop" : "cont");
     this.paused = stop;
-    return stop;
   }
   async close(): Promise<void> {
     this.die();

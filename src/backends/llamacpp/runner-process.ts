@@ -201,13 +201,12 @@ export class RunnerProcess implements Runner {
   /**
    * Pauses the process and its children (SIGSTOP), or lets them go on (SIGCONT): a spare that is
    * still starting gives the cores to a runner that computes (spare-runner.ts). Linux and macOS;
-   * elsewhere nothing happens. Returns whether it is paused now.
+   * elsewhere nothing happens.
    */
-  pause(stop: boolean): boolean {
+  pause(stop: boolean): void {
     const pid = this.child.pid;
-    if (pid === undefined || this.exit || stop === this.stopped) return this.stopped;
+    if (pid === undefined || this.exit || stop === this.stopped) return;
     if (signalTree(pid, stop ? "SIGSTOP" : "SIGCONT", readText)) this.stopped = stop;
-    return this.stopped;
   }
 
   /** Whether this process keeps the daemon's event loop alive (a spare does not). */

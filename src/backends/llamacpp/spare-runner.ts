@@ -32,7 +32,7 @@ export interface SpareProcess {
   holdsDaemon(hold: boolean): void;
   prepare(gpu: boolean): void;
   probe(): Promise<GpuProbe>;
-  pause(stop: boolean): boolean;
+  pause(stop: boolean): void;
   close(): Promise<void>;
   terminate(): Promise<void>;
 }

@@ -3,9 +3,11 @@
 // as it wraps to. Node's own readline is not used: on Node 20 it inserts pasted and fast-typed
 // text in the wrong place when the cursor is not at the end of the line.
 //
-// Between reads the terminal is back in cooked mode and stdin is paused, so Ctrl+C while the model
-// answers is a real SIGINT. Keys that arrived with a line (the rest of a paste) wait for the next
-// read. A bracketed paste marks its lines as pasted; Enter inside it ends a line, as in Ollama.
+// While the model answers (whileAnswering) the terminal stays raw: Ctrl+C is a key, and the REPL
+// marks the stop itself after the last text it wrote. In cooked mode the tty would echo "^C" at
+// whatever column the cursor had, and the word wrap, moving back over a partial word, could erase
+// it. Other keys typed meanwhile wait for the next read, unechoed, as do keys that arrived with a
+// line (the rest of a paste). Between a read and an answer the terminal is cooked and stdin paused. A bracketed paste marks its lines as pasted; Enter inside it ends a line, as in Ollama.
 
 import { KeyDecoder, type Key } from "./key-decoder.js";
 import { LineBuffer } from "./line-buffer.js";
@@ -53,10 +55,13 @@ export class LineEditor {
   private savedLine = "";
   private finish: ((r: ReadResult) => void) | undefined;
   private escapeTimer: NodeJS.Timeout | undefined;
+  /** Set while the model answers: what Ctrl+C does then. */
+  private onAnswerInterrupt: (() => void) | undefined;
   private readonly onData = (chunk: string | Buffer) => {
     if (this.escapeTimer) clearTimeout(this.escapeTimer);
     this.queued.push(...this.decoder.push(chunk.toString()));
     this.drain();
+    if (!this.finish && this.onAnswerInterrupt) this.drainWhileAnswering();
     if (this.finish && this.decoder.incomplete) {
       this.escapeTimer = setTimeout(() => {
         this.queued.push(...this.decoder.flush());
@@ -101,6 +106,38 @@ export class LineEditor {
       this.render();
       this.drain();
     });
+  }
+
+  /**
+   * Keys while the model answers, until the returned function is called: Ctrl+C calls
+   * `onInterrupt` and drops what was typed before it (as the tty's SIGINT flushes its input),
+   * Ctrl+Z suspends, anything else waits for the next read. Nothing is echoed.
+   */
+  whileAnswering(onInterrupt: () => void): () => void {
+    const { input } = this.term;
+    if (!input.isTTY || this.finish) return () => {};
+    this.onAnswerInterrupt = onInterrupt;
+    input.setRawMode(true);
+    input.setEncoding("utf8");
+    input.on("data", this.onData);
+    input.resume();
+    return () => {
+      if (this.onAnswerInterrupt !== onInterrupt) return;
+      this.onAnswerInterrupt = undefined;
+      if (!this.finish) this.stopReading();
+    };
+  }
+
+  private drainWhileAnswering(): void {
+    let kept: Key[] = [];
+    for (const key of this.queued.splice(0)) {
+      if (key.name === "interrupt") {
+        kept = [];
+        this.onAnswerInterrupt?.();
+      } else if (key.name === "suspend") this.suspend();
+      else kept.push(key);
+    }
+    this.queued.push(...kept);
   }
 
   close(): void {
@@ -237,8 +274,9 @@ export class LineEditor {
     const { input } = this.term;
     if (input.isTTY) input.setRawMode(false);
     process.once("SIGCONT", () => {
-      if (!this.finish) return;
+      if (!this.finish && !this.onAnswerInterrupt) return;
       if (input.isTTY) input.setRawMode(true);
+      if (!this.finish) return;
       this.cursorRow = 0;
       this.render();
     });

@@ -193,6 +193,7 @@ export async function runRepl(client: Client, state: SessionState, opts: ReplOpt
             if (images.length > 0) last.images = images;
           }
           current = new AbortController();
+          const stopKeys = reader.whileAnswering(onSigint);
           try {
             const answer = await chatAnswer(
               client,
@@ -209,14 +210,16 @@ export async function runRepl(client: Client, state: SessionState, opts: ReplOpt
               },
               current.signal,
             );
+            // cancelled: the stop is marked after the last text written (no tty echo in raw mode)
             if (answer) input.addAssistant(answer);
-            else process.stdout.write("\n");
+            else process.stdout.write("^C\n");
           } catch (err) {
             const msg = errorMessage(err);
             if (msg.includes("does not support thinking") || msg.includes("invalid think value")) {
               process.stdout.write(`error: ${msg}\n`);
             } else throw err;
           } finally {
+            stopKeys();
             current = undefined;
           }
           break;

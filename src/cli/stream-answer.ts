@@ -97,6 +97,7 @@ export async function chatAnswer(
     await client.chat(
       { model: opts.model, messages: opts.messages, ...common(opts) },
       (chunk) => {
+        if (signal?.aborted) return; // lines already read when the user stopped are not shown
         latest = chunk;
         const msg = chunk.message ?? { role: "assistant", content: "" };
         const part = { content: msg.content ?? "", thinking: msg.thinking, toolCalls: msg.tool_calls };

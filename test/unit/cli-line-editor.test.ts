@@ -1,9 +1,11 @@
 // The REPL's line editor, its pure parts: keys decoded from raw terminal input (sequences split
 // across reads, pastes, CRLF), the edited line (insertion at the cursor, whole graphemes), and the
 // layout of a line that wraps.
+import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { KeyDecoder } from "../../src/cli/key-decoder.js";
 import { LineBuffer, layoutText } from "../../src/cli/line-buffer.js";
+import { LineEditor, type Terminal } from "../../src/cli/line-editor.js";
 
 describe("KeyDecoder", () => {
   it("keeps a run of text as one key and decodes controls and sequences", () => {
@@ -104,5 +106,51 @@ describe("layoutText", () => {
     expect(l.display).toBe("abc 日本");
     expect(l.end).toEqual({ row: 1, col: 4 });
     expect(l.cursor).toEqual({ row: 1, col: 2 });
+  });
+});
+
+describe("LineEditor while the model answers", () => {
+  // a terminal as Node gives it: raw mode switched by setRawMode, keys as "data" events
+  function fakeTerminal() {
+    const input = Object.assign(new PassThrough(), { isTTY: true, raw: false, setRawMode(v: boolean) { this.raw = v; return this; } });
+    const written: string[] = [];
+    const output = Object.assign(new PassThrough(), { columns: 80, write: (s: string) => (written.push(s), true) });
+    return { input, output, written, term: { input, output } as unknown as Terminal };
+  }
+
+  it("keeps the terminal raw, turns Ctrl+C into the interrupt, drops keys typed before it and keeps those after", async () => {
+    const t = fakeTerminal();
+    const editor = new LineEditor(t.term, []);
+    let interrupts = 0;
+    const stop = editor.whileAnswering(() => interrupts++);
+    expect(t.input.raw).toBe(true); // no SIGINT and no "^C" echo from the tty
+    t.input.write("typed ahead");
+    await new Promise((r) => setImmediate(r));
+    expect(interrupts).toBe(0);
+    t.input.write("\x03kept");
+    await new Promise((r) => setImmediate(r));
+    expect(interrupts).toBe(1);
+    stop();
+    expect(t.input.raw).toBe(false);
+    expect(t.written.join("")).not.toContain("typed ahead"); // nothing echoed into the answer
+    const read = editor.read({ prompt: ">>> ", placeholder: "" });
+    t.input.write("\r");
+    expect(await read).toEqual({ kind: "line", line: "kept", pasting: false });
+    editor.close();
+  });
+
+  it("gives typed-ahead text to the next read when nothing interrupted", async () => {
+    const t = fakeTerminal();
+    const editor = new LineEditor(t.term, []);
+    const stop = editor.whileAnswering(() => {
+      throw new Error("no interrupt expected");
+    });
+    t.input.write("next question");
+    await new Promise((r) => setImmediate(r));
+    stop();
+    const read = editor.read({ prompt: ">>> ", placeholder: "" });
+    t.input.write("\r");
+    expect(await read).toEqual({ kind: "line", line: "next question", pasting: false });
+    editor.close();
   });
 });

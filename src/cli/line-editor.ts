@@ -124,7 +124,10 @@ export class LineEditor {
     return () => {
       if (this.onAnswerInterrupt !== onInterrupt) return;
       this.onAnswerInterrupt = undefined;
-      if (!this.finish) this.stopReading();
+      if (this.finish) return;
+      this.stopReading();
+      // a lone Esc typed meanwhile must not become Alt+ with the next read's first key
+      this.queued.push(...this.decoder.flush());
     };
   }
 

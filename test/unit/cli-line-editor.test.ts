@@ -145,12 +145,12 @@ describe("LineEditor while the model answers", () => {
     const stop = editor.whileAnswering(() => {
       throw new Error("no interrupt expected");
     });
-    t.input.write("next question");
+    t.input.write("next question\x1b"); // and a lone Esc, which must not swallow the next key
     await new Promise((r) => setImmediate(r));
     stop();
     const read = editor.read({ prompt: ">>> ", placeholder: "" });
-    t.input.write("\r");
-    expect(await read).toEqual({ kind: "line", line: "next question", pasting: false });
+    t.input.write("b\r");
+    expect(await read).toEqual({ kind: "line", line: "next questionb", pasting: false });
     editor.close();
   });
 });

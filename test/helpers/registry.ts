@@ -96,7 +96,7 @@ export async function startRegistry(opts: { tls?: boolean } = {}): Promise<TestR
     ...(tls ? { caFile: tls.cert } : {}),
     logs: () => out,
     stop: async () => {
-      if (proc.exitCode === null) {
+      if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill("SIGTERM");
         await new Promise((r) => proc.once("exit", r));
       }

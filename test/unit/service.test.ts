@@ -541,14 +541,20 @@ while True:
   if b"BARRIER=1" in m: break`,
       sock,
     ]);
+    // watched from the start: it exits as soon as the barrier arrives, which can be before
+    // notifyReadyAsync has seen systemd-notify exit
+    const exited = new Promise((r) => listener.once("exit", r));
     let got = "";
     listener.stdout?.on("data", (d: Buffer) => (got += d.toString()));
-    while (!got.includes("ready")) await new Promise((r) => setTimeout(r, 20));
+    while (!got.includes("ready")) {
+      expect(listener.exitCode, "the listener exited before binding its socket").toBeNull();
+      await new Promise((r) => setTimeout(r, 20));
+    }
     const errors: string[] = [];
     const sent = await notifyReadyAsync({ env: { ...process.env, NOTIFY_SOCKET: sock }, status: "up", onError: (m) => void errors.push(m) });
     expect(errors).toEqual([]);
     expect(sent).toBe(true);
-    await new Promise((r) => listener.once("exit", r));
+    await exited;
     expect(got).toContain("READY=1");
   });
 });

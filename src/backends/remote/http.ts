@@ -4,6 +4,7 @@
 import { Agent, errors, request, type Dispatcher } from "undici";
 import { BodyTooLargeError, readBoundedJson, readErrorText } from "../../http/bounded-body.js";
 import { EngineError } from "../errors.js";
+import { WarmConnector } from "./warm-connector.js";
 
 /** The most a JSON answer (embeddings of a large batch, a tokenization) may take. */
 export const ANSWER_LIMIT = 64 * 1024 * 1024;
@@ -50,9 +51,11 @@ export interface UpstreamCall {
 
 export class UpstreamHttp {
   readonly agent: Agent;
+  private readonly warm = new WarmConnector();
 
   constructor(readonly timeoutMs: number) {
-    this.agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 30_000, connections: 256 });
+    this.agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 30_000, connections: 256, connect: this.warm.connect });
+    this.warm.attach(this.agent);
   }
 
   /** The response, once its status says success; anything else is an UpstreamFailure. */
@@ -78,6 +81,7 @@ export class UpstreamHttp {
   }
 
   close(): Promise<void> {
+    this.warm.close();
     return this.agent.close();
   }
 }

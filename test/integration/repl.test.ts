@@ -1,7 +1,8 @@
 // `ollamats run MODEL` in a real terminal: tmux runs the REPL against the built daemon, the test
 // types with send-keys and reads the screen with capture-pane. Covers multi-line input, /set
 // parameter, /save then /load, Ctrl+C in the middle of an answer then another question, word
-// wrap at the terminal width, a bracketed paste, /bye and Ctrl+D; and the daemon's request log.
+// wrap at the terminal width, a bracketed paste (at the prompt and while the model answers), /bye
+// and Ctrl+D; and the daemon's request log.
 import { spawnSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -186,6 +187,31 @@ describe("ollamats run in a terminal (tmux)", () => {
 
     keys(s, "C-d");
     await waitFor(s, (t) => t.includes("EXITED:0"), "the REPL to exit on Ctrl+D");
+  }, 120_000);
+
+  it("keeps what is pasted while the model answers out of the answer, for the next prompt", async () => {
+    const s = "ahead";
+    startRun(s, ["repl-model"]);
+    await idlePrompt(s, "the first prompt");
+    type(s, "/set parameter num_predict 400");
+    await idlePrompt(s, "the prompt after /set");
+    const before = lines(s).length;
+    type(s, "Tell me a long story.");
+    await waitFor(s, () => lines(s).length > before + 1, "the answer to start");
+    tmux("set-buffer", "-b", "p", "ahead one\nahead two");
+    tmux("paste-buffer", "-p", "-b", "p", "-t", s);
+    // the answer goes on undisturbed; the paste shows on the next prompt, not sent yet
+    await waitFor(s, (t) => /\n>>> ahead one\n\.\.\. ahead two\s*$/.test(t), "the paste on the next prompt");
+    const answer = lines(s).slice(before + 1, -2);
+    expect(answer.length).toBeGreaterThan(1);
+    expect(answer.join("\n")).not.toMatch(/ahead|\^\[|200~/);
+    keys(s, "Enter");
+    await idlePrompt(s, "the answer to the paste");
+    type(s, "/save ahead");
+    await waitFor(s, (t) => t.includes("Created new model 'ahead'"), "the /save confirmation");
+    expect((await show("ahead")).messages?.at(-2)).toEqual({ role: "user", content: "ahead one\nahead two" });
+    type(s, "/bye");
+    await waitFor(s, (t) => t.includes("EXITED:0"), "the REPL to exit");
   }, 120_000);
 
   // Text inserted in the middle of a line lands at the cursor however it arrives: a bracketed

@@ -28,7 +28,7 @@ export class WarmConnector {
   private readonly waiting = new Map<string, Waiting>();
   private readonly opening = new Set<string>();
   /** How each origin was last connected to, by its URL origin (what `disconnect` names). */
-  private readonly seen = new Map<string, { opts: ConnectOptions; key: string }>();
+  private readonly seen = new Map<string, ConnectOptions>();
   private closed = false;
 
   constructor(
@@ -38,9 +38,8 @@ export class WarmConnector {
 
   /** undici's `connect` option. */
   readonly connect: Connect = (opts, callback) => {
-    const key = originKey(opts);
-    this.seen.set(urlOrigin(opts), { opts, key });
-    const ready = this.take(key);
+    this.seen.set(urlOrigin(opts), opts);
+    const ready = this.take(originKey(opts));
     // undici expects the answer later, as a real connect gives it (it is inside its resume loop)
     if (ready) process.nextTick(() => callback(null, ready));
     else this.open(opts, callback);
@@ -49,12 +48,12 @@ export class WarmConnector {
   /** Watches `agent` for upstreams hanging up, to open the next connection to them then. */
   attach(agent: Pick<Agent, "on">): void {
     agent.on("disconnect", (origin) => {
-      const s = this.seen.get(typeof origin === "string" ? new URL(origin).origin : origin.origin);
-      if (s && !this.closed) this.prepare(s.opts, s.key);
+      const opts = this.seen.get(origin.origin);
+      if (opts && !this.closed) this.prepare(opts);
     });
   }
 
-  /** Connections opened ahead and not taken (tests, /metrics). */
+  /** Connections opened ahead and not taken. */
   get waitingCount(): number {
     return this.waiting.size;
   }
@@ -79,7 +78,8 @@ export class WarmConnector {
     return w.socket;
   }
 
-  private prepare(opts: ConnectOptions, key: string): void {
+  private prepare(opts: ConnectOptions): void {
+    const key = originKey(opts);
     if (this.waiting.has(key) || this.opening.has(key)) return;
     this.opening.add(key);
     this.open(opts, (err, socket) => {
@@ -102,9 +102,9 @@ export class WarmConnector {
   }
 }
 
+/** undici connects with the parts of the URL whose `origin` its `disconnect` names. */
 function urlOrigin(o: ConnectOptions): string {
-  const host = o.hostname.includes(":") && !o.hostname.startsWith("[") ? `[${o.hostname}]` : o.hostname;
-  return new URL(`${o.protocol}//${host}${o.port ? `:${o.port}` : ""}`).origin;
+  return `${o.protocol}//${o.host ?? `${o.hostname}${o.port ? `:${o.port}` : ""}`}`;
 }
 
 function originKey(o: ConnectOptions): string {

@@ -7,7 +7,8 @@
 // marks the stop itself after the last text it wrote. In cooked mode the tty would echo "^C" at
 // whatever column the cursor had, and the word wrap, moving back over a partial word, could erase
 // it. Other keys typed meanwhile wait for the next read, unechoed, as do keys that arrived with a
-// line (the rest of a paste). Between a read and an answer the terminal is cooked and stdin paused. A bracketed paste marks its lines as pasted; Enter inside it ends a line, as in Ollama.
+// line (the rest of a paste). Between a read and an answer the terminal is cooked and stdin
+// paused. A bracketed paste marks its lines as pasted; Enter inside it ends a line, as in Ollama.
 
 import { KeyDecoder, type Key } from "./key-decoder.js";
 import { LineBuffer } from "./line-buffer.js";

@@ -78,6 +78,13 @@ async function show(model: string): Promise<{ parameters?: string; messages?: { 
   return (await r.json()) as { parameters?: string; messages?: { role: string; content: string }[] };
 }
 
+/** `/save name` in the REPL, then the saved model as /api/show reads it. */
+async function save(session: string, name: string): ReturnType<typeof show> {
+  type(session, `/save ${name}`);
+  await waitFor(session, (t) => t.includes(`Created new model '${name}'`), "the /save confirmation");
+  return show(name);
+}
+
 // Needs tmux (.ci/run installs it): without it the suite fails and says so.
 describe("ollamats run in a terminal (tmux)", () => {
   if (!haveTmux) throw new Error("tmux is not installed (apt-get install -y tmux)");
@@ -114,9 +121,7 @@ describe("ollamats run in a terminal (tmux)", () => {
     expect(lines(s)).toContain('... second line"""');
 
     // /save: the session (parameters, the multi-line message as one user message, the answer)
-    type(s, "/save repl-saved");
-    await waitFor(s, (t) => t.includes("Created new model 'repl-saved'"), "the /save confirmation");
-    const saved = await show("repl-saved");
+    const saved = await save(s, "repl-saved");
     expect(saved.parameters).toMatch(/^temperature\s+0\.5$/m);
     expect(saved.messages?.[0]).toEqual({ role: "user", content: "first line\nsecond line" });
     expect(saved.messages?.[1]?.role).toBe("assistant");
@@ -171,9 +176,7 @@ describe("ollamats run in a terminal (tmux)", () => {
     expect(screen(s)).not.toMatch(/pasted one\n(?!\.\.\. pasted two)/); // nothing sent before Enter
     keys(s, "Enter");
     await idlePrompt(s, "the answer to the paste");
-    type(s, "/save pasted");
-    await waitFor(s, (t) => t.includes("Created new model 'pasted'"), "the /save confirmation");
-    expect((await show("pasted")).messages?.[0]).toEqual({ role: "user", content: "pasted one\npasted two\npasted three" });
+    expect((await save(s, "pasted")).messages?.[0]).toEqual({ role: "user", content: "pasted one\npasted two\npasted three" });
 
     // Ctrl+G: what was typed goes to the editor; its lines come back, the last one waiting for Enter
     tmux("send-keys", "-t", s, "-l", "typed");
@@ -181,9 +184,7 @@ describe("ollamats run in a terminal (tmux)", () => {
     await waitFor(s, (t) => /\n>>> typed and more\n\.\.\. from the editor\s*$/.test(t), "the editor's text on the prompt");
     keys(s, "Enter");
     await idlePrompt(s, "the answer to the edited message");
-    type(s, "/save edited");
-    await waitFor(s, (t) => t.includes("Created new model 'edited'"), "the /save confirmation");
-    expect((await show("edited")).messages?.at(-2)).toEqual({ role: "user", content: "typed and more\nfrom the editor" });
+    expect((await save(s, "edited")).messages?.at(-2)).toEqual({ role: "user", content: "typed and more\nfrom the editor" });
 
     keys(s, "C-d");
     await waitFor(s, (t) => t.includes("EXITED:0"), "the REPL to exit on Ctrl+D");
@@ -207,9 +208,7 @@ describe("ollamats run in a terminal (tmux)", () => {
     expect(answer.join("\n")).not.toMatch(/ahead|\^\[|200~/);
     keys(s, "Enter");
     await idlePrompt(s, "the answer to the paste");
-    type(s, "/save ahead");
-    await waitFor(s, (t) => t.includes("Created new model 'ahead'"), "the /save confirmation");
-    expect((await show("ahead")).messages?.at(-2)).toEqual({ role: "user", content: "ahead one\nahead two" });
+    expect((await save(s, "ahead")).messages?.at(-2)).toEqual({ role: "user", content: "ahead one\nahead two" });
     type(s, "/bye");
     await waitFor(s, (t) => t.includes("EXITED:0"), "the REPL to exit");
   }, 120_000);
@@ -258,9 +257,7 @@ describe("ollamats run in a terminal (tmux)", () => {
       for (const l of lines(s)) expect(l.length, l).toBeLessThanOrEqual(width);
       await send("the long line");
 
-      type(s, `/save edited-${width}`);
-      await waitFor(s, (t) => t.includes(`Created new model 'edited-${width}'`), "the /save confirmation");
-      const users = ((await show(`edited-${width}`)).messages ?? []).filter((m) => m.role === "user").map((m) => m.content);
+      const users = ((await save(s, `edited-${width}`)).messages ?? []).filter((m) => m.role === "user").map((m) => m.content);
       expect(users).toEqual(["short line xyzhere", "fast and typed", "日本中文語テキスト", edited]);
       type(s, "/bye");
       await waitFor(s, (t) => t.includes("EXITED:0"), "the REPL to exit");

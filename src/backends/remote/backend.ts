@@ -24,11 +24,18 @@ interface RemotePlacement extends Placement {
 export class RemoteBackend implements Backend<RemotePlacement, UpstreamAddress[]> {
   readonly name = "remote";
 
+  /** OLLAMA_REMOTES, lower-cased. */
+  private readonly allowed: ReadonlySet<string>;
+  /** remote_host values parsed (each request admits its model): one entry per value seen. */
+  private readonly parsed = new Map<string, UpstreamAddress[] | { refused: string }>();
+
   /** onUpstream: told of each request to an upstream (its answer or failure, and how long). */
   constructor(
     private readonly config: Config,
     private readonly onUpstream?: UpstreamListener,
-  ) {}
+  ) {
+    this.allowed = new Set(config.remotes.map((h) => h.toLowerCase()));
+  }
 
   handles(spec: ModelSpec): boolean {
     return spec.source.kind === "remote";
@@ -45,19 +52,26 @@ export class RemoteBackend implements Backend<RemotePlacement, UpstreamAddress[]
   }
 
   private upstreams(spec: ModelSpec): UpstreamAddress[] {
-    try {
-      return parseRemoteHosts(this.source(spec).host);
-    } catch (err) {
-      if (err instanceof RemoteHostError) throw new EngineError("remote_not_allowed", `${REMOTE_NOT_ALLOWED}: ${err.message}`);
-      throw err;
+    const host = this.source(spec).host;
+    let found = this.parsed.get(host);
+    if (!found) {
+      try {
+        found = parseRemoteHosts(host);
+      } catch (err) {
+        if (!(err instanceof RemoteHostError)) throw err;
+        found = { refused: `${REMOTE_NOT_ALLOWED}: ${err.message}` };
+      }
+      if (this.parsed.size >= 1024) this.parsed.clear(); // bounded: names come from the store
+      this.parsed.set(host, found);
     }
+    if (!Array.isArray(found)) throw new EngineError("remote_not_allowed", found.refused);
+    return found;
   }
 
   /** Every replica's host must be allowed (OLLAMA_REMOTES compares host names, as Ollama does). */
   admit(spec: ModelSpec): void {
-    const allowed = new Set(this.config.remotes.map((h) => h.toLowerCase()));
     for (const u of this.upstreams(spec)) {
-      if (!allowed.has(u.hostname.toLowerCase())) throw new EngineError("remote_not_allowed", REMOTE_NOT_ALLOWED);
+      if (!this.allowed.has(u.hostname.toLowerCase())) throw new EngineError("remote_not_allowed", REMOTE_NOT_ALLOWED);
     }
   }
 

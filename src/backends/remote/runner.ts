@@ -75,7 +75,9 @@ export class RemoteRunner implements Runner {
         res = await this.http.call(r, { method: "POST", url: c.url, body: c.body, signal });
         const value = await ready(res, r);
         this.pool.succeeded(r);
-        this.onUpstream({ upstream: r.address.base, ok: true, seconds: (performance.now() - t0) / 1000 });
+        // told after the first event is on its way to the client: metrics are not on its path
+        const seconds = (performance.now() - t0) / 1000;
+        setImmediate(() => this.onUpstream({ upstream: r.address.base, ok: true, seconds }));
         return { value, replica: r, end };
       } catch (err) {
         if (!signal.aborted) this.onUpstream({ upstream: r.address.base, ok: false, seconds: (performance.now() - t0) / 1000 });
@@ -99,7 +101,8 @@ export class RemoteRunner implements Runner {
 
   /** The answer as it arrives: the events of each upstream read in one batch. */
   async *generateBatches(job: GenerateJob, signal: AbortSignal): AsyncIterable<RunnerEvent[]> {
-    const keys = prefixKeys(job);
+    // Affinity picks between replicas: with one there is nothing to hash.
+    const keys = this.pool.replicas.length > 1 ? prefixKeys(job) : [];
     const startedAt = nowNs();
     const { value, replica, end } = await this.withFailover(
       keys,

@@ -28,10 +28,11 @@ export function hostAllowed(hostHeader: string | undefined): boolean {
   let host = hostHeader.toLowerCase();
   if (host.startsWith("[")) host = host.slice(1, host.indexOf("]"));
   else if (host.split(":").length === 2) host = host.split(":")[0] as string;
-  if (host === "" || host === "localhost" || host === os.hostname().toLowerCase()) return true;
-  if (/\.(localhost|local|internal)$/.test(host)) return true;
+  // An address first: it is what API clients send, and it needs no call into the OS (the host
+  // name is a syscall per request).
   if (net.isIP(host)) return isPrivateIp(host) || localAddresses().has(host);
-  return false;
+  if (host === "" || host === "localhost" || host === os.hostname().toLowerCase()) return true;
+  return /\.(localhost|local|internal)$/.test(host);
 }
 
 export function hostGuard(listenHost: string): MiddlewareHandler {

@@ -15,7 +15,11 @@ export interface ThreadUser {
 }
 
 /** The thread budget of each runner (undefined: leave it as it is). */
-export function threadBudgets(users: readonly ThreadUser[], cores = os.availableParallelism()): Array<number | undefined> {
+export function threadBudgets(users: readonly ThreadUser[], coresGiven?: number): Array<number | undefined> {
+  // Asking the OS for the cores is a syscall on every attach and release: only when a CPU runner
+  // takes a budget (a remote model's requests never need one).
+  if (!users.some((u) => u.cpuBound && !u.fixed)) return users.map(() => undefined);
+  const cores = coresGiven ?? os.availableParallelism();
   const sharing = users.filter((u) => u.busy && u.cpuBound && !u.fixed).length;
   const share = Math.max(1, Math.floor(cores / Math.max(1, sharing)));
   return users.map((u) => (u.fixed || !u.cpuBound ? undefined : u.busy ? share : cores));

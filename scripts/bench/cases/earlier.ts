@@ -64,9 +64,10 @@ export const remoteCase: BenchCase = {
   name: "remote",
   what: "remote models in front of llama-server vs the upstream directly; 32 streams; prefix affinity vs round robin",
   async run(ctx) {
-    const r = await benchRemote({ log: ctx.log, ...(ctx.quick ? { rounds: 2 } : {}) });
+    const r = await benchRemote({ log: ctx.log, ...(ctx.quick ? { rounds: 2, firstPairs: 6, warmup: 6 } : {}) });
     return [
-      { figure: "remote model first token − llama-server directly (ms)", daemon: r.remoteFirstMs, direct: r.directFirstMs, value: r.firstTokenOverheadMs, target: `≤ ${REMOTE_TARGETS.firstTokenMs} ms`, pass: r.firstTokenOverheadMs <= REMOTE_TARGETS.firstTokenMs },
+      { figure: `remote model first token − llama-server directly, warm (ms, median of ${r.firstPairs} pairs)`, daemon: r.remoteFirstMs, direct: r.directFirstMs, value: r.firstTokenOverheadMs, target: `≤ ${REMOTE_TARGETS.firstTokenMs} ms`, pass: r.firstTokenOverheadMs <= REMOTE_TARGETS.firstTokenMs },
+      { figure: "remote model first token − llama-server directly, first 40 pairs after start (ms)", value: r.coldFirstTokenOverheadMs },
       { figure: "remote model decode / llama-server directly (tok/s)", daemon: r.remoteDecodeTokPerS, direct: r.directDecodeTokPerS, value: r.decodeRatio, target: `≥ ${REMOTE_TARGETS.decodeRatio}`, pass: r.decodeRatio >= REMOTE_TARGETS.decodeRatio },
       { figure: "remote model: the front's CPU per streamed token (µs)", value: r.frontCpuUsPerToken },
       { figure: `${r.concurrent} concurrent remote streams: errors`, value: r.concurrentErrors, target: "0", pass: r.concurrentErrors === 0 },

@@ -57,6 +57,19 @@ describe("the warm spare runner (OLLAMA_MAX_LOADED_MODELS=1)", () => {
     expect(next).not.toBe(spare);
   }, 60_000);
 
+  it("runners ask glibc for huge pages, and a loaded model's memory gets them where the kernel offers them", async () => {
+    if (process.platform !== "linux") return;
+    expect((await generate(d, { model: "a", prompt: "" })).status).toBe(200);
+    const [runner] = await runners(d);
+    const environ = (await readFile(`/proc/${runner}/environ`, "utf8")).split("\0");
+    expect(environ).toContain("GLIBC_TUNABLES=glibc.malloc.hugetlb=1");
+    // THP mode `madvise` (or `always`): the model's buffers are backed by 2 MiB pages
+    const thp = await readFile("/sys/kernel/mm/transparent_hugepage/enabled", "utf8").catch(() => "[never]");
+    if (!/\[(madvise|always)\]/.test(thp)) return;
+    const huge = /AnonHugePages:\s+(\d+) kB/.exec(await readFile(`/proc/${runner}/smaps_rollup`, "utf8"));
+    expect(Number(huge?.[1])).toBeGreaterThanOrEqual(2048);
+  }, 60_000);
+
   it("a model switch loads into the spare; the spare never counts as a loaded model", async () => {
     const [spare] = await eventually(() => spares(d), oneSpare);
     const r = await generate(d, { model: "b", prompt: "Hello", options: { num_predict: 3 } });

@@ -22,6 +22,7 @@ import { fitEmbedInputs, inputTokenLimit, isInputLimitError } from "./embed-inpu
 import { continueOrphanedSpares, signalTree } from "./process-tree.js";
 import { readText } from "./cpu-limits.js";
 import { SPARE_ARG, type ChildMessage, type GpuProbe, type GrammarSpec, type HostMessage, type LoadOptions, type LoadPlan, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
+import { runnerEnv } from "./runner-env.js";
 
 /** What node-llama-cpp 3.21.1 can do, and why not where it cannot. */
 export const LLAMACPP_FEATURES: RunnerFeatures = {
@@ -126,7 +127,7 @@ export class RunnerProcess implements Runner {
     const entry = childEntry();
     this.child = fork(entry.path, spare ? [SPARE_ARG] : [], {
       execArgv: entry.execArgv,
-      env: { ...process.env, ...env },
+      env: runnerEnv(process.env, env),
       stdio: ["ignore", debug ? (log ? "pipe" : "inherit") : "ignore", "pipe", "ipc"],
       serialization: "json",
     });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
 import { statFields } from "../../src/backends/llamacpp/process-tree.js";
 import { childPids, createModelFromFile, createTinyPair, eventually as eventuallyWithin, sparePids, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { Scrape } from "../helpers/prometheus.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -68,6 +69,20 @@ describe("the warm spare runner (OLLAMA_MAX_LOADED_MODELS=1)", () => {
     if (!/\[(madvise|always)\]/.test(thp)) return;
     const huge = /AnonHugePages:\s+(\d+) kB/.exec(await readFile(`/proc/${runner}/smaps_rollup`, "utf8"));
     expect(Number(huge?.[1])).toBeGreaterThanOrEqual(2048);
+  }, 60_000);
+
+  it("the load's warm-up evaluation leaves nothing behind: the first prompt after a load takes no token from a cache", async () => {
+    const cached = async () => new Scrape(await (await fetch(`${d.url}/metrics`)).text()).value("ollamats_prompt_cached_tokens_total", { model: "a:latest" });
+    expect((await generate(d, { model: "a", prompt: "", keep_alive: 0 })).status).toBe(200); // unloaded (a spare takes the next load)
+    const before = await cached();
+    // raw: the prompt starts with BOS, as the warm-up's tokens did
+    const prompt = `warm-up check ${Date.now()}`;
+    const first = await generate(d, { model: "a", prompt, raw: true, options: { num_predict: 2, temperature: 0 } });
+    expect(first.status).toBe(200);
+    expect(await cached()).toBe(before);
+    // the same prompt again is taken from the slot: the counter does see cached tokens
+    expect((await generate(d, { model: "a", prompt, raw: true, options: { num_predict: 2, temperature: 0 } })).status).toBe(200);
+    expect(await cached()).toBeGreaterThan(before);
   }, 60_000);
 
   it("a model switch loads into the spare; the spare never counts as a loaded model", async () => {

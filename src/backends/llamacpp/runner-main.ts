@@ -28,6 +28,7 @@ import { StepGate } from "./step-gate.js";
 import { StepPause } from "./step-pause.js";
 import { batchPlanStrategy } from "./batch-plan.js";
 import { restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-states.js";
+import { warmUpContext } from "./context-warmup.js";
 import { PromptCache } from "./prompt-cache.js";
 import { PrefixReuse, reusable } from "./prefix-reuse.js";
 import { MIN_WINDOW_S, ProcCpuMeter, ThreadBudget } from "./thread-budget.js";
@@ -230,6 +231,7 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
     speculation = await Speculation.load(llama, opts, { contextSize, batchSize: base.batchSize ?? contextSize, threads, gpuLayers: draftGpuLayers });
     const seqs: LlamaContextSequence[] = [];
     for (let i = 0; i < opts.slots; i++) seqs.push(context.getSequence(speculation ? { tokenPredictor: speculation.predictor() } : {}));
+    if (seqs[0]) await warmUpContext(model, seqs[0]);
     slots = new SlotPool(seqs);
     allSeqs = seqs;
     fingerprint = await stateFingerprint(modelPath, opts, contextSize);

@@ -134,6 +134,16 @@ async function createRemote(d: TestDaemon, name: string, hosts: string[]): Promi
   if (r.status !== 200) throw new Error(`create ${name}: ${await r.text()}`);
 }
 
+/** Both sides of round i, one after the other; the side that went second goes first next round. */
+async function bothSides<T>(i: number, directSide: () => Promise<T>, remoteSide: () => Promise<T>): Promise<{ direct: T; remote: T }> {
+  if (i % 2 === 0) {
+    const d = await directSide();
+    return { direct: d, remote: await remoteSide() };
+  }
+  const r = await remoteSide();
+  return { direct: await directSide(), remote: r };
+}
+
 const words = (seed: number, n: number) => Array.from({ length: n }, (_, i) => `w${(seed * 7919 + i * 104729) % 9973}`).join(" ");
 
 /** 8 conversations × 4 turns, concurrently, streamed: each turn's first token as the client sees
@@ -186,25 +196,20 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
       const out: Array<{ direct: number; remote: number }> = [];
       for (let i = 0; i < n; i++) {
         const msgs = (side: string) => [{ role: "user", content: `${tag} ${side} ${i}: ${words(i + (side === "d" ? 5000 : 7000), 6)}` }];
-        const pair = { direct: 0, remote: 0 };
-        if (i % 2 === 0) {
-          pair.direct = (await direct(servers[0]!, msgs("d"), 1)).firstMs;
-          pair.remote = (await viaRemote(front, "one", msgs("r"), 1)).firstMs;
-        } else {
-          pair.remote = (await viaRemote(front, "one", msgs("r"), 1)).firstMs;
-          pair.direct = (await direct(servers[0]!, msgs("d"), 1)).firstMs;
-        }
-        out.push(pair);
+        const t = await bothSides(i, () => direct(servers[0]!, msgs("d"), 1), () => viaRemote(front, "one", msgs("r"), 1));
+        out.push({ direct: t.direct.firstMs, remote: t.remote.firstMs });
       }
       return out;
     };
     const overhead = (ps: Array<{ direct: number; remote: number }>) => median(ps.map((p) => p.remote - p.direct));
-    const cold = await pairs(opts.firstPairs ? Math.min(40, opts.firstPairs) : 40, "cold");
-    await pairs(opts.warmup ?? 300, "warm-up");
-    const warm = await pairs(opts.firstPairs ?? 200, "pair");
+    const firstPairs = opts.firstPairs ?? 200;
+    const warmup = opts.warmup ?? 300;
+    const cold = await pairs(Math.min(40, firstPairs), "cold");
+    await pairs(warmup, "warm-up");
+    const warm = await pairs(firstPairs, "pair");
     const directFirstMs = median(warm.map((p) => p.direct));
     const remoteFirstMs = median(warm.map((p) => p.remote));
-    log(`  first token ms (one-token answers, ${warm.length} pairs after ${opts.warmup ?? 300} to warm up): direct ${directFirstMs.toFixed(2)}, remote ${remoteFirstMs.toFixed(2)}, overhead ${overhead(warm).toFixed(2)}; the first ${cold.length} pairs after the front started: ${overhead(cold).toFixed(2)}`);
+    log(`  first token ms (one-token answers, ${warm.length} pairs after ${warmup} to warm up): direct ${directFirstMs.toFixed(2)}, remote ${remoteFirstMs.toFixed(2)}, overhead ${overhead(warm).toFixed(2)}; the first ${cold.length} pairs after the front started: ${overhead(cold).toFixed(2)}`);
 
     const d: Timed[] = [];
     const r: Timed[] = [];
@@ -213,20 +218,17 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
     let frontCpu = 0;
     const remote = async (msgs: unknown[]) => {
       const c0 = cpuUs(pid);
-      r.push(await viaRemote(front, "one", msgs, tokens));
+      const t = await viaRemote(front, "one", msgs, tokens);
       frontCpu += cpuUs(pid) - c0;
+      return t;
     };
     for (let i = 0; i < rounds; i++) {
       // A fresh prompt each round, and the order alternates, so neither side gets the other's cache.
       // short prompts: the engine's prompt time, and its jitter, stay small beside the overhead measured
       const msgs = (side: string) => [{ role: "user", content: `${side} round ${i}: ${words(i + (side === "d" ? 1000 : 2000), 24)}` }];
-      if (i % 2 === 0) {
-        d.push(await direct(servers[0]!, msgs("d"), tokens));
-        await remote(msgs("r"));
-      } else {
-        await remote(msgs("r"));
-        d.push(await direct(servers[0]!, msgs("d"), tokens));
-      }
+      const t = await bothSides(i, () => direct(servers[0]!, msgs("d"), tokens), () => remote(msgs("r")));
+      d.push(t.direct);
+      r.push(t.remote);
     }
     const directDecode = median(d.map((x) => x.decodeTokPerS));
     const remoteDecode = median(r.map((x) => x.decodeTokPerS));

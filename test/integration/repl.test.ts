@@ -78,6 +78,17 @@ async function show(model: string): Promise<{ parameters?: string; messages?: { 
   return (await r.json()) as { parameters?: string; messages?: { role: string; content: string }[] };
 }
 
+/** Sets num_predict, asks `question` and waits until more than `atLeast` lines follow it;
+ *  returns the line count before the question. */
+async function startAnswer(session: string, numPredict: number, question: string, atLeast: number): Promise<number> {
+  type(session, `/set parameter num_predict ${numPredict}`);
+  await idlePrompt(session, "the prompt after /set");
+  const before = lines(session).length;
+  type(session, question);
+  await waitFor(session, () => lines(session).length > before + atLeast, "the answer to start");
+  return before;
+}
+
 /** `/save name` in the REPL, then the saved model as /api/show reads it. */
 async function save(session: string, name: string): ReturnType<typeof show> {
   type(session, `/save ${name}`);
@@ -135,11 +146,7 @@ describe("ollamats run in a terminal (tmux)", () => {
     await idlePrompt(s, "the prompt after /show");
 
     // a long answer, interrupted with Ctrl+C once it has started
-    type(s, "/set parameter num_predict 100000");
-    await idlePrompt(s, "the prompt after /set");
-    const before = lines(s).length;
-    type(s, "Tell me a very long story about the sea.");
-    await waitFor(s, () => lines(s).length > before + 3, "the long answer to start");
+    const before = await startAnswer(s, 100000, "Tell me a very long story about the sea.", 3);
     keys(s, "C-c");
     const after = await idlePrompt(s, "the prompt after Ctrl+C", 15_000);
     expect(after).not.toContain("EXITED:"); // still running
@@ -194,11 +201,7 @@ describe("ollamats run in a terminal (tmux)", () => {
     const s = "ahead";
     startRun(s, ["repl-model"]);
     await idlePrompt(s, "the first prompt");
-    type(s, "/set parameter num_predict 400");
-    await idlePrompt(s, "the prompt after /set");
-    const before = lines(s).length;
-    type(s, "Tell me a long story.");
-    await waitFor(s, () => lines(s).length > before + 1, "the answer to start");
+    const before = await startAnswer(s, 400, "Tell me a long story.", 1);
     tmux("set-buffer", "-b", "p", "ahead one\nahead two");
     tmux("paste-buffer", "-p", "-b", "p", "-t", s);
     // the answer goes on undisturbed; the paste shows on the next prompt, not sent yet

@@ -13,6 +13,8 @@
 //      (1 − prompt tokens evaluated / prompt tokens sent, from its /metrics) and mean first token.
 //
 //   tsx scripts/bench-remote.ts     (BENCH_REMOTE_SHAPE=tiny|small|1b, default small)
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { makeTestModel } from "./make-test-model.js";
 import { cpuUs } from "./profile-remote.js";
@@ -134,6 +136,31 @@ async function createRemote(d: TestDaemon, name: string, hosts: string[]): Promi
   if (r.status !== 200) throw new Error(`create ${name}: ${await r.text()}`);
 }
 
+/** Pins the engine (every thread) to the first allowed core and the others to the rest, as if
+ *  the engine ran on its own machine; returns what puts this process back, or undefined where
+ *  there is one core or no taskset (util-linux). */
+function pinCores(engine: number | undefined, others: Array<number | undefined>): (() => void) | undefined {
+  const allowed = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
+  const cpus = allowed ? expandCpuList(allowed) : [];
+  if (cpus.length < 2 || engine === undefined) return undefined;
+  const pin = (pid: number | undefined, list: string) => pid !== undefined && execFileSync("taskset", ["-a", "-p", "-c", list, String(pid)], { stdio: "ignore" });
+  try {
+    pin(engine, String(cpus[0]));
+    for (const pid of others) pin(pid, cpus.slice(1).join(","));
+  } catch {
+    return undefined;
+  }
+  return () => pin(process.pid, allowed!);
+}
+
+/** "0-3,6" → [0, 1, 2, 3, 6] */
+function expandCpuList(list: string): number[] {
+  return list.split(",").flatMap((part) => {
+    const [a, b] = part.split("-").map(Number);
+    return b === undefined ? [a!] : Array.from({ length: b - a! + 1 }, (_, i) => a! + i);
+  });
+}
+
 /** Both sides of round i, one after the other; the side that went second goes first next round. */
 async function bothSides<T>(i: number, directSide: () => Promise<T>, remoteSide: () => Promise<T>): Promise<{ direct: T; remote: T }> {
   if (i % 2 === 0) {
@@ -174,9 +201,10 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
   const shape = opts.shape ?? ((process.env.BENCH_REMOTE_SHAPE as ModelShape | undefined) || "small");
   const rounds = opts.rounds ?? 24;
   const model = await makeTestModel({ shape, type: "Q4_0", seed: 1 });
-  // One core for the engine, one for the front and the client: a remote engine runs on its own
-  // machine, and sharing its two cores with the front would measure CPU contention (the front's
-  // per-token work taken from the engine), not what the front adds to a request.
+  // One core for the engine, the others for the front and the client: a remote engine runs on its
+  // own machine, and sharing its cores with the front would measure CPU contention (the front's
+  // per-token work taken from the engine), not what the front adds to a request. The engine has
+  // one thread, and the single-replica rows pin it to a core of its own (pinCores).
   const threads = 1;
   const servers: LlamaServer[] = [];
   const daemons: TestDaemon[] = [];
@@ -185,6 +213,8 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
     const front = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1" });
     daemons.push(front);
     await createRemote(front, "one", [`${servers[0]!.url}/v1`]);
+    const unpin = pinCores(servers[0]!.proc.pid, [front.proc.pid, process.pid]);
+    log(unpin ? "  the engine pinned to a core of its own; the front and this client to the others" : "  not pinned (one core, or no taskset): the engine shares its core with the front and the client");
     await viaRemote(front, "one", [{ role: "user", content: "warm up" }], 4);
     await direct(servers[0]!, [{ role: "user", content: "warm up" }], 4);
 
@@ -239,6 +269,8 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
     const results = await Promise.allSettled(Array.from({ length: concurrent }, (_, i) => viaRemote(front, "one", [{ role: "user", content: `stream ${i} ${words(i, 20)}` }], 16)));
     const concurrentErrors = results.filter((x) => x.status === "rejected").length;
     log(`  ${concurrent} concurrent streams through the remote model: ${concurrentErrors} errors`);
+    // the replicas below are started by this process and would inherit its pinning
+    unpin?.();
 
     // the pair's replicas are alike (one thread each on this machine's cores), so routing is what differs
     await servers[0]!.stop();

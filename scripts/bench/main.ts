@@ -28,7 +28,10 @@ import { rssCase } from "./cases/rss.js";
 import { metricsCase } from "./cases/metrics.js";
 import { speculativeCase } from "./cases/speculative.js";
 import type { BenchCase, CaseContext, Row } from "./registry.js";
-import { fmt } from "./support.js";
+import { fmt, waitForQuiet } from "./support.js";
+
+/** Other processes' CPU (cores) under which the machine counts as quiet before a case. */
+const QUIET_CORES = 0.15;
 
 export const CASES: BenchCase[] = [engineCase, threadsCase, busyCase, loadCase, switchCase, spareStartCase, prefixSlotsCase, rssCase, parallelCase, prefixCase, kvCase, pullCase, remoteCase, cliCase, metricsCase, speculativeCase];
 
@@ -104,8 +107,14 @@ async function main(): Promise<void> {
   const started = Date.now();
   const results: Array<{ case: string; rows: Row[]; error?: string; seconds: number }> = [];
   console.log(`bench: ${args.cases.map((c) => c.name).join(", ")}; ${args.rounds} round(s); model ${path.basename(modelPath)}; ${os.availableParallelism()} cores; load average ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}`);
+  let patient = true;
   for (const c of args.cases) {
     console.log(`\n== ${c.name}: ${c.what}`);
+    // A busy machine is a case's own choice (busy, --busy), never the leftovers of the one before;
+    // on a machine that stays busy (measuring under a user's load) only the first case waits.
+    const quiet = await waitForQuiet(QUIET_CORES, patient ? 30_000 : 0);
+    if (quiet.foreign >= QUIET_CORES) patient = false;
+    console.log(`  other processes ${fmt(quiet.foreign)} cores after ${fmt(quiet.waitedS, 0)} s${quiet.foreign >= QUIET_CORES ? " (not quiet: going on)" : ""}`);
     const t0 = Date.now();
     try {
       results.push({ case: c.name, rows: await c.run(ctx), seconds: (Date.now() - t0) / 1000 });

@@ -5,6 +5,7 @@
 import { STATUS_CODES } from "node:http";
 import { Readable } from "node:stream";
 import { checkUnchanged, openRegularFile, readChunks } from "../fs/regular-file.js";
+import { LineSplitter } from "../http/lines.js";
 import { NodeTransport, type HttpAnswer } from "./node-transport.js";
 import type {
   ChatRequest,
@@ -300,22 +301,12 @@ export class Client {
   }
 }
 
-/** Split a byte stream into non-empty text lines (NDJSON). */
+/** Split a byte stream into non-empty text lines (NDJSON); a line longer than `maxLine` without
+ *  its end is an error (LineTooLongError). */
 export async function* readLines(body: AsyncIterable<Buffer | Uint8Array | string>, maxLine = MAX_LINE_BYTES): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let pending = "";
-  for await (const chunk of body) {
-    pending += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
-    let nl: number;
-    while ((nl = pending.indexOf("\n")) >= 0) {
-      const line = pending.slice(0, nl).replace(/\r$/, "");
-      pending = pending.slice(nl + 1);
-      if (line.trim() !== "") yield line;
-    }
-    if (pending.length > maxLine) throw new Error("stream line too long");
-  }
-  pending += decoder.decode();
-  if (pending.trim() !== "") yield pending.replace(/\r$/, "");
+  const splitter = new LineSplitter(maxLine);
+  for await (const chunk of body) yield* splitter.push(chunk);
+  yield* splitter.end();
 }
 
 function errorFromBody(status: number, text: string, withStatusLine: boolean): ResponseError {

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { describe, expect, it } from "vitest";
-import { LineSplitter, LineTooLongError } from "../../src/backends/remote/lines.js";
+import { LineSplitter, LineTooLongError } from "../../src/http/lines.js";
 import { BodyTooLargeError, readBounded, readErrorText } from "../../src/http/bounded-body.js";
 
 /** A body of `n` chunks of `size` bytes that counts how many were pulled. */
@@ -54,5 +54,27 @@ describe("LineSplitter", () => {
     expect(s.end()).toEqual([]);
     // a long line that ends within one push is a line like any other, up to the limit
     expect(new LineSplitter(100).push("y".repeat(90) + "\n")).toEqual(["y".repeat(90)]);
+  });
+
+  it("a line that comes in many reads is whole once its end comes, and the rest waits for its own", () => {
+    const s = new LineSplitter();
+    const line = "data: " + "z".repeat(10_000);
+    for (let i = 0; i < line.length; i += 7) expect(s.push(line.slice(i, i + 7))).toEqual([]);
+    expect(s.push("\r\ndata: next")).toEqual([line]);
+    expect(s.push(" part\n\ndata: last")).toEqual(["data: next part"]);
+    expect(s.end()).toEqual(["data: last"]);
+  });
+
+  it("a multi-byte character split across reads is decoded whole", () => {
+    const s = new LineSplitter();
+    const bytes = Buffer.from("héllo ✓\n", "utf8");
+    const out = [...bytes].flatMap((b) => s.push(Buffer.from([b])));
+    expect(out).toEqual(["héllo ✓"]);
+  });
+
+  it("the limit holds for the part after the last newline of a read too", () => {
+    const s = new LineSplitter(100);
+    expect(() => s.push("a\n" + "x".repeat(101))).toThrow(LineTooLongError);
+    expect(s.push("b\n")).toEqual(["b"]);
   });
 });

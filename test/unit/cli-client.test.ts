@@ -260,4 +260,18 @@ describe("readLines", () => {
     for await (const l of readLines(src())) lines.push(l);
     expect(lines).toEqual(['{"a":1}', '{"b":2}', '{"c":3}']);
   });
+
+  it("a server that never ends its line is cut off at the limit", async () => {
+    let sent = 0;
+    async function* endless() {
+      for (;;) {
+        sent += 16 * 1024;
+        yield Buffer.alloc(16 * 1024, 0x78);
+      }
+    }
+    await expect(async () => {
+      for await (const _ of readLines(endless(), 4 * 1024 * 1024)) void _;
+    }).rejects.toThrow("exceeds 4194304 characters");
+    expect(sent).toBeLessThanOrEqual(4 * 1024 * 1024 + 16 * 1024);
+  });
 });

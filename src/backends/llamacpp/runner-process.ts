@@ -23,6 +23,7 @@ import { continueOrphanedSpares, signalTree } from "./process-tree.js";
 import { readText } from "./cpu-limits.js";
 import { SPARE_ARG, type ChildMessage, type GpuProbe, type GrammarSpec, type HostMessage, type LoadOptions, type LoadPlan, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
 import { runnerEnv } from "./runner-env.js";
+import { LineSplitter, LineTooLongError } from "../../http/lines.js";
 
 /** What node-llama-cpp 3.21.1 can do, and why not where it cannot. */
 export const LLAMACPP_FEATURES: RunnerFeatures = {
@@ -41,13 +42,24 @@ const CHANNEL_GONE = new Set(["EPIPE", "ECONNRESET", "ERR_IPC_CHANNEL_CLOSED"]);
 /** Where a runner's log lines go: the daemon's logger (so they share its format and request ids). */
 export type RunnerLogSink = (level: RunnerLogLevel, msg: string, fields?: Record<string, unknown>) => void;
 
+/** The longest runner log line relayed whole; a longer one (a crafted file's metadata printed by
+ *  llama.cpp) is dropped with a note, so its output costs no more memory than this. */
+const LOG_LINE_CHARS = 64 * 1024;
+/** What of one line the stderr tail (an error's last lines) keeps. */
+const TAIL_LINE_CHARS = 1000;
+
 /** Calls `line` once per complete line of a text stream. */
 function lines(line: (l: string) => void): (chunk: string) => void {
-  let rest = "";
+  const splitter = new LineSplitter(LOG_LINE_CHARS);
   return (chunk) => {
-    const parts = (rest + chunk).split("\n");
-    rest = parts.pop() ?? "";
-    for (const p of parts) if (p.trim()) line(p.trimEnd());
+    let out: string[];
+    try {
+      out = splitter.push(chunk);
+    } catch (err) {
+      if (!(err instanceof LineTooLongError)) throw err;
+      out = [`(a line of more than ${LOG_LINE_CHARS} characters, dropped)`];
+    }
+    for (const p of out) line(p.trimEnd());
   };
 }
 
@@ -145,7 +157,7 @@ export class RunnerProcess implements Runner {
         if (log) stderrLines(chunk);
         else process.stderr.write(chunk);
       }
-      for (const line of chunk.split("\n")) if (line.trim()) this.stderrTail.push(line.trim());
+      for (const line of chunk.split("\n")) if (line.trim()) this.stderrTail.push(line.trim().slice(0, TAIL_LINE_CHARS));
       this.stderrTail.splice(0, Math.max(0, this.stderrTail.length - STDERR_LINES));
     });
     this.child.on("message", (m) => this.dispatch(m as ChildMessage));

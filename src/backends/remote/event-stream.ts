@@ -5,7 +5,7 @@ import type { Dispatcher } from "undici";
 import type { RunnerEvent } from "../backend.js";
 import type { StreamReader } from "./dialect.js";
 import { EngineError } from "../errors.js";
-import { LineSplitter, LineTooLongError } from "./lines.js";
+import { LineSplitter, LineTooLongError } from "../../http/lines.js";
 
 /** Bytes read past the final event, at most, to hand the connection back for reuse. */
 const TAIL_LIMIT = 64 * 1024;

@@ -96,6 +96,22 @@ describe("ToolCallParser on realistic outputs", () => {
     ]);
     expect(parsePythonCalls("[unknown(x=1)]", new Set(["get_weather"]))).toBeNull();
   });
+  it("a long call whose arguments hold braces, brackets, quotes and escapes comes out whole at every split", () => {
+    const code = Array.from({ length: 300 }, (_, i) => `function f${i}() { return "}{\\"" + [${i}] + '}'; }\n`).join("");
+    const text = `<tool_call>\n${JSON.stringify({ name: "get_weather", arguments: { city: code } })}\n</tool_call>`;
+    for (const size of [1, 3, 64, text.length]) {
+      const r = parse("<tool_call>", text, size);
+      expect(fns(r.calls)).toEqual([{ index: 0, name: "get_weather", arguments: { city: code } }]);
+      expect(r.chunksWithCalls).toEqual([Math.floor((text.lastIndexOf("}") ) / size)]);
+      expect(r.content).toBe("");
+    }
+    const list = `[get_weather(city="a ] b ) c \\" d"), get_time()]`;
+    const p = parse("{", list, 1);
+    expect(fns(p.calls)).toEqual([
+      { index: 0, name: "get_weather", arguments: { city: 'a ] b ) c " d' } },
+      { index: 1, name: "get_time", arguments: {} },
+    ]);
+  });
   it("a JSON list of calls", () => {
     const r = parse("{", '[{"name": "get_weather", "arguments": {"city": "Lima"}}, {"name": "get_time", "arguments": {}}]', 4);
     expect(fns(r.calls).map((f) => f.name)).toEqual(["get_weather", "get_time"]);

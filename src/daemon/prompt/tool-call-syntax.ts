@@ -6,12 +6,26 @@ import { parseJson } from "../bounded-json.js";
 
 // ---------- JSON scanning ----------
 
-/** Index of the `}` closing the object that starts at `start` (string/escape aware), or -1. */
-export function matchingBrace(s: string, start: number, open = "{", close = "}", quotes = '"'): number {
-  let depth = 0;
-  let quote = "";
-  let escaped = false;
-  for (let i = start; i < s.length; i++) {
+/** Where a scan for a closing brace stopped: resumed when more text comes, so text streamed one
+ *  token at a time is scanned once, not once per token (a long call's arguments, such as a file
+ *  written through a tool, took time in the square of their length). */
+export interface BraceScan {
+  /** The next index to look at. */
+  at: number;
+  depth: number;
+  quote: string;
+  escaped: boolean;
+}
+
+export const braceScan = (start: number): BraceScan => ({ at: start, depth: 0, quote: "", escaped: false });
+
+/** Goes on with `scan` over `s`: the index of the brace that closes the one it started at, or -1
+ *  with `scan` left at the end of `s`. */
+export function resumeBrace(s: string, scan: BraceScan, open = "{", close = "}", quotes = '"'): number {
+  let { depth, quote, escaped } = scan;
+  let i = scan.at;
+  let found = -1;
+  for (; i < s.length; i++) {
     const c = s[i]!;
     if (quote) {
       if (escaped) escaped = false;
@@ -23,10 +37,19 @@ export function matchingBrace(s: string, start: number, open = "{", close = "}",
     else if (c === open) depth++;
     else if (c === close) {
       depth--;
-      if (depth === 0) return i;
+      if (depth === 0) {
+        found = i;
+        break;
+      }
     }
   }
-  return -1;
+  Object.assign(scan, { at: i, depth, quote, escaped });
+  return found;
+}
+
+/** Index of the `}` closing the object that starts at `start` (string/escape aware), or -1. */
+export function matchingBrace(s: string, start: number, open = "{", close = "}", quotes = '"'): number {
+  return resumeBrace(s, braceScan(start), open, close, quotes);
 }
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };

@@ -7,7 +7,7 @@ import type { ToolCall } from "../../api/types.js";
 import { parseJson } from "../bounded-json.js";
 import type { BranchNode, ListNode, Node } from "../../template/parser.js";
 import type { PromptTemplate } from "./render.js";
-import { callsInJson, matchingBrace, parsePythonCalls, type Json } from "./tool-call-syntax.js";
+import { braceScan, callsInJson, parsePythonCalls, resumeBrace, type BraceScan, type Json } from "./tool-call-syntax.js";
 
 // JSON/python call syntax and request validation live in their own modules; re-exported here so
 // that existing imports of tools.js keep working.
@@ -138,6 +138,11 @@ export class ToolCallParser {
   /** Raw text consumed since the call section began (given back if no call is ever found). */
   private raw = "";
   private n = 0;
+  /** The scan of an unclosed call or list at the start of `buf`, resumed as text comes. */
+  private open: BraceScan | undefined;
+  /** Text added while a call is open, joined to `buf` once it closes: appending to `buf` and
+   *  reading it again made V8 copy the whole string on every token. */
+  private pieces: string[] = [];
   private readonly braceTag: boolean;
   private readonly match: string;
   private readonly names: ReadonlySet<string>;
@@ -162,7 +167,15 @@ export class ToolCallParser {
       out.content = text;
       return out;
     }
-    this.buf += text;
+    if (this.open) {
+      const before = { ...this.open };
+      this.pieces.push(text);
+      if (resumeBrace(text, Object.assign(this.open, { at: 0 }), ...this.delimiters()) === -1) return out;
+      // Closed in this piece: scan() goes over it again, from where the scan stood before it.
+      this.buf += this.pieces.join("");
+      this.pieces = [];
+      this.open = { ...before, at: this.buf.length - text.length };
+    } else this.buf += text;
     if (this.mode === "looking") {
       if (!this.look(out)) return out;
     }
@@ -178,6 +191,9 @@ export class ToolCallParser {
       this.mode = "done";
       return out;
     }
+    this.buf += this.pieces.join("");
+    this.pieces = [];
+    this.open = undefined; // scanned again whole, once
     this.scan(out, true);
     if (this.n === 0) out.content += this.raw + this.buf;
     this.raw = "";
@@ -248,6 +264,11 @@ export class ToolCallParser {
     return after[0] === "(" && this.names.has(name) ? "python" : "no";
   }
 
+  /** What the open scan counts: a python-style list's brackets or a JSON object's braces. */
+  private delimiters(): [string, string, string] {
+    return this.mode === "python" ? ["[", "]", "\"'"] : ["{", "}", '"'];
+  }
+
   private emit(out: ToolStep, calls: Array<{ name: string; arguments: Record<string, unknown> }>): void {
     for (const c of calls) {
       out.calls.push({ id: toolCallId(), function: { index: this.n++, name: c.name, arguments: c.arguments } });
@@ -256,8 +277,10 @@ export class ToolCallParser {
 
   private scan(out: ToolStep, final: boolean): void {
     if (this.mode === "python") {
-      const end = matchingBrace(this.buf, 0, "[", "]", "\"'");
+      this.open ??= braceScan(0);
+      const end = resumeBrace(this.buf, this.open, ...this.delimiters());
       if (end === -1 && !final) return;
+      this.open = undefined;
       const text = end === -1 ? this.buf : this.buf.slice(0, end + 1);
       const calls = parsePythonCalls(text, this.names);
       if (!calls) {
@@ -275,19 +298,22 @@ export class ToolCallParser {
     }
     if (this.mode !== "json") return;
     for (;;) {
-      const start = this.buf.indexOf("{");
+      const start = this.open ? 0 : this.buf.indexOf("{");
       if (start === -1) {
         // Text between calls (closing tags, commas, brackets) is not content.
         this.raw += this.buf;
         this.buf = "";
         return;
       }
-      const end = matchingBrace(this.buf, start);
+      const scan = (this.open ??= braceScan(start));
+      const end = resumeBrace(this.buf, scan);
       if (end === -1) {
         this.raw += this.buf.slice(0, start);
         this.buf = this.buf.slice(start);
+        scan.at -= start;
         return;
       }
+      this.open = undefined;
       const text = this.buf.slice(start, end + 1);
       let calls: Array<{ name: string; arguments: Record<string, unknown> }> = [];
       try {

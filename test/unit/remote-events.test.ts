@@ -77,6 +77,26 @@ describe("one upstream answer as batches", () => {
   });
 });
 
+describe("an upstream's tool calls", () => {
+  const toolDelta = (args: string, index = 0) => sse({ choices: [{ index: 0, delta: { tool_calls: [{ index, ...(args === "" ? { id: `c${index}`, function: { name: "f", arguments: "" } } : { function: { arguments: args } }) }] }, finish_reason: null }] });
+  const finish = sse({ choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] });
+
+  it("arguments in pieces come out as one call at the end", async () => {
+    const got = (await batches(new UpstreamEvents(body([toolDelta(""), toolDelta('{"a":'), toolDelta('"x}"}'), finish, "data: [DONE]\n\n"]), openai.reader(process.hrtime.bigint())))).flat();
+    expect(got.find((e) => e.type === "tool_calls")).toEqual({ type: "tool_calls", calls: [{ id: "c0", function: { index: 0, name: "f", arguments: { a: "x}" } } }] });
+  });
+
+  it("arguments streamed without end are cut off with an error, not gathered until memory ends", async () => {
+    const piece = toolDelta("x".repeat(1 << 20));
+    async function* endless() {
+      yield Buffer.from(toolDelta(""));
+      for (let i = 0; i < 64; i++) yield Buffer.from(piece);
+    }
+    const events = new UpstreamEvents(Readable.from(endless()) as unknown as Dispatcher.ResponseData["body"], openai.reader(process.hrtime.bigint()));
+    await expect(batches(events)).rejects.toMatchObject({ code: "upstream_down", message: expect.stringContaining("tool calls of more than") });
+  });
+});
+
 describe("the upstream connection", () => {
   let server: http.Server;
   let url: string;

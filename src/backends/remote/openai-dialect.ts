@@ -8,6 +8,7 @@ import { isPromptJob, type EmbedOptions, type EmbedResult, type GenerateJob, typ
 import type { ToolCall } from "../../api/types.js";
 import { EngineError } from "../errors.js";
 import { badAnswer, isObj, nowNs, num, parseLine, type Dialect, type HttpCall, type Json, type StreamReader } from "./dialect.js";
+import { MAX_LINE_CHARS } from "../../http/lines.js";
 
 /** Tool-call ids a conversation lacks are made up in order, so results can name their call. */
 function openaiMessages(messages: JobMessage[]): Json[] {
@@ -61,9 +62,15 @@ function samplingFields(options: Record<string, unknown>): Json {
   return out;
 }
 
+/** What one answer's tool calls may hold in all (names and arguments), and how many calls: an
+ *  upstream that streams arguments without end is cut off there, not followed until memory ends. */
+const MAX_TOOL_CALL_CHARS = MAX_LINE_CHARS;
+const MAX_TOOL_CALLS = 1024;
+
 /** A `tool_calls` delta list folded into calls by index (ids and names come first, arguments in pieces). */
 class ToolCallAssembler {
   private readonly calls = new Map<number, { id?: string; name: string; args: string }>();
+  private chars = 0;
   add(deltas: unknown[]): void {
     for (const d of deltas) {
       if (!isObj(d)) continue;
@@ -71,10 +78,14 @@ class ToolCallAssembler {
       const c = this.calls.get(index) ?? { name: "", args: "" };
       if (typeof d.id === "string") c.id = d.id;
       const fn = isObj(d.function) ? d.function : {};
+      const before = c.name.length + c.args.length;
       if (typeof fn.name === "string") c.name += fn.name;
       if (typeof fn.arguments === "string") c.args += fn.arguments;
       else if (isObj(fn.arguments)) c.args = JSON.stringify(fn.arguments);
+      this.chars += c.name.length + c.args.length - before;
       this.calls.set(index, c);
+      if (this.chars > MAX_TOOL_CALL_CHARS) throw badAnswer(`tool calls of more than ${MAX_TOOL_CALL_CHARS} characters`);
+      if (this.calls.size > MAX_TOOL_CALLS) throw badAnswer(`more than ${MAX_TOOL_CALLS} tool calls in one answer`);
     }
   }
   take(): ToolCall[] {
@@ -89,6 +100,7 @@ class ToolCallAssembler {
       return { ...(c.id ? { id: c.id } : {}), function: { index: i, name: c.name, arguments: args } };
     });
     this.calls.clear();
+    this.chars = 0;
     return out;
   }
   get size(): number {

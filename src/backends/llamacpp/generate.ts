@@ -14,6 +14,7 @@ import { tokenLogprob } from "./logprobs.js";
 import type { StepGate } from "./step-gate.js";
 import { dropProposals, GatedPredictor, predictionCounts } from "./speculative.js";
 import { tokenizeText } from "./tokenize-text.js";
+import { TrailingWhitespace } from "./trailing-whitespace.js";
 
 const DEFAULT_NUM_KEEP = 4; // Ollama's default num_keep
 
@@ -74,17 +75,6 @@ export function fitPrompt(
 
 function hrNow(): bigint {
   return process.hrtime.bigint();
-}
-
-/** Grammar outputs end with whitespace the grammar allows but nobody wants: it is dropped. */
-class TrailingWhitespace {
-  private held = "";
-  push(text: string): string {
-    const all = this.held + text;
-    const trimmed = all.replace(/\s+$/u, "");
-    this.held = all.slice(trimmed.length);
-    return trimmed;
-  }
 }
 
 export async function runGeneration(

@@ -217,12 +217,13 @@ export async function cpuMs(pid: number, which: "main" | "all"): Promise<number>
 
 /** Waits until other processes use less than `threshold` cores over one second (or `maxMs` has
  *  passed); returns how long it waited. The processes in `pids` are ours and not counted. */
-export async function waitForQuiet(pids: Array<number | "self">, maxMs: number, threshold = 0.15): Promise<number> {
+export async function waitForQuiet(pids: Array<number | "self">, maxMs: number, threshold = 0.15): Promise<{ waitedMs: number; foreign: number }> {
   const start = Date.now();
   for (;;) {
     const a = await cpuSnapshot(pids);
     await new Promise((r) => setTimeout(r, 1000));
     const b = await cpuSnapshot(pids);
-    if (foreignCores(a, b) < threshold || Date.now() - start >= maxMs) return Date.now() - start;
+    const foreign = foreignCores(a, b);
+    if (foreign < threshold || Date.now() - start >= maxMs) return { waitedMs: Date.now() - start, foreign };
   }
 }

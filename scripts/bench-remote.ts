@@ -17,6 +17,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { makeTestModel } from "./make-test-model.js";
+import { parseCpuList } from "../src/backends/llamacpp/cpu-limits.js";
 import { cpuUs } from "./profile-remote.js";
 import { startDaemon, type TestDaemon } from "../test/helpers/daemon.js";
 import { llamaMetric, startLlamaServer, type LlamaServer } from "../test/helpers/llama-server.js";
@@ -141,7 +142,7 @@ async function createRemote(d: TestDaemon, name: string, hosts: string[]): Promi
  *  there is one core or no taskset (util-linux). */
 function pinCores(engine: number | undefined, others: Array<number | undefined>): (() => void) | undefined {
   const allowed = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
-  const cpus = allowed ? expandCpuList(allowed) : [];
+  const cpus = (allowed && parseCpuList(allowed)) || [];
   if (cpus.length < 2 || engine === undefined) return undefined;
   const pin = (pid: number | undefined, list: string) => pid !== undefined && execFileSync("taskset", ["-a", "-p", "-c", list, String(pid)], { stdio: "ignore" });
   try {
@@ -151,14 +152,6 @@ function pinCores(engine: number | undefined, others: Array<number | undefined>)
     return undefined;
   }
   return () => pin(process.pid, allowed!);
-}
-
-/** "0-3,6" → [0, 1, 2, 3, 6] */
-function expandCpuList(list: string): number[] {
-  return list.split(",").flatMap((part) => {
-    const [a, b] = part.split("-").map(Number);
-    return b === undefined ? [a!] : Array.from({ length: b - a! + 1 }, (_, i) => a! + i);
-  });
 }
 
 /** Both sides of round i, one after the other; the side that went second goes first next round. */

@@ -28,7 +28,8 @@ import { rssCase } from "./cases/rss.js";
 import { metricsCase } from "./cases/metrics.js";
 import { speculativeCase } from "./cases/speculative.js";
 import type { BenchCase, CaseContext, Row } from "./registry.js";
-import { fmt, waitForQuiet } from "./support.js";
+import { waitForQuiet } from "../bench-plan.js";
+import { fmt } from "./support.js";
 
 /** Other processes' CPU (cores) under which the machine counts as quiet before a case. */
 const QUIET_CORES = 0.15;
@@ -112,9 +113,9 @@ async function main(): Promise<void> {
     console.log(`\n== ${c.name}: ${c.what}`);
     // A busy machine is a case's own choice (busy, --busy), never the leftovers of the one before;
     // on a machine that stays busy (measuring under a user's load) only the first case waits.
-    const quiet = await waitForQuiet(QUIET_CORES, patient ? 30_000 : 0);
+    const quiet = await waitForQuiet(["self"], patient ? 30_000 : 0, QUIET_CORES);
     if (quiet.foreign >= QUIET_CORES) patient = false;
-    console.log(`  other processes ${fmt(quiet.foreign)} cores after ${fmt(quiet.waitedS, 0)} s${quiet.foreign >= QUIET_CORES ? " (not quiet: going on)" : ""}`);
+    console.log(`  other processes ${fmt(quiet.foreign)} cores after ${fmt(quiet.waitedMs / 1000, 0)} s${quiet.foreign >= QUIET_CORES ? " (not quiet: going on)" : ""}`);
     const t0 = Date.now();
     try {
       results.push({ case: c.name, rows: await c.run(ctx), seconds: (Date.now() - t0) / 1000 });

@@ -109,20 +109,6 @@ export class ForeignLoad {
   }
 }
 
-/** Waits (at most `maxMs`) until processes other than this one use under `cores` over one second,
- *  so a case does not start amid the work before it (`npm run bench` builds first, a case's
- *  daemon is still exiting); resolves with the seconds waited and the last window's figure. */
-export async function waitForQuiet(cores: number, maxMs: number): Promise<{ waitedS: number; foreign: number }> {
-  const t0 = Date.now();
-  const load = new ForeignLoad(async () => []);
-  for (;;) {
-    await load.begin();
-    await sleep(1000);
-    const foreign = await load.end();
-    if (!(foreign >= cores) || Date.now() - t0 >= maxMs) return { waitedS: (Date.now() - t0) / 1000, foreign };
-  }
-}
-
 /** `n` processes that each keep one core busy until stopped (the "busy machine"). */
 export class BusyProcesses {
   private readonly procs: ChildProcess[];

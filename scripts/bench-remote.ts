@@ -8,13 +8,15 @@
 //      stream, too short for a rate), and the front's own CPU per streamed token (from /proc:
 //      what the proxy costs, whatever else the machine runs); then 32 concurrent streams through
 //      the remote model (no error);
-//   2. two replicas, 8 multi-turn conversations (4 turns, run concurrently) through a front with
-//      prefix affinity and through one with round robin: llama-server's prompt-cache hit rate
+//   2. two replicas (each pinned to a core of its own), 8 multi-turn conversations (4 turns, run
+//      concurrently) through a front with prefix affinity and through one with round robin, after
+//      one set to warm both replicas, in A B B A order: llama-server's prompt-cache hit rate
 //      (1 − prompt tokens evaluated / prompt tokens sent, from its /metrics) and mean first token.
 //
 //   tsx scripts/bench-remote.ts     (BENCH_REMOTE_SHAPE=tiny|small|1b, default small)
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import { makeTestModel } from "./make-test-model.js";
 import { parseCpuList } from "../src/backends/llamacpp/cpu-limits.js";
@@ -42,8 +44,9 @@ export interface RemoteBench {
   frontCpuUsPerToken: number;
   concurrent: number;
   concurrentErrors: number;
-  affinity: { hitRate: number; meanFirstMs: number };
-  roundRobin: { hitRate: number; meanFirstMs: number };
+  /** Each the mean of two sets of conversations (A B B A order). */
+  affinity: Conversations;
+  roundRobin: Conversations;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -137,21 +140,50 @@ async function createRemote(d: TestDaemon, name: string, hosts: string[]): Promi
   if (r.status !== 200) throw new Error(`create ${name}: ${await r.text()}`);
 }
 
+/** The cores this process may run on, as the kernel lists them and as numbers. */
+function allowedCpus(): { list: string; cpus: number[] } {
+  const list = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? "";
+  return { list, cpus: (list && parseCpuList(list)) || [] };
+}
+
+/** Pins a process and every thread of it to the cores listed (util-linux's taskset). */
+const taskset = (pid: number, list: string) => execFileSync("taskset", ["-a", "-p", "-c", list, String(pid)], { stdio: "ignore" });
+
 /** Pins the engine (every thread) to the first allowed core and the others to the rest, as if
  *  the engine ran on its own machine; returns what puts this process back, or undefined where
- *  there is one core or no taskset (util-linux). */
+ *  there is one core or no taskset. */
 function pinCores(engine: number | undefined, others: Array<number | undefined>): (() => void) | undefined {
-  const allowed = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
-  const cpus = (allowed && parseCpuList(allowed)) || [];
+  const { list, cpus } = allowedCpus();
   if (cpus.length < 2 || engine === undefined) return undefined;
-  const pin = (pid: number | undefined, list: string) => pid !== undefined && execFileSync("taskset", ["-a", "-p", "-c", list, String(pid)], { stdio: "ignore" });
   try {
-    pin(engine, String(cpus[0]));
-    for (const pid of others) pin(pid, cpus.slice(1).join(","));
+    taskset(engine, String(cpus[0]));
+    for (const pid of others) if (pid !== undefined) taskset(pid, cpus.slice(1).join(","));
   } catch {
     return undefined;
   }
-  return () => pin(process.pid, allowed!);
+  return () => taskset(process.pid, list);
+}
+
+/** Pins each engine (every thread) to a core of its own, in the order allowed; returns what lets
+ *  them run on every allowed core again, or undefined where there are fewer cores than engines
+ *  or no taskset. */
+function pinEach(pids: Array<number | undefined>): (() => void) | undefined {
+  const { list, cpus } = allowedCpus();
+  if (cpus.length < pids.length || pids.some((p) => p === undefined)) return undefined;
+  try {
+    pids.forEach((pid, i) => taskset(pid as number, String(cpus[i])));
+  } catch {
+    return undefined;
+  }
+  return () => {
+    for (const pid of pids) {
+      try {
+        taskset(pid as number, list);
+      } catch {
+        // it has ended
+      }
+    }
+  };
 }
 
 /** Both sides of round i, one after the other; the side that went second goes first next round. */
@@ -167,15 +199,26 @@ async function bothSides<T>(i: number, directSide: () => Promise<T>, remoteSide:
 const words = (seed: number, n: number) => Array.from({ length: n }, (_, i) => `w${(seed * 7919 + i * 104729) % 9973}`).join(" ");
 
 /** 8 conversations × 4 turns, concurrently, streamed: each turn's first token as the client sees
- *  it (queueing, routing and prompt evaluation together), and the replicas' prompt-cache hits. */
-async function conversations(d: TestDaemon, model: string, servers: LlamaServer[], tag: string): Promise<{ hitRate: number; meanFirstMs: number }> {
+ *  it (queueing, routing and prompt evaluation together), and the replicas' prompt-cache hits.
+ *  Users do not type in lockstep: each conversation starts 120 ms after the one before and its
+ *  user thinks 100–300 ms (fixed per conversation and turn, the same for every side) before the
+ *  next turn. Started all at once with no pause, the conversations of one replica stayed in step
+ *  turn after turn and each turn waited for the batch of all four, whatever the cache held. */
+interface Conversations {
+  hitRate: number;
+  meanFirstMs: number;
+}
+
+async function conversations(d: TestDaemon, model: string, servers: LlamaServer[], tag: string): Promise<Conversations> {
   const before = await Promise.all(servers.map((s) => llamaMetric(s.url, "prompt_tokens_total")));
   const firsts: number[] = [];
   let sent = 0;
   await Promise.all(
     Array.from({ length: 8 }, async (_, c) => {
       const messages: Array<{ role: string; content: string }> = [{ role: "system", content: `${tag} conversation ${c}. ${words(c, 300)}` }];
+      await sleep(c * 120);
       for (let turn = 0; turn < 4; turn++) {
+        if (turn > 0) await sleep(100 + ((c * 37 + turn * 53) % 201));
         messages.push({ role: "user", content: `${words(c * 10 + turn, 40)}?` });
         const t = await viaRemote(d, model, messages, 16);
         firsts.push(t.firstMs);
@@ -265,19 +308,34 @@ export async function benchRemote(opts: { log: (s: string) => void; rounds?: num
     // the replicas below are started by this process and would inherit its pinning
     unpin?.();
 
-    // the pair's replicas are alike (one thread each on this machine's cores), so routing is what differs
+    // the pair's replicas are alike (one thread each, each pinned to a core of its own where there
+    // are two), so routing is what differs
     await servers[0]!.stop();
     servers.length = 0;
     for (let i = 0; i < 2; i++) servers.push(await startLlamaServer(model, { alias: "m", slots: 4, ctx: 4096, threads: 1 }));
+    const unpinPair = pinEach(servers.map((s) => s.proc.pid));
+    log(unpinPair ? "  each replica pinned to a core of its own" : "  replicas not pinned (one core, or no taskset)");
     const hosts = servers.map((s) => `${s.url}/v1`);
     const aff = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1", OLLAMATS_REMOTE_ROUTING: "affinity" });
     daemons.push(aff);
     await createRemote(aff, "pair", hosts);
-    const affinity = await conversations(aff, "pair", servers, "affinity");
     const rr = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1", OLLAMATS_REMOTE_ROUTING: "round-robin" });
     daemons.push(rr);
     await createRemote(rr, "pair", hosts);
-    const roundRobin = await conversations(rr, "pair", servers, "round-robin");
+    // Both replicas warm before either side is measured (the first side measured on cold
+    // replicas paid their first-touch costs), then the sides in A B B A order, each with
+    // conversations of its own (a distinct start, so no side reuses another's cache).
+    await conversations(aff, "pair", servers, "warm-up");
+    const a1 = await conversations(aff, "pair", servers, "affinity 1");
+    const r1 = await conversations(rr, "pair", servers, "round-robin 1");
+    const r2 = await conversations(rr, "pair", servers, "round-robin 2");
+    const a2 = await conversations(aff, "pair", servers, "affinity 2");
+    const both = (x: Conversations, y: Conversations): Conversations => ({ hitRate: (x.hitRate + y.hitRate) / 2, meanFirstMs: (x.meanFirstMs + y.meanFirstMs) / 2 });
+    const each = (x: Conversations) => `${(x.hitRate * 100).toFixed(1)} % / ${x.meanFirstMs.toFixed(0)} ms`;
+    log(`  in order: affinity ${each(a1)}, round robin ${each(r1)}, round robin ${each(r2)}, affinity ${each(a2)}`);
+    const affinity = both(a1, a2);
+    const roundRobin = both(r1, r2);
+    unpinPair?.();
     log(`  8 conversations × 4 turns on 2 replicas: affinity hit rate ${(affinity.hitRate * 100).toFixed(1)} %, mean first token ${affinity.meanFirstMs.toFixed(1)} ms; round robin ${(roundRobin.hitRate * 100).toFixed(1)} %, ${roundRobin.meanFirstMs.toFixed(1)} ms`);
     return {
       shape,

@@ -22,8 +22,11 @@ export interface FakeScript {
 /** burst: the whole streamed answer in one write (so it reaches the front in one read).
  *  endless: a 200 whose body never ends (an SSE line or a JSON document that goes on);
  *  endless-error: a 500 whose body never ends. Both stop at ENDLESS_CAP bytes or when the client
- *  closes the connection, and count what they sent in `endlessSent`. */
-export type FakeMode = "normal" | "hang" | "die-mid-stream" | "slow" | "burst" | "endless" | "endless-error";
+ *  closes the connection, and count what they sent in `endlessSent`.
+ *  hang-up: the connection closed under each request, unanswered (counted in `hungUp`);
+ *  hang-up-once: that once, then normal (llama-server closing a kept-alive connection as a
+ *  request goes out on it). */
+export type FakeMode = "normal" | "hang" | "hang-up-once" | "hang-up" | "die-mid-stream" | "slow" | "burst" | "endless" | "endless-error";
 
 /** What an endless answer sends at most: far past every limit of the daemon, still bounded. */
 export const ENDLESS_CAP = 1024 * 1024 * 1024;
@@ -37,6 +40,8 @@ export interface VllmFake {
   mode: FakeMode;
   /** Requests whose connection the client closed before the answer ended. */
   closedEarly: number;
+  /** Requests whose connection the fake closed without answering (hang-up modes). */
+  hungUp: number;
   /** Bytes the last endless answer sent before the client closed the connection (or the cap). */
   endlessSent: number;
   stop(): Promise<void>;
@@ -53,6 +58,7 @@ export async function startVllmFake(opts: { model: string; apiKey?: string; port
     script: { content: ["Hello", " from", " vLLM"], finish: "stop", usage: { prompt_tokens: 7, completion_tokens: 3 } },
     mode: "normal",
     closedEarly: 0,
+    hungUp: 0,
     endlessSent: 0,
   };
   /** Writes `head`, then one byte after another without end (with back-pressure), until the
@@ -101,6 +107,11 @@ export async function startVllmFake(opts: { model: string; apiKey?: string; port
         return error(res, 404, "NotFoundError", `The model \`${String(body.model)}\` does not exist.`);
       }
       if (state.mode === "hang") return; // never answers
+      if (state.mode === "hang-up" || state.mode === "hang-up-once") {
+        if (state.mode === "hang-up-once") state.mode = "normal";
+        state.hungUp++;
+        return void req.socket.destroy();
+      }
       if (state.mode === "endless-error") return endless(res, 500, "application/json", '{"object":"error","message":"');
       if (state.mode === "endless") {
         const streamed = path.endsWith("completions") && body.stream === true;

@@ -252,6 +252,36 @@ describe("faults", () => {
     expect(Date.now() - t0).toBeLessThan(20_000); // 2 s of silence; generous for a loaded machine
   });
 
+  it("an upstream that hangs up as a request goes out: sent once more on a new connection; one that always does: a 502 after two tries", async () => {
+    fake.script = { content: ["again", " fine"], finish: "stop", usage: { prompt_tokens: 2, completion_tokens: 2 } };
+    for (const stream of [true, false]) {
+      const before = { hungUp: fake.hungUp, requests: fake.requests.length };
+      fake.mode = "hang-up-once";
+      const r = await post("/api/chat", { model: "qwen", messages: [{ role: "user", content: `once ${stream}` }], stream });
+      expect(r.status, await r.clone().text()).toBe(200);
+      const lines = (await r.text()).trim().split("\n").map((l) => JSON.parse(l) as { message?: { content: string }; done?: boolean });
+      expect(lines.map((l) => l.message?.content ?? "").join("")).toBe("again fine");
+      expect(lines.at(-1)?.done).toBe(true);
+      expect(fake.hungUp).toBe(before.hungUp + 1);
+      // the same request twice: the one hung up on, and the one answered
+      const sent = fake.requests.slice(before.requests);
+      expect(sent).toHaveLength(2);
+      expect(sent[1]?.body).toEqual(sent[0]?.body);
+    }
+    fake.mode = "hang-up";
+    try {
+      const before = fake.hungUp;
+      const r = await post("/api/chat", { model: "qwen", messages: [{ role: "user", content: "always" }], stream: false });
+      expect(r.status).toBe(502);
+      expect(((await r.json()) as { error: string }).error).toMatch(/is unreachable \((UND_ERR_SOCKET|ECONNRESET)\)/);
+      expect(fake.hungUp).toBe(before + 2);
+    } finally {
+      fake.mode = "normal";
+    }
+    await new Promise((res) => setTimeout(res, 500)); // a health check finds the upstream well again
+    expect((await ollama.chat({ model: "qwen", messages: [{ role: "user", content: "after" }], stream: false })).done).toBe(true);
+  });
+
   it("a client that leaves aborts the upstream request at once", async () => {
     fake.script = { content: Array.from({ length: 40 }, (_, i) => `w${i} `), finish: "stop", usage: { prompt_tokens: 1, completion_tokens: 40 } };
     fake.mode = "slow";

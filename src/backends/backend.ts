@@ -17,6 +17,14 @@ export interface DeviceInfo {
   swapFreeBytes?: number;
 }
 
+/** A directory the daemon owns (mode 0700, removed when it stops) where a backend may keep what
+ *  outlives a runner, such as a local engine's slot KV states across unloads. */
+export interface StateStore {
+  dir: string;
+  /** The most bytes of state files one runner writes when it is unloaded. */
+  budgetBytes: number;
+}
+
 /** The runner options of a request (Ollama's runner options: a change means a reload). */
 export interface RunnerOptions {
   numCtx: number;

@@ -3,7 +3,7 @@
 import type { Config } from "../config.js";
 import type { Backend } from "./backend.js";
 import { LlamaCppBackend } from "./llamacpp/backend.js";
-import type { StateStore } from "./llamacpp/protocol.js";
+import type { StateStore } from "./backend.js";
 import type { RunnerLogSink } from "./llamacpp/runner-process.js";
 import { Backends } from "./registry.js";
 import { RemoteBackend } from "./remote/backend.js";

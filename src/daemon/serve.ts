@@ -14,7 +14,7 @@ import { Store } from "../registry/store.js";
 import type { Deps } from "./deps.js";
 import { createLogger } from "./log.js";
 import { createStateDir } from "./state-dir.js";
-import type { StateStore } from "../backends/llamacpp/protocol.js";
+import type { StateStore } from "../backends/backend.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import { loadApiKeys } from "./keys-file.js";
 import { logAccessPolicy } from "./middleware/api-access.js";

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { StateStore } from "../backends/llamacpp/protocol.js";
+import type { StateStore } from "../backends/backend.js";
 import { removeDeadOwnerDirs } from "../fs/dead-owner-dirs.js";
 
 const PREFIX = "ollamats-kv-";

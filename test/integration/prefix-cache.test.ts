@@ -13,7 +13,7 @@ import type { GenerateJob, Runner, RunnerEvent } from "../../src/backends/backen
 import type { LoadOptions } from "../../src/backends/llamacpp/protocol.js";
 import { LlamaCppBackend } from "../../src/backends/llamacpp/backend.js";
 import { testLoadOptions } from "../helpers/load-options.js";
-import type { StateStore } from "../../src/backends/llamacpp/protocol.js";
+import type { StateStore } from "../../src/backends/backend.js";
 
 const baseOpts = testLoadOptions({ numCtx: 1024, slots: 2 });
 

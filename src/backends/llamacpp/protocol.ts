@@ -1,5 +1,5 @@
 // Messages between the daemon (host) and a runner child process over Node's IPC channel.
-import type { GenerateStats, LoadedInfo, Logprob, SamplingOptions } from "../backend.js";
+import type { GenerateStats, LoadedInfo, Logprob, SamplingOptions, StateStore } from "../backend.js";
 import type { EngineErrorCode } from "../errors.js";
 
 export type RunnerLogLevel = "debug" | "info" | "warn" | "error";
@@ -72,12 +72,7 @@ export interface GpuProbe {
  *  the spare loads a model, so `ps` and tests tell a spare from a runner serving a model. */
 export const SPARE_ARG = "--spare";
 
-/** Where a runner keeps its slots' KV states across unloads (sequence-states.ts). */
-export interface StateStore {
-  dir: string;
-  /** The most bytes of state files one runner writes when it is unloaded. */
-  budgetBytes: number;
-}
+export type { StateStore };
 
 export type HostMessage =
   | { type: "probe" }

@@ -9,8 +9,9 @@
 //      what the proxy costs, whatever else the machine runs); then 32 concurrent streams through
 //      the remote model (no error);
 //   2. two replicas (each pinned to a core of its own), 8 multi-turn conversations (4 turns, run
-//      concurrently) through a front with prefix affinity and through one with round robin, after
-//      one set to warm both replicas, in A B B A order: llama-server's prompt-cache hit rate
+//      concurrently, started 120 ms apart, 100–300 ms of think time between turns) through a
+//      front with prefix affinity and through one with round robin, after one set to warm both
+//      replicas, in A B B A order: llama-server's prompt-cache hit rate
 //      (1 − prompt tokens evaluated / prompt tokens sent, from its /metrics) and mean first token.
 //
 //   tsx scripts/bench-remote.ts     (BENCH_REMOTE_SHAPE=tiny|small|1b, default small)
@@ -198,17 +199,18 @@ async function bothSides<T>(i: number, directSide: () => Promise<T>, remoteSide:
 
 const words = (seed: number, n: number) => Array.from({ length: n }, (_, i) => `w${(seed * 7919 + i * 104729) % 9973}`).join(" ");
 
+/** What one set of conversations measured. */
+interface Conversations {
+  hitRate: number;
+  meanFirstMs: number;
+}
+
 /** 8 conversations × 4 turns, concurrently, streamed: each turn's first token as the client sees
  *  it (queueing, routing and prompt evaluation together), and the replicas' prompt-cache hits.
  *  Users do not type in lockstep: each conversation starts 120 ms after the one before and its
  *  user thinks 100–300 ms (fixed per conversation and turn, the same for every side) before the
  *  next turn. Started all at once with no pause, the conversations of one replica stayed in step
  *  turn after turn and each turn waited for the batch of all four, whatever the cache held. */
-interface Conversations {
-  hitRate: number;
-  meanFirstMs: number;
-}
-
 async function conversations(d: TestDaemon, model: string, servers: LlamaServer[], tag: string): Promise<Conversations> {
   const before = await Promise.all(servers.map((s) => llamaMetric(s.url, "prompt_tokens_total")));
   const firsts: number[] = [];

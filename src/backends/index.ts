@@ -1,9 +1,8 @@
 // The backends of a daemon, in the order they are asked whether they handle a model. A new
 // backend is one folder under src/backends/ and one line here.
 import type { Config } from "../config.js";
-import type { Backend } from "./backend.js";
+import type { Backend, StateStore } from "./backend.js";
 import { LlamaCppBackend } from "./llamacpp/backend.js";
-import type { StateStore } from "./backend.js";
 import type { RunnerLogSink } from "./llamacpp/runner-process.js";
 import { Backends } from "./registry.js";
 import { RemoteBackend } from "./remote/backend.js";

@@ -36,6 +36,7 @@ describe("ai + ollama-ai-provider-v2", () => {
   });
 
   it("streamText: every line passes the provider's schema (same text, a real finish reason, usage)", async () => {
+    await generateText({ model: ollama(MODELS.chat), prompt: "Tell me something", providerOptions: providerOptions(), maxRetries: 0 }); // asked once first: compared answers both find the prompt in the cache (README, "Same seed, same text")
     const whole = await generateText({ model: ollama(MODELS.chat), prompt: "Tell me something", providerOptions: providerOptions(), maxRetries: 0 });
     const s = streamText({ model: ollama(MODELS.chat), prompt: "Tell me something", providerOptions: providerOptions(), maxRetries: 0 });
     let text = "";

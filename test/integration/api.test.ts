@@ -374,6 +374,7 @@ describe("heartbeat during a slow start", () => {
 
   it("streams start with empty-content chunks every client accepts; the answer is unchanged", async () => {
     const body = { model: "tiny", messages: [{ role: "user", content: "hi" }], options: { seed: 3, num_predict: 6 } };
+    await new Ollama({ host: hb.url }).chat({ ...body, stream: false }); // asked once first: compared answers both find the prompt in the cache (README, "Same seed, same text")
     const r = await fetch(`${hb.url}/api/chat`, { method: "POST", body: JSON.stringify(body) });
     const chunks = lines(await r.text());
     expect(chunks[0]).toEqual({ model: "tiny", created_at: expect.any(String), message: { role: "assistant", content: "" }, done: false });

@@ -44,6 +44,7 @@ describe("generate", () => {
   });
 
   it("streams chunks whose text equals the non-streamed answer for the same seed", async () => {
+    await ollama.generate({ model: "tiny", prompt: "Same seed", options: opts, stream: false }); // asked once first: compared answers both find the prompt in the cache (README, "Same seed, same text")
     const whole = await ollama.generate({ model: "tiny", prompt: "Same seed", options: opts, stream: false });
     const stream = await ollama.generate({ model: "tiny", prompt: "Same seed", options: opts, stream: true });
     let text = "";
@@ -89,6 +90,7 @@ describe("chat", () => {
       { role: "system", content: "You are terse." },
       { role: "user", content: "Hi there" },
     ];
+    await ollama.chat({ model: "tiny", messages, options: opts, stream: false }); // asked once first: compared answers both find the prompt in the cache (README, "Same seed, same text")
     const a = await ollama.chat({ model: "tiny", messages, options: opts, stream: false });
     const b = await ollama.chat({ model: "tiny", messages, options: opts, stream: false });
     expect(a.message.role).toBe("assistant");

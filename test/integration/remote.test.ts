@@ -44,6 +44,7 @@ afterAll(async () => {
 
 describe("a remote model on another ollamats (Ollama's API)", { timeout: 180_000 }, () => {
   it("generate and chat answer exactly what the upstream answers, streamed or not; generate keeps context", async () => {
+    await upstream.generate({ model: "tiny", prompt: "Tell me a story", options, stream: false }); // asked once first: compared answers both find the prompt in the cache (README, "Same seed, same text")
     const direct = await upstream.generate({ model: "tiny", prompt: "Tell me a story", options, stream: false });
     const via = await client.generate({ model: "r-api", prompt: "Tell me a story", options, stream: false });
     expect(via.response).toBe(direct.response);
@@ -51,6 +52,7 @@ describe("a remote model on another ollamats (Ollama's API)", { timeout: 180_000
     expect(via.context).toEqual(direct.context);
 
     const messages = [{ role: "user", content: "Hello" }];
+    await upstream.chat({ model: "tiny", messages, options, stream: false }); // asked once first: compared answers both find the prompt in the cache (README, "Same seed, same text")
     const chatDirect = await upstream.chat({ model: "tiny", messages, options, stream: false });
     let streamed = "";
     let last;
@@ -94,6 +96,7 @@ describe("a remote model on another ollamats's OpenAI API (/v1)", { timeout: 180
     const messages = [{ role: "user", content: "Hello" }];
     // OpenAI's API has defaults of its own (top_p 1): the options that differ are set.
     const options = { seed: 5, temperature: 0.7, top_p: 0.9, num_predict: 24 };
+    await upstream.chat({ model: "tiny", messages, options, stream: false }); // asked once first: compared answers both find the prompt in the cache (README, "Same seed, same text")
     const direct = await upstream.chat({ model: "tiny", messages, options, stream: false });
     const via = await client.chat({ model: "r-v1", messages, options, stream: false });
     expect(via.message.content).toBe(direct.message.content);

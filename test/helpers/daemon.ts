@@ -8,6 +8,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { reapOnExit } from "./reap.js";
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const CLI = path.join(REPO, "dist/cli/main.js");
@@ -39,6 +40,7 @@ export async function startDaemon(extraEnv: Record<string, string> = {}): Promis
   const host = `127.0.0.1:${port}`;
   const env = { ...process.env, OLLAMA_HOST: host, OLLAMA_MODELS: models, ...extraEnv };
   const proc = spawn(process.execPath, [CLI, "serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  reapOnExit(proc);
   let out = "";
   proc.stdout?.on("data", (d: Buffer) => (out += d.toString()));
   proc.stderr?.on("data", (d: Buffer) => (out += d.toString()));

@@ -4,6 +4,7 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { freePort, REPO } from "./daemon.js";
+import { reapOnExit } from "./reap.js";
 
 export interface LlamaServer {
   url: string;
@@ -26,6 +27,7 @@ export async function startLlamaServer(model: string, opts: { alias: string; slo
     "--no-jinja", "--chat-template", "chatml", "--no-webui", "--metrics", ...(opts.extra ?? []),
   ];
   const proc = spawn(llamaServerBinary(), args, { stdio: ["ignore", "pipe", "pipe"] });
+  reapOnExit(proc);
   let out = "";
   proc.stdout?.on("data", (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
   proc.stderr?.on("data", (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));

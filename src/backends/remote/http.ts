@@ -125,10 +125,15 @@ function statusFailure(status: number, message: string, up: Upstream): UpstreamF
   return new UpstreamFailure(message || `upstream ${up.label} refused the request (${status})`, "rejected", false);
 }
 
+/** A transport error's code: undici's own, or the socket error it wraps. */
+function errorCode(err: unknown): string | undefined {
+  const e = err as { code?: string; cause?: { code?: string } };
+  return e.cause?.code ?? e.code;
+}
+
 /** The connection closed or was reset under a request before any answer came. */
 function hungUp(err: unknown): boolean {
-  const e = err as { code?: string; cause?: { code?: string } };
-  const code = e.code ?? e.cause?.code;
+  const code = errorCode(err);
   return code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
 }
 
@@ -138,7 +143,7 @@ export function classify(err: unknown, up: Upstream, signal: AbortSignal): Error
   if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
     return new UpstreamFailure(`upstream ${up.label} did not answer in time`, "timeout", true);
   }
-  const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-  const detail = e.cause?.code ?? e.code ?? e.cause?.message ?? e.message ?? String(err);
+  const e = err as { message?: string; cause?: { message?: string } };
+  const detail = errorCode(err) ?? e.cause?.message ?? e.message ?? String(err);
   return new UpstreamFailure(`upstream ${up.label} is unreachable (${detail})`, "down", true);
 }

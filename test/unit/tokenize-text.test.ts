@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
 import { makeTestModel, TOKENIZERS } from "../../scripts/make-test-model.js";
-import { PieceCache, pieceEnd, tokenizeText } from "../../src/backends/llamacpp/tokenize-text.js";
+import { PIECE_CHARS, PieceCache, pieceEnd, REUSE_PIECE_CHARS, reusePieceEnd, tokenizeText } from "../../src/backends/llamacpp/tokenize-text.js";
 
 let llama: Llama;
 const models: LlamaModel[] = [];
@@ -25,6 +25,20 @@ function text(seed: number, words: number): string {
   const next = () => (s = (s * 1103515245 + 12345) & 0x7fffffff);
   return Array.from({ length: words }, () => pool[next() % pool.length]).join(next() % 3 === 0 ? "  " : " ");
 }
+
+describe("reusePieceEnd", () => {
+  it("cuts at the word end nearest to the reuse size from below, else the first after it, else as pieceEnd", () => {
+    const words = "abcdefghi ".repeat(20); // a word end every 10 characters
+    expect(reusePieceEnd(words, 0, 1000, 50)).toBe(49);
+    expect(reusePieceEnd(words, 49, 1000, 50)).toBe(99);
+    const late = `${"x".repeat(120)} tail and more`;
+    expect(reusePieceEnd(late, 0, 1000, 50)).toBe(120); // none in 25..50: the first after it
+    const none = "y".repeat(300);
+    expect(reusePieceEnd(none, 0, 1000, 50)).toBe(300); // none at all, shorter than size: whole
+    expect(reusePieceEnd(none, 0, 100, 50)).toBe(pieceEnd(none, 0, 100));
+    expect(reusePieceEnd("short", 0, 1000, 50)).toBe(5);
+  });
+});
 
 describe("pieceEnd", () => {
   it("cuts before a space that follows a letter or digit, in the second half of the piece", () => {
@@ -86,6 +100,47 @@ describe.each(KINDS)("$tokenizer tokenizer (space prefix: $spacePrefix)", ({ tok
       // the other way round a cached piece is never taken for a first piece, nor across `special`
       spy.mockClear();
       expect(tokenizeText(model, after, false, size)).toEqual(model.tokenize(after, false));
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it("a text over REUSE_PIECE_CHARS is cut at word ends only, with the tokens of the whole text", () => {
+    for (let seed = 1; seed <= 30; seed++) {
+      const t = text(seed, 150 + seed * 45); // ~1-9 KB
+      for (const special of [true, false]) {
+        expect(tokenizeText(model, t, special), `seed ${seed}, special ${special}`).toEqual(model.tokenize(t, special));
+      }
+    }
+  });
+
+  it("a prompt asked again with another ending tokenizes only its last piece again", () => {
+    const prefix = text(11, 1200);
+    expect(prefix.length).toBeGreaterThan(3 * REUSE_PIECE_CHARS);
+    expect(prefix.length).toBeLessThan(PIECE_CHARS);
+    tokenizeText(model, `${prefix} question water`);
+    const again = `${prefix} question river`;
+    const spy = vi.spyOn(model, "tokenize");
+    try {
+      const tokens = tokenizeText(model, again);
+      // the last piece, and the newline it is tokenized behind
+      expect(spy.mock.calls.length).toBeLessThanOrEqual(3);
+      expect(spy.mock.calls.every(([piece]) => String(piece).length < 2 * REUSE_PIECE_CHARS)).toBe(true);
+      spy.mockRestore();
+      expect(tokens).toEqual(model.tokenize(again, true));
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it("a text under PIECE_CHARS without a word end is tokenized whole, as before", () => {
+    const t = "日本語のテキスト".repeat(500); // 4,000 characters, no space
+    const spy = vi.spyOn(model, "tokenize");
+    try {
+      const tokens = tokenizeText(model, t);
+      expect(spy.mock.calls.length).toBe(1);
+      spy.mockRestore();
+      expect(tokens).toEqual(model.tokenize(t, true));
     } finally {
       spy.mockRestore();
     }

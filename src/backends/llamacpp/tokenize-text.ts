@@ -9,14 +9,21 @@
 // than half a piece without such a space is cut elsewhere (between code points, never inside
 // something that looks like a special token); its tokens may then differ at the cut.
 //
-// The pieces of a long text are remembered per model (all but its last): a conversation sent
-// again with a turn more (an agent's whole context, every turn; Claude Code's count_tokens) is cut
-// the same way up to near its old end, so only its last pieces are tokenized again (120 KB of
-// text: ~40 ms whole, ~8 ms with its earlier pieces remembered).
+// The pieces of a text are remembered per model (all but its last): a conversation sent again
+// with a turn more (an agent's whole context, every turn; Claude Code's count_tokens), or a
+// document asked about again, is cut the same way up to near its old end, so only its last pieces
+// are tokenized again (120 KB of text: ~40 ms whole, ~8 ms with its earlier pieces remembered; a
+// 1,000-token prompt: 2-4 ms of a request's first token on 2 busy cores, ~0.5 ms remembered).
+// For that, texts longer than REUSE_PIECE_CHARS are cut about that often too, but only right
+// before a space that follows a letter or digit (the cut no token spans); a text without one
+// near there is cut at PIECE_CHARS as above, or not at all when it is shorter.
 import type { LlamaModel, Token } from "node-llama-cpp";
 
-/** Texts up to this long are tokenized at once (a few milliseconds at worst). */
+/** Texts up to this long are tokenized at once (a few milliseconds at worst), unless a piece
+ *  worth remembering can be cut off at a word's end. */
 export const PIECE_CHARS = 8192;
+/** About how long a remembered piece is: the most of a text sent again that is tokenized again. */
+export const REUSE_PIECE_CHARS = 1024;
 /** What a cut may follow: the end of a word. Not a special token's last character (`>`, `]`):
  *  SentencePiece adds a space after a special token that it does not add after a newline. */
 const WORD_END = /[\p{L}\p{N}]/u;
@@ -29,7 +36,7 @@ export function pieceEnd(text: string, start: number, size = PIECE_CHARS): numbe
   const limit = start + size;
   if (limit >= text.length) return text.length;
   for (let b = limit; b > start + size / 2; b--) {
-    if (text.charCodeAt(b) === 0x20 && WORD_END.test(text[b - 1]!)) return b;
+    if (wordEndAt(text, b)) return b;
   }
   let end = limit;
   // Not inside `<…>` (special tokens are parsed in the text): cut before an unclosed `<`.
@@ -39,6 +46,26 @@ export function pieceEnd(text: string, start: number, size = PIECE_CHARS): numbe
   const c = text.charCodeAt(end - 1);
   if (c >= 0xd800 && c <= 0xdbff) end--;
   return end;
+}
+
+/** Whether `b` is right before a space that follows a letter or digit: a cut no token spans. */
+function wordEndAt(text: string, b: number): boolean {
+  return text.charCodeAt(b) === 0x20 && WORD_END.test(text[b - 1]!);
+}
+
+/**
+ * Where the piece starting at `start` ends when pieces are also cut to be remembered: the word
+ * end nearest after `start + reuse / 2` from `start + reuse` back, else the first one after it
+ * (within `size`), else pieceEnd's cut for `size`. Only the text from `start` to the cut decides
+ * it, so a text sent again with more at its end is cut the same way up to near its old end.
+ */
+export function reusePieceEnd(text: string, start: number, size = PIECE_CHARS, reuse = REUSE_PIECE_CHARS): number {
+  const limit = start + reuse;
+  if (limit >= text.length) return text.length;
+  for (let b = limit; b > start + reuse / 2; b--) if (wordEndAt(text, b)) return b;
+  const far = Math.min(text.length, start + size);
+  for (let b = limit + 1; b < far; b++) if (wordEndAt(text, b)) return b;
+  return pieceEnd(text, start, size);
 }
 
 /** Text after a newline starts no new text: tokenized behind one, less the newline's tokens
@@ -96,14 +123,15 @@ function pieceCache(model: LlamaModel): PieceCache {
   return cache;
 }
 
-/** `model.tokenize(text, special)`, in pieces when the text is long. */
-export function tokenizeText(model: LlamaModel, text: string, special = true, size = PIECE_CHARS): Token[] {
-  if (text.length <= size) return model.tokenize(text, special);
+/** `model.tokenize(text, special)`, in pieces when the text is long (`size`) or has a part
+ *  worth remembering (`reuse`; tests pass smaller sizes). */
+export function tokenizeText(model: LlamaModel, text: string, special = true, size = PIECE_CHARS, reuse = Math.min(size, REUSE_PIECE_CHARS)): Token[] {
+  if (text.length <= reuse) return model.tokenize(text, special);
   const out: Token[] = [];
   const cache = pieceCache(model);
   let anchor: readonly Token[] | undefined;
   for (let start = 0; start < text.length; ) {
-    const end = pieceEnd(text, start, size);
+    const end = reusePieceEnd(text, start, size, reuse);
     const piece = text.slice(start, end);
     // The key says how the piece was tokenized: first in its text or not, specials or not.
     const key = (start === 0 ? "F" : "C") + (special ? "S" : "T") + piece;

@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { PrefixReuse } from "../../src/backends/llamacpp/prefix-reuse.js";
 import { PromptCache } from "../../src/backends/llamacpp/prompt-cache.js";
 import { SlotPool } from "../../src/backends/llamacpp/slots.js";
@@ -45,11 +45,14 @@ function setup(n: number) {
   const asSeq = (s: FakeSeq) => s as unknown as LlamaContextSequence;
   const pool = new SlotPool(seqs.map(asSeq));
   let loadGate: Promise<void> | undefined;
+  let saveGate: Promise<void> | undefined;
   const loads: FakeSeq[] = [];
   const cache = new PromptCache<LlamaContextSequence>(() => dir, 1 << 30, {
     tokensOf: (s) => s.contextTokens,
     save: async (s, file) => {
-      await writeFile(file, JSON.stringify(s.contextTokens));
+      const tokens = JSON.stringify(s.contextTokens);
+      await saveGate;
+      await writeFile(file, tokens);
       return s.contextTokens.length * 4;
     },
     load: async (s, file) => {
@@ -81,6 +84,14 @@ function setup(n: number) {
     loads,
     warnings,
     request,
+    holdSaves: () => {
+      let open!: () => void;
+      saveGate = new Promise((r) => (open = r));
+      return () => {
+        saveGate = undefined;
+        open();
+      };
+    },
     holdLoads: () => {
       let open!: () => void;
       loadGate = new Promise((r) => (open = r));
@@ -91,6 +102,39 @@ function setup(n: number) {
     },
   };
 }
+
+/** Whether `p` settles within a few turns of the event loop (a held file write never does). */
+async function settlesSoon(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void p.then(() => (done = true));
+  for (let i = 0; i < 20 && !done; i++) await new Promise((r) => setImmediate(r));
+  return done;
+}
+
+describe("delayed snapshots", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("a request in another slot does not wait for one; a request that overwrites its slot does, and the prefix stays in the cache", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] }); // the snapshot's delay never runs out by itself
+    const t = setup(2);
+    const prefix = range(1000, 600);
+    const first = await t.request(then(prefix, 1));
+    const open = t.holdSaves();
+    const other = await t.pool.acquire((s) => (s === (first.seq as unknown as LlamaContextSequence) ? -1 : 0));
+    expect(await settlesSoon(t.reuse.adopt(other, range(5000, 40)))).toBe(true);
+    t.pool.release(other);
+    const same = await t.pool.acquire((s) => (s === (first.seq as unknown as LlamaContextSequence) ? 1 : 0));
+    const overwriting = t.reuse.adopt(same, range(7000, 40));
+    expect(await settlesSoon(overwriting)).toBe(false); // the slot's snapshot is being written first
+    open();
+    await overwriting;
+    expect(t.cache.best(then(prefix, 1)).common).toBe(prefix.length + 1); // all the slot held
+    t.pool.release(same);
+    expect(t.warnings).toEqual([]);
+  });
+});
 
 describe("restore ahead", () => {
   it("loads the prefix short prompts pushed out back into an idle slot; the next request with it starts there", async () => {

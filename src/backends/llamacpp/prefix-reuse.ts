@@ -83,12 +83,16 @@ export class PrefixReuse {
   async adopt(taken: LlamaContextSequence, tokens: readonly Token[]): Promise<{ seq: LlamaContextSequence; from: PrefixSource; release: () => void }> {
     let seq = taken;
     // A delayed snapshot of this slot is dropped if this request keeps (nearly) all the slot
-    // holds; the others, and one of a slot this request overwrites, are written first: with
-    // those in progress and any copy to an idle slot, they may be what this request needs.
+    // holds, and written first if it overwrites it. Other slots' delayed snapshots stay on their
+    // timers: this request waits for none of them (a 1,000-token one takes ~75 ms to write); if
+    // one of those slots holds its prefix, it is copied from the slot, at the same cost as
+    // writing the snapshot and loading it. Work in progress (snapshots, copies to an idle slot)
+    // is waited for: it may be what this request needs.
     // (Nothing in the background changes this slot's tokens: this request has taken it.)
     let own = reusable(seq, tokens);
     if (own >= seq.nextTokenIndex - MIN_COPY_GAIN_TOKENS) this.delayed.get(seq)?.drop();
-    await this.flush();
+    else this.delayed.get(seq)?.start();
+    await this.settle();
     // A prefix being loaded back into an idle slot is waited for only by a request that wants it.
     const restoring = this.restoring;
     if (restoring && commonPrefix(restoring.tokens, tokens) >= own + MIN_COPY_GAIN_TOKENS) await restoring.done;

@@ -39,7 +39,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** A runner's prefix reuse over `n` fake slots; loads wait for `gate()` when one is set. */
+/** A runner's prefix reuse over `n` fake slots; saves and loads wait at a gate when one is set. */
 function setup(n: number) {
   const seqs = Array.from({ length: n }, () => new FakeSeq());
   const asSeq = (s: FakeSeq) => s as unknown as LlamaContextSequence;
@@ -84,22 +84,18 @@ function setup(n: number) {
     loads,
     warnings,
     request,
-    holdSaves: () => {
-      let open!: () => void;
-      saveGate = new Promise((r) => (open = r));
-      return () => {
-        saveGate = undefined;
-        open();
-      };
-    },
-    holdLoads: () => {
-      let open!: () => void;
-      loadGate = new Promise((r) => (open = r));
-      return () => {
-        loadGate = undefined;
-        open();
-      };
-    },
+    holdSaves: () => hold((g) => (saveGate = g)),
+    holdLoads: () => hold((g) => (loadGate = g)),
+  };
+}
+
+/** Sets a gate that file operations wait at; returns what opens it (and clears it). */
+function hold(set: (gate: Promise<void> | undefined) => void): () => void {
+  let open!: () => void;
+  set(new Promise((r) => (open = r)));
+  return () => {
+    set(undefined);
+    open();
   };
 }
 

@@ -35,9 +35,8 @@ const SPECIAL_TEXT_CHARS = 64;
 export function pieceEnd(text: string, start: number, size = PIECE_CHARS): number {
   const limit = start + size;
   if (limit >= text.length) return text.length;
-  for (let b = limit; b > start + size / 2; b--) {
-    if (wordEndAt(text, b)) return b;
-  }
+  const cut = lastWordEnd(text, start + size / 2, limit);
+  if (cut >= 0) return cut;
   let end = limit;
   // Not inside `<…>` (special tokens are parsed in the text): cut before an unclosed `<`.
   const open = text.lastIndexOf("<", end - 1);
@@ -53,6 +52,12 @@ function wordEndAt(text: string, b: number): boolean {
   return text.charCodeAt(b) === 0x20 && WORD_END.test(text[b - 1]!);
 }
 
+/** The last word end after `from` up to `to` (inclusive), or -1. */
+function lastWordEnd(text: string, from: number, to: number): number {
+  for (let b = to; b > from; b--) if (wordEndAt(text, b)) return b;
+  return -1;
+}
+
 /**
  * Where the piece starting at `start` ends when pieces are also cut to be remembered: the word
  * end nearest after `start + reuse / 2` from `start + reuse` back, else the first one after it
@@ -62,7 +67,8 @@ function wordEndAt(text: string, b: number): boolean {
 export function reusePieceEnd(text: string, start: number, size = PIECE_CHARS, reuse = REUSE_PIECE_CHARS): number {
   const limit = start + reuse;
   if (limit >= text.length) return text.length;
-  for (let b = limit; b > start + reuse / 2; b--) if (wordEndAt(text, b)) return b;
+  const cut = lastWordEnd(text, start + reuse / 2, limit);
+  if (cut >= 0) return cut;
   const far = Math.min(text.length, start + size);
   for (let b = limit + 1; b < far; b++) if (wordEndAt(text, b)) return b;
   return pieceEnd(text, start, size);

@@ -1,49 +1,12 @@
-// ggml's float16 conversion and reference block quantizers (quantize_row_q8_0_ref /
-// quantize_row_q4_0_ref, float32 arithmetic), shared by /api/create's quantization and the
-// test-model generator so both write the same bytes.
+// ggml's tensor encodings for /api/create's quantization and the test-model generator, so both
+// write the same bytes: the float formats, the 32-weight blocks (quantize_row_q8_0_ref, _q4_0_ref,
+// _q5_0_ref, _q5_1_ref, in float32 arithmetic) and the K-quants (kquants.ts).
+import { bf16Bits, HALF_TABLE, halfBits } from "./ggml-half.js";
+import { encodeK } from "./kquants.js";
 
-export type EncodeTarget = "F32" | "F16" | "Q8_0" | "Q4_0";
+export { halfBits };
 
-
-const f32 = new Float32Array(1);
-const u32 = new Uint32Array(f32.buffer);
-
-/** float32 → float16 bits, round to nearest even (GGML_FP32_TO_FP16). */
-export function halfBits(x: number): number {
-  f32[0] = x;
-  const b = u32[0] as number;
-  const sign = (b >>> 16) & 0x8000;
-  const exp = (b >>> 23) & 0xff;
-  let mant = b & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  const e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    let h = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1);
-    const half = 1 << (shift - 1);
-    if (rem > half || (rem === half && h & 1)) h++;
-    return sign | h;
-  }
-  let h = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
-  return sign | h;
-}
-
-const HALF_TABLE = (() => {
-  const t = new Float32Array(65536);
-  for (let h = 0; h < 65536; h++) {
-    const s = h & 0x8000 ? -1 : 1;
-    const e = (h >>> 10) & 0x1f;
-    const m = h & 0x3ff;
-    t[h] = e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1 + m / 1024) * 2 ** (e - 15);
-  }
-  return t;
-})();
+export type EncodeTarget = "F32" | "F16" | "BF16" | "Q8_0" | "Q4_0" | "Q5_0" | "Q5_1" | "Q4_K" | "Q5_K" | "Q6_K";
 
 /** Decode `n` values of a float tensor type (F32, F16, BF16) from `src` (4-byte aligned) into `dst`. */
 export function decode(type: number, src: Buffer, dst: Float32Array, n: number): void {
@@ -60,51 +23,96 @@ export function decode(type: number, src: Buffer, dst: Float32Array, n: number):
 
 const fr = Math.fround;
 
+/** roundf: half away from zero. */
+const roundAway = (x: number): number => (x < 0 ? -Math.floor(-x + 0.5) : Math.floor(x + 0.5));
+
+/** Index and value of the largest magnitude in src[b..b+32). */
+function absMax(src: Float32Array, b: number): number {
+  let amax = 0;
+  let max = 0;
+  for (let j = 0; j < 32; j++) {
+    const v = src[b + j]!;
+    if (amax < Math.abs(v)) {
+      amax = Math.abs(v);
+      max = v;
+    }
+  }
+  return max;
+}
+
 /** Encode `n` floats (a multiple of the block size) as `target` into `out`. */
 export function encode(target: EncodeTarget, src: Float32Array, n: number, out: Buffer): void {
-  if (target === "F32") {
-    Buffer.from(src.buffer, src.byteOffset, n * 4).copy(out);
-  } else if (target === "F16") {
-    for (let i = 0; i < n; i++) out.writeUInt16LE(halfBits(src[i]!), 2 * i);
-  } else if (target === "Q8_0") {
-    for (let b = 0, o = 0; b < n; b += 32, o += 34) {
-      let amax = 0;
-      for (let j = 0; j < 32; j++) {
-        const a = Math.abs(src[b + j]!);
-        if (a > amax) amax = a;
+  switch (target) {
+    case "F32":
+      Buffer.from(src.buffer, src.byteOffset, n * 4).copy(out);
+      return;
+    case "F16":
+      for (let i = 0; i < n; i++) out.writeUInt16LE(halfBits(src[i]!), 2 * i);
+      return;
+    case "BF16":
+      for (let i = 0; i < n; i++) out.writeUInt16LE(bf16Bits(src[i]!), 2 * i);
+      return;
+    case "Q8_0":
+      for (let b = 0, o = 0; b < n; b += 32, o += 34) {
+        const d = fr(Math.abs(absMax(src, b)) / 127);
+        const id = d ? fr(1 / d) : 0;
+        out.writeUInt16LE(halfBits(d), o);
+        for (let j = 0; j < 32; j++) out[o + 2 + j] = roundAway(fr(src[b + j]! * id)) & 0xff;
       }
-      const d = fr(amax / 127);
-      const id = d ? fr(1 / d) : 0;
-      out.writeUInt16LE(halfBits(d), o);
-      for (let j = 0; j < 32; j++) {
-        const x = fr(src[b + j]! * id);
-        // roundf: half away from zero
-        const q = x < 0 ? -Math.floor(-x + 0.5) : Math.floor(x + 0.5);
-        out[o + 2 + j] = q & 0xff;
-      }
-    }
-  } else {
-    for (let b = 0, o = 0; b < n; b += 32, o += 18) {
-      let amax = 0;
-      let max = 0;
-      for (let j = 0; j < 32; j++) {
-        const v = src[b + j]!;
-        const a = Math.abs(v);
-        if (amax < a) {
-          amax = a;
-          max = v;
+      return;
+    case "Q4_0":
+      for (let b = 0, o = 0; b < n; b += 32, o += 18) {
+        const d = fr(absMax(src, b) / -8);
+        const id = d ? fr(1 / d) : 0;
+        out.writeUInt16LE(halfBits(d), o);
+        for (let j = 0; j < 16; j++) {
+          const q0 = Math.min(15, Math.trunc(fr(fr(src[b + j]! * id) + 8.5)) & 0xff);
+          const q1 = Math.min(15, Math.trunc(fr(fr(src[b + 16 + j]! * id) + 8.5)) & 0xff);
+          out[o + 2 + j] = q0 | (q1 << 4);
         }
       }
-      const d = fr(max / -8);
-      const id = d ? fr(1 / d) : 0;
-      out.writeUInt16LE(halfBits(d), o);
-      for (let j = 0; j < 16; j++) {
-        const x0 = fr(src[b + j]! * id);
-        const x1 = fr(src[b + 16 + j]! * id);
-        const q0 = Math.min(15, Math.trunc(fr(x0 + 8.5)) & 0xff);
-        const q1 = Math.min(15, Math.trunc(fr(x1 + 8.5)) & 0xff);
-        out[o + 2 + j] = q0 | (q1 << 4);
+      return;
+    case "Q5_0":
+      // d, then the 32 fifth bits (u32), then 16 bytes of nibbles; q = trunc(x/d + 16.5), d = max/−16
+      for (let b = 0, o = 0; b < n; b += 32, o += 22) {
+        const d = fr(absMax(src, b) / -16);
+        const id = d ? fr(1 / d) : 0;
+        out.writeUInt16LE(halfBits(d), o);
+        let qh = 0;
+        for (let j = 0; j < 16; j++) {
+          const q0 = Math.min(31, Math.trunc(fr(fr(src[b + j]! * id) + 16.5)));
+          const q1 = Math.min(31, Math.trunc(fr(fr(src[b + 16 + j]! * id) + 16.5)));
+          out[o + 6 + j] = (q0 & 0xf) | ((q1 & 0xf) << 4);
+          qh |= ((q0 >> 4) << j) | ((q1 >> 4) << (j + 16));
+        }
+        out.writeUInt32LE(qh >>> 0, o + 2);
       }
-    }
+      return;
+    case "Q5_1":
+      // d = (max − min)/31 and m = min, the fifth bits, the nibbles; q = trunc((x − min)/d + 0.5)
+      for (let b = 0, o = 0; b < n; b += 32, o += 24) {
+        let min = Infinity;
+        let max = -Infinity;
+        for (let j = 0; j < 32; j++) {
+          const v = src[b + j]!;
+          if (v < min) min = v;
+          if (v > max) max = v;
+        }
+        const d = fr(fr(max - min) / 31);
+        const id = d ? fr(1 / d) : 0;
+        out.writeUInt16LE(halfBits(d), o);
+        out.writeUInt16LE(halfBits(min), o + 2);
+        let qh = 0;
+        for (let j = 0; j < 16; j++) {
+          const q0 = Math.trunc(fr(fr(fr(src[b + j]! - min) * id) + 0.5)) & 0xff;
+          const q1 = Math.trunc(fr(fr(fr(src[b + 16 + j]! - min) * id) + 0.5)) & 0xff;
+          out[o + 8 + j] = (q0 & 0xf) | ((q1 & 0xf) << 4);
+          qh |= (((q0 >> 4) & 1) << j) | (((q1 >> 4) & 1) << (j + 16));
+        }
+        out.writeUInt32LE(qh >>> 0, o + 4);
+      }
+      return;
+    default:
+      encodeK(target, src, n, out);
   }
 }

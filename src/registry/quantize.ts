@@ -1,54 +1,34 @@
-// GGUF re-quantization in TypeScript, streaming tensor by tensor (no llama.cpp needed):
-// sources F32, F16 and BF16; targets F32, F16, Q8_0 and Q4_0, with ggml's reference block
-// quantizers (quantize_row_q8_0_ref / quantize_row_q4_0_ref in float32 arithmetic).
-//
-// Which tensors change ("pure" mode, like `llama-quantize --pure`): every weight matrix (name ends
-// in "weight", two or more dimensions, rows a multiple of 32, not a norm / gate-input / position
-// table) goes to the target type; everything else keeps its type, except that F32 and F16
-// targets convert every float tensor with two or more dimensions. llama.cpp's mixed recipes
-// (e.g. output.weight as Q6_K) and the K-quants are not implemented: those types are rejected.
+// GGUF re-quantization in TypeScript, streaming tensor by tensor (no llama.cpp needed): sources
+// F32, F16 and BF16; targets F32, F16, BF16, Q8_0, Q4_K_S and Q4_K_M (Ollama's list) and Q4_0.
+// quantize-plan.ts picks each tensor's type (Ollama's mix for the K-quants); ggml-encode.ts and
+// kquants.ts write ggml's blocks.
 //
 // The metadata is copied byte for byte, with general.file_type set to the target; tensor offsets
 // are recomputed with the file's alignment. The output is hashed while it is written.
 import { decode, encode } from "./ggml-encode.js";
 import { createHash } from "node:crypto";
 import { open, type FileHandle } from "node:fs/promises";
-import { FILE_TYPE_NAMES, GgufError, readGgufInfo, type GgufInfo, type GgufTensorInfo } from "./gguf.js";
+import { FILE_TYPE_NAMES, GgufError, readGgufInfo, type GgufInfo } from "./gguf.js";
+import { FTYPE, planTensorTypes, TENSOR_TYPES, type QuantizeTarget } from "./quantize-plan.js";
 
-export type QuantizeTarget = "F32" | "F16" | "Q8_0" | "Q4_0";
+export type { QuantizeTarget };
 
-/** llama_ftype of each target (general.file_type). */
-const FTYPE: Record<QuantizeTarget, number> = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 7 };
-/** ggml tensor type id, block size, block bytes. */
-const GGML: Record<QuantizeTarget | "BF16", [number, number, number]> = {
-  F32: [0, 1, 4],
-  F16: [1, 1, 2],
-  Q4_0: [2, 32, 18],
-  Q8_0: [8, 32, 34],
-  BF16: [30, 1, 2],
-};
-const SOURCE_TYPES = new Set([0, 1, 30]); // F32, F16, BF16
-
-export const SUPPORTED_QUANTIZE_TYPES: readonly QuantizeTarget[] = ["F32", "F16", "Q8_0", "Q4_0"];
-/** Every type name Ollama accepts for `quantize` (fs/ggml ParseFileType). */
-const OLLAMA_TYPES = new Set([
-  "F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L",
-  "Q4_K_S", "Q4_K_M", "Q4_K", "Q5_K_S", "Q5_K_M", "Q5_K", "Q6_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS",
-  "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "IQ2_M", "IQ1_M", "MXFP4",
-]);
+/** Ollama's quantize types, in the order its error message lists them, then ours. */
+export const SUPPORTED_QUANTIZE_TYPES: readonly QuantizeTarget[] = ["F32", "F16", "Q4_K_S", "Q4_K_M", "Q8_0", "BF16", "Q4_0"];
+/** Other spellings Ollama accepts (fs/ggml ParseFileType). */
+const ALIASES: Readonly<Record<string, QuantizeTarget>> = { Q4_K: "Q4_K_M" };
 
 export class QuantizeError extends Error {
   override name = "QuantizeError";
 }
 
-/** Upper-cased target, or a QuantizeError naming what is supported. */
+/** Upper-cased target, or a QuantizeError with Ollama's message naming what is supported. */
 export function parseQuantizeType(raw: string): QuantizeTarget {
   const t = raw.trim().toUpperCase();
   if ((SUPPORTED_QUANTIZE_TYPES as readonly string[]).includes(t)) return t as QuantizeTarget;
-  if (OLLAMA_TYPES.has(t)) {
-    throw new QuantizeError(`quantization type ${t} is not supported by ollamats (supported: ${SUPPORTED_QUANTIZE_TYPES.join(", ")}; K-quants are not implemented)`);
-  }
-  throw new QuantizeError(`unsupported quantization type ${raw}`);
+  const alias = ALIASES[t];
+  if (alias) return alias;
+  throw new QuantizeError(`unsupported quantization type ${t} - supported types are ${SUPPORTED_QUANTIZE_TYPES.join(", ")}`);
 }
 
 /** The file type Ollama's check looks at: general.file_type, else the dominant matrix type. */
@@ -119,16 +99,6 @@ function ggufString(s: string): Buffer {
   return Buffer.concat([u64le(b.length), b]);
 }
 
-/** Whether `t` becomes `target` (see the file comment). */
-export function convertsTo(t: GgufTensorInfo, target: QuantizeTarget): boolean {
-  if (!SOURCE_TYPES.has(t.type) || t.dims.length < 2) return false;
-  if (target === "F32" || target === "F16") return GGML[target][0] !== t.type;
-  const n = t.name;
-  if (!n.endsWith("weight")) return false;
-  if (/norm\.weight$|_norm\b|ffn_gate_inp\.weight$|pos_embd|token_types|ssm_conv1d|\.time_mix_/.test(n)) return false;
-  return (t.dims[0] ?? 0) % 32 === 0;
-}
-
 export interface QuantizeResult {
   digest: string;
   size: number;
@@ -178,10 +148,11 @@ export async function quantizeGguf(
     if (!replaced) kvParts.push(fileType);
 
     // new tensor types, sizes and offsets
-    const plan = info.tensors.map((t) => {
-      const to = convertsTo(t, target) ? target : null;
+    const types = planTensorTypes(info, target);
+    const plan = info.tensors.map((t, i) => {
+      const to = types[i] ?? null;
       const elements = t.dims.reduce((a, b) => a * b, 1);
-      const bytes = to ? (elements / GGML[to][1]) * GGML[to][2] : t.bytes;
+      const bytes = to ? (elements / TENSOR_TYPES[to][1]) * TENSOR_TYPES[to][2] : t.bytes;
       return { t, to, elements, bytes, offset: 0 };
     });
     let off = 0;
@@ -192,7 +163,7 @@ export async function quantizeGguf(
     }
     const infos: Buffer[] = [];
     for (const p of plan) {
-      infos.push(ggufString(p.t.name), u32le(p.t.dims.length), ...p.t.dims.map((d) => u64le(d)), u32le(p.to ? GGML[p.to][0] : p.t.type), u64le(p.offset));
+      infos.push(ggufString(p.t.name), u32le(p.t.dims.length), ...p.t.dims.map((d) => u64le(d)), u32le(p.to ? TENSOR_TYPES[p.to][0] : p.t.type), u64le(p.offset));
     }
     let head = Buffer.concat([header.subarray(0, 16), u64le(kvs.length + (replaced ? 0 : 1)), ...kvParts, ...infos]);
     head = Buffer.concat([head, Buffer.alloc((alignment - (head.length % alignment)) % alignment)]);
@@ -234,8 +205,8 @@ export async function quantizeGguf(
       }
       const row = p.t.dims[0] ?? 1;
       const rowsPerChunk = Math.max(1, Math.floor(CHUNK_ELEMS / row));
-      const srcSize = GGML[p.t.type === 0 ? "F32" : p.t.type === 1 ? "F16" : "BF16"][2];
-      const [, block, blockBytes] = GGML[p.to];
+      const srcSize = p.t.type === 0 ? 4 : 2; // F32, else F16 or BF16
+      const [, block, blockBytes] = TENSOR_TYPES[p.to];
       let bigIn = inBuf;
       let bigFloats = floats;
       let bigOut = outBuf;

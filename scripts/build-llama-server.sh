@@ -22,18 +22,8 @@ flags=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DGG
   -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON)
 commit=$(git bundle list-heads "$bundle" | awk 'NR==1 {print substr($1, 1, 12)}')
 key="$commit-$(printf '%s ' "${flags[@]}" | sha1sum | cut -c1-8)"
-out=".cache/llama-server/$key"
-mkdir -p .cache/llama-server
-# One build at a time (tests and CI may ask at once); the others wait and find it cached.
-exec 9>".cache/llama-server/.lock"
-flock 9
-if [ -x "$out/llama-server" ]; then
-  echo "$PWD/$out/llama-server"
-  exit 0
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/llama-server-build.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. scripts/build-cache.sh
+cached_build llama-server "$key" llama-server
 git clone -q "$bundle" "$work/src" >&2
 git -C "$work/src" checkout -q "$(git bundle list-heads "$bundle" | awk 'NR==1 {print $1}')" >&2
 cmake -S "$work/src" -B "$work/build" "${flags[@]}" >&2

@@ -69,13 +69,23 @@ function fitScaleMin(x: Float32Array, off: number, nmax: number, off0: number, r
   }
   for (let step = 0; step <= nstep; step++) {
     iscale = f(f(f(rmin + f(rdelta * step)) + nmax) / range);
+    // The fit depends on the levels alone: levels equal to the last candidate's give its error,
+    // which was kept already or lost, so they are not fitted again.
+    let same = step > 0;
+    for (let i = 0; i < 32; i++) {
+      let l = rint(f(iscale * XM[i]!));
+      l = l < 0 ? 0 : l > nmax ? nmax : l;
+      if (l !== Laux[i]) {
+        same = false;
+        Laux[i] = l;
+      }
+    }
+    if (same) continue;
     let sumL = 0;
     let sumL2 = 0;
     let sumXL = 0;
     for (let i = 0; i < 32; i++) {
-      let l = rint(f(iscale * XM[i]!));
-      l = l < 0 ? 0 : l > nmax ? nmax : l;
-      Laux[i] = l;
+      const l = Laux[i]!;
       const wl = f(W[i]! * l);
       sumL = f(sumL + wl);
       sumL2 = f(sumL2 + f(wl * l));

@@ -5,7 +5,8 @@
 //
 // The metadata is copied byte for byte, with general.file_type set to the target; tensor offsets
 // are recomputed with the file's alignment. The output is hashed while it is written.
-import { decode, encode } from "./ggml-encode.js";
+import { decode } from "./ggml-encode.js";
+import { EncodePool } from "./quantize-pool.js";
 import { createHash } from "node:crypto";
 import { open, type FileHandle } from "node:fs/promises";
 import { FILE_TYPE_NAMES, GgufError, readGgufInfo, type GgufInfo } from "./gguf.js";
@@ -127,6 +128,7 @@ export async function quantizeGguf(
   const info = await readGgufInfo(src);
   const inFh = await open(src, "r");
   const outFh = await open(dst, "wx", 0o644);
+  const pool = new EncodePool();
   try {
     const header = Buffer.allocUnsafe(info.dataOffset);
     await readAt(inFh, header, info.dataOffset, 0);
@@ -184,8 +186,6 @@ export async function quantizeGguf(
     // fresh ArrayBuffers: a Float32Array view needs 4-byte alignment
     const aligned = (n: number) => Buffer.from(new ArrayBuffer(n));
     const inBuf = aligned(CHUNK_ELEMS * 4);
-    const floats = new Float32Array(CHUNK_ELEMS);
-    const outBuf = aligned(CHUNK_ELEMS * 4);
     for (const p of plan) {
       if (signal?.aborted) throw signal.reason ?? new Error("canceled");
       const pad = head.length + p.offset - pos;
@@ -203,33 +203,37 @@ export async function quantizeGguf(
         }
         continue;
       }
+      // Chunks of whole rows are read and decoded here, encoded by the pool's workers (several
+      // in flight), and written in order.
       const row = p.t.dims[0] ?? 1;
       const rowsPerChunk = Math.max(1, Math.floor(CHUNK_ELEMS / row));
       const srcSize = p.t.type === 0 ? 4 : 2; // F32, else F16 or BF16
-      const [, block, blockBytes] = TENSOR_TYPES[p.to];
-      let bigIn = inBuf;
-      let bigFloats = floats;
-      let bigOut = outBuf;
-      if (row > CHUNK_ELEMS) {
-        bigIn = aligned(row * 4);
-        bigFloats = new Float32Array(row);
-        bigOut = aligned(row * 4);
-      }
+      const bigIn = row > CHUNK_ELEMS ? aligned(row * 4) : inBuf;
+      const inflight: Array<{ bytes: Promise<Buffer>; srcBytes: number }> = [];
+      const writeOldest = async () => {
+        const next = inflight.shift()!;
+        await write(await next.bytes);
+        doneIn += next.srcBytes;
+        onProgress(doneIn, totalIn);
+      };
       for (let e = 0; e < p.elements; ) {
+        if (signal?.aborted) throw signal.reason ?? new Error("canceled");
         const n = Math.min(rowsPerChunk * row, p.elements - e);
         await readAt(inFh, bigIn, n * srcSize, start + e * srcSize);
-        decode(p.t.type, bigIn, bigFloats, n);
-        const outBytes = (n / block) * blockBytes;
-        encode(p.to, bigFloats, n, bigOut);
-        await write(bigOut.subarray(0, outBytes));
+        const floats = new Float32Array(n); // handed to a worker: a fresh one per chunk
+        decode(p.t.type, bigIn, floats, n);
+        const bytes = pool.encode(p.to, floats);
+        bytes.catch(() => undefined); // awaited in order below; an early throw must not leave it unhandled
+        inflight.push({ bytes, srcBytes: n * srcSize });
+        if (inflight.length >= pool.depth) await writeOldest();
         e += n;
-        doneIn += n * srcSize;
-        onProgress(doneIn, totalIn);
       }
+      while (inflight.length > 0) await writeOldest();
     }
     await outFh.sync();
     return { digest: `sha256:${hash.digest("hex")}`, size: pos };
   } finally {
+    await pool.close();
     await inFh.close();
     await outFh.close();
   }

@@ -1,5 +1,5 @@
 // /api/create, complete: quantization (F32/F16 → Q8_0/Q4_0, byte-identical to ggml's reference
-// quantizers), clear refusals, the legacy `modelfile` form, FROM a blob, FROM a model that has to be
+// quantizers; F16 → Q4_K_M/Q4_K_S with Ollama's mix of types), clear refusals, the legacy `modelfile` form, FROM a blob, FROM a model that has to be
 // pulled first, ADAPTER, and `show --modelfile` output that re-creates the model.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -88,14 +88,50 @@ describe("quantize", () => {
     expect((await generateText(d.url, "q16")).length).toBeGreaterThan(0);
   }, 60_000);
 
-  it("refuses K-quants, unknown types and already-quantized sources with a clear 400", async () => {
-    const k = await create({ model: "k", from: "base", quantize: "q4_K_M" });
+  it("F16 → Q4_K_M / Q4_K_S: Ollama's mix of types, and the model computes what the F16 one does", async () => {
+    const f16 = await makeTestModel({ shape: "small", type: "F16", seed: 2 });
+    const digest = await upload(f16);
+    const res = await postJson(`${d.url}/api/create`, { model: "k-m", files: { "m.gguf": digest }, quantize: "q4_K_M" });
+    expect(res.status).toBe(200);
+    const st = (await ndjson(res)).map((l) => l.status);
+    expect(st).toContain("quantizing F16 model to Q4_K_M");
+    expect(st.slice(-2)).toEqual(["writing manifest", "success"]);
+    const s = await show("k-m", true);
+    expect(s.details.quantization_level).toBe("Q4_K_M");
+    const types = new Map((s.tensors ?? []).map((t) => [t.name, t.type]));
+    // 4 layers: Ollama gives layers 2 and 3 (the last eighth, and every third) the more bits
+    expect([0, 1, 2, 3].map((i) => types.get(`blk.${i}.attn_v.weight`))).toEqual(["Q4_K", "Q4_K", "Q6_K", "Q6_K"]);
+    expect([0, 1, 2, 3].map((i) => types.get(`blk.${i}.ffn_down.weight`))).toEqual(["Q4_K", "Q4_K", "Q6_K", "Q6_K"]);
+    expect(types.get("blk.0.attn_q.weight")).toBe("Q4_K");
+    expect(types.get("output.weight")).toBe("Q6_K");
+    expect(types.get("blk.0.attn_norm.weight")).toBe("F32");
+
+    // llama.cpp reads the blocks as we wrote them: the next-token distribution stays the F16 model's
+    expect((await create({ model: "k-f16", files: { "m.gguf": digest } })).status).toBe(200);
+    const top = async (model: string) => {
+      const r = await postJson(`${d.url}/api/generate`, { model, prompt: "The quick brown fox jumps over the lazy dog and", raw: true, stream: false, logprobs: true, top_logprobs: 10, options: { temperature: 0, num_predict: 1 } });
+      expect(r.status).toBe(200);
+      const j = (await r.json()) as { logprobs: Array<{ top_logprobs: Array<{ token: string }> }> };
+      return j.logprobs[0]!.top_logprobs.map((t) => t.token);
+    };
+    const want = await top("k-f16");
+    const got = await top("k-m");
+    expect(got.slice(0, 3)).toContain(want[0]);
+    expect(got.filter((t) => want.includes(t)).length).toBeGreaterThanOrEqual(6);
+
+    const ks = await create({ model: "k-s", files: { "m.gguf": digest }, quantize: "Q4_K_S" });
+    expect(ks.status).toBe(200);
+    const t2 = new Map(((await show("k-s", true)).tensors ?? []).map((t) => [t.name, t.type]));
+    expect([0, 1, 2, 3].map((i) => t2.get(`blk.${i}.attn_v.weight`))).toEqual(["Q5_K", "Q5_K", "Q5_K", "Q5_K"]);
+    expect((await show("k-s")).details.quantization_level).toBe("Q4_K_S");
+    expect((await generateText(d.url, "k-s")).length).toBeGreaterThan(0);
+    await verifyBlobs(d.models);
+  }, 120_000);
+
+  it("refuses unknown types and already-quantized sources with a clear 400", async () => {
+    const k = await create({ model: "k", from: "base", quantize: "q5_K_M" });
     expect(k.status).toBe(400);
-    expect(((await k.json()) as { error: string }).error).toBe(
-      "quantization type Q4_K_M is not supported by ollamats (supported: F32, F16, Q8_0, Q4_0; K-quants are not implemented)",
-    );
-    const bogus = await create({ model: "k", from: "base", quantize: "bogus" });
-    expect(await bogus.json()).toEqual({ error: "unsupported quantization type bogus" });
+    expect(((await k.json()) as { error: string }).error).toBe("unsupported quantization type Q5_K_M - supported types are F32, F16, Q4_K_S, Q4_K_M, Q8_0, BF16, Q4_0");
     const q = await create({ model: "k", from: "base", quantize: "q8_0" });
     expect(q.status).toBe(400);
     expect(await q.json()).toEqual({ error: "quantization is only supported for F16, BF16 and F32 models" });

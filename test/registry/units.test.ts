@@ -139,8 +139,13 @@ describe("quantize types", () => {
   it("names what is supported", () => {
     expect(parseQuantizeType("q8_0")).toBe("Q8_0");
     expect(parseQuantizeType(" Q4_0 ")).toBe("Q4_0");
-    expect(() => parseQuantizeType("q4_k_m")).toThrow("quantization type Q4_K_M is not supported by ollamats");
-    expect(() => parseQuantizeType("nope")).toThrow("unsupported quantization type nope");
+    expect(parseQuantizeType("q4_k_m")).toBe("Q4_K_M");
+    expect(parseQuantizeType("q4_K")).toBe("Q4_K_M"); // Ollama's other spelling
+    expect(parseQuantizeType("Q4_K_S")).toBe("Q4_K_S");
+    expect(parseQuantizeType("bf16")).toBe("BF16");
+    // Ollama's own message, for the types it refuses too
+    expect(() => parseQuantizeType("q5_K_M")).toThrow("unsupported quantization type Q5_K_M - supported types are F32, F16, Q4_K_S, Q4_K_M, Q8_0, BF16, Q4_0");
+    expect(() => parseQuantizeType("nope")).toThrow("unsupported quantization type NOPE - supported types are");
   });
 });
 

@@ -57,8 +57,8 @@ export const CreateCommand: CommandModule<object, CreateArgs> = {
     yargs
       .positional("model", { type: "string", demandOption: true })
       .option("file", { alias: "f", type: "string", requiresArg: true, describe: 'Name of the Modelfile (default "Modelfile")' })
-      .option("quantize", { alias: "q", type: "string", requiresArg: true, describe: "Quantize model to this level (q8_0 or q4_0, from an F32, F16 or BF16 model)" })
-      .option("draft-quantize", { type: "string", requiresArg: true, describe: "Quantize draft model to this level (q8_0 or q4_0, from an F32, F16 or BF16 draft)" }),
+      .option("quantize", { alias: "q", type: "string", requiresArg: true, describe: "Quantize model to this level (q4_K_M, q4_K_S, q8_0, f16, bf16 or q4_0, from an F32, F16 or BF16 model)" })
+      .option("draft-quantize", { type: "string", requiresArg: true, describe: "Quantize draft model to this level (q4_K_M, q4_K_S, q8_0, f16, bf16 or q4_0, from an F32, F16 or BF16 draft)" }),
   handler: action(async (argv: CreateArgs) => {
     const model = String(argv.model);
     if (parseModelName(model) === null) throw new CliError(`invalid model name: ${model}`);

@@ -35,8 +35,18 @@ export interface GgufLayer {
   info: GgufInfo;
 }
 
+/** Weight files Ollama converts and we do not (safetensors models are converted before this). */
+const UNCONVERTED = /(^|\/)([^/]*\.safetensors|pytorch_model[^/]*\.bin|consolidated[^/]*\.pth)$/;
+
 /** Read and classify uploaded GGUF blobs (model, adapter, projector); 400 for anything else. */
 export async function ggufLayers(store: Store, files: Array<[string, string]>, forceMediaType?: string): Promise<GgufLayer[]> {
+  const unconverted = files.find(([file]) => UNCONVERTED.test(file));
+  if (unconverted) {
+    throw new CreateError(
+      400,
+      `${unconverted[0]}: ollamats converts safetensors models, not PyTorch weights or safetensors adapters; convert this to GGUF first (llama.cpp's convert_hf_to_gguf.py, or convert_lora_to_gguf.py for an adapter), then create from the .gguf file`,
+    );
+  }
   const out: GgufLayer[] = [];
   for (const [file, raw] of [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const digest = parseDigest(raw) as string;

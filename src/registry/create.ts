@@ -16,7 +16,9 @@ import { OPTION_TYPES } from "./modelfile.js";
 import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
 import { sourceFileType, type QuantizeTarget } from "./quantize.js";
 import { quantizeLayer } from "./quantize-layer.js";
+import { convertedFiles } from "./create-convert.js";
 import { checkFiles, CreateError, ggufLayers, requestedQuantization, type GgufLayer } from "./create-files.js";
+import { isSafetensorsModel } from "./hf-convert.js";
 import { attachDraft, checkDraftRequest, DRAFT_REMOTE, quantizeDraft, type DraftPlan } from "./create-draft.js";
 import {
   MEDIA_TYPE_ADAPTER,
@@ -215,8 +217,10 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
     if (d?.template !== undefined && input.template === undefined && isGoTemplate(d.template)) input = { ...input, template: d.template };
     if (d?.system !== undefined && input.system === undefined) input = { ...input, system: d.system };
   } else if (fromFiles.length > 0) {
-    // All files are parsed (and a bad one refused with 400) before the first progress line.
-    const parsed = await ggufLayers(store, fromFiles);
+    // All files are parsed (and a bad one refused with 400) before the first progress line; a
+    // safetensors directory is checked whole, then converted to one GGUF file first.
+    const modelFiles = isSafetensorsModel(fromFiles.map(([n]) => n)) ? await convertedFiles(store, fromFiles, progress, written, ctx.signal) : fromFiles;
+    const parsed = await ggufLayers(store, modelFiles);
     const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);
     const model = parsed.find((p) => p.layer.mediaType === MEDIA_TYPE_MODEL);
     if (plan.quantize && model) checkQuantizable(model.info, plan.quantize);

@@ -1,8 +1,9 @@
 // Temp files that a write killed midway (kill -9, power loss, OOM) leaves in blobs/: a blob being
 // streamed in (`sha256-<hex>-partial-tmp…`, Store.writeBlobStream), a part state being replaced
-// (`.sha256-<hex>-partial-<N>.….tmp`, blob-parts.ts) and a model being quantized
-// (`.quantize-….tmp`, create.ts), with the lock directories their writers held. Every one is
-// written under a proper-lockfile lock: the blob's, or for the quantizer the temp file's own. The
+// (`.sha256-<hex>-partial-<N>.….tmp`, blob-parts.ts) and a model being quantized or converted
+// (`.quantize-….tmp`, `.convert-….tmp`, derived-blob.ts), with the lock directories their writers
+// held. Every one is written under a proper-lockfile lock: the blob's, or for the quantizer and
+// the converter the temp file's own. The
 // sweep takes that lock itself (it only succeeds when the lock is free or stale, i.e. the writer
 // is gone), removes the temp files and releases it, which removes the dead writer's lock
 // directory as well; holding the lock keeps a writer that starts meanwhile, in any process, safe.
@@ -20,10 +21,10 @@ export const LOCK_STALE_MS = 10_000;
 const TEMPS: Array<{ name: RegExp; lockOf: (m: RegExpExecArray) => string }> = [
   { name: /^(sha256-[0-9a-f]{64})-partial-tmp[0-9a-f]+$/, lockOf: (m) => m[1]! },
   { name: /^\.(sha256-[0-9a-f]{64})-partial-\d+\.[0-9a-f]+\.tmp$/, lockOf: (m) => m[1]! },
-  { name: /^\.quantize-[0-9a-f]+\.tmp$/, lockOf: (m) => m[0] },
+  { name: /^\.(quantize|convert)-[0-9a-f]+\.tmp$/, lockOf: (m) => m[0] },
 ];
-/** A lock directory left with no temp file: `<file>.lock` for a blob or a quantizer temp. */
-const LOCK_DIR = /^(sha256-[0-9a-f]{64}|\.quantize-[0-9a-f]+\.tmp)\.lock$/;
+/** A lock directory left with no temp file: `<file>.lock` for a blob or a quantizer/converter temp. */
+const LOCK_DIR = /^(sha256-[0-9a-f]{64}|\.(quantize|convert)-[0-9a-f]+\.tmp)\.lock$/;
 
 export interface SweepResult {
   /** Temp files removed (names in blobs/). */

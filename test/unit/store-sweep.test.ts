@@ -34,8 +34,10 @@ describe("sweepDeadWriters", () => {
     await lockDir(`sha256-${HEX}.lock`, 60_000);
     await touch(".quantize-00aa11bb22cc.tmp"); // no lock at all
     await lockDir(".quantize-99ff99ff99ff.tmp.lock", 60_000); // a lock whose temp file is gone
+    await touch(".convert-0123456789ab.tmp"); // a safetensors conversion killed midway
+    await lockDir(".convert-0123456789ab.tmp.lock", 60_000);
     const r = await sweepDeadWriters(blobs);
-    expect(r.removed.sort()).toEqual([`.sha256-${HEX}-partial-3.0a1b2c3d.tmp`, ".quantize-00aa11bb22cc.tmp", `sha256-${HEX}-partial-tmp0123456789ab`].sort());
+    expect(r.removed.sort()).toEqual([`.sha256-${HEX}-partial-3.0a1b2c3d.tmp`, ".quantize-00aa11bb22cc.tmp", ".convert-0123456789ab.tmp", `sha256-${HEX}-partial-tmp0123456789ab`].sort());
     expect(r.busy).toEqual([]);
     expect(await readdir(blobs)).toEqual([]);
   });
@@ -45,11 +47,13 @@ describe("sweepDeadWriters", () => {
     const release = await lockfile.lock(path.join(blobs, `sha256-${HEX}`), { realpath: false });
     await touch(".quantize-00aa11bb22cc.tmp");
     await lockDir(".quantize-00aa11bb22cc.tmp.lock", 1_000); // refreshed a second ago
+    await touch(".convert-0123456789ab.tmp");
+    await lockDir(".convert-0123456789ab.tmp.lock", 1_000);
     try {
       const r = await sweepDeadWriters(blobs);
       expect(r.removed).toEqual([]);
-      expect(r.busy.sort()).toEqual([".quantize-00aa11bb22cc.tmp", `sha256-${HEX}`].sort());
-      expect((await readdir(blobs)).length).toBe(4);
+      expect(r.busy.sort()).toEqual([".quantize-00aa11bb22cc.tmp", ".convert-0123456789ab.tmp", `sha256-${HEX}`].sort());
+      expect((await readdir(blobs)).length).toBe(6);
     } finally {
       await release();
     }

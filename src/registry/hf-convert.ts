@@ -1,0 +1,296 @@
+// A Hugging Face model directory (config.json, *.safetensors, a tokenizer) converted to one GGUF,
+// as Ollama's converter does for `create` (convert/convert.go): Llama-family models
+// (LlamaForCausalLM, MistralForCausalLM) and Qwen2 (Qwen2ForCausalLM). Tensors are renamed to
+// llama.cpp's names, Llama's q/k rows reordered from Hugging Face's rotate-half layout to
+// llama.cpp's interleaved one, matrices written as F16 and vectors (norms, biases) as F32; the
+// metadata comes from config.json and the tokenizer files (hf-tokenizer.ts). Everything is read
+// and checked before the first byte is written, so a bad directory is a 400, not a broken model.
+import { open, readFile } from "node:fs/promises";
+import { HALF_TABLE, halfBits } from "./ggml-half.js";
+import { kv, writeGgufAt, type KvEntry, type StreamedTensorSpec } from "./gguf-write.js";
+import { tokenizerKvs, TokenizerError } from "./hf-tokenizer.js";
+import { dtypeBytes, readSafetensors, SafetensorsError, type SafetensorsTensor } from "./safetensors.js";
+
+export class ConvertError extends Error {
+  override name = "ConvertError";
+}
+
+/** Whether `files` (name → blob path) are a safetensors model directory. */
+export function isSafetensorsModel(names: string[]): boolean {
+  return names.some((n) => n.endsWith(".safetensors"));
+}
+
+type Arch = "llama" | "qwen2";
+const ARCHITECTURES: Readonly<Record<string, Arch>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2" };
+
+/** Hugging Face names → llama.cpp's, applied in order (Ollama's Replacements). */
+const RENAMES: ReadonlyArray<[string, string]> = [
+  ["lm_head", "output"],
+  ["model.embed_tokens", "token_embd"],
+  ["model.norm", "output_norm"],
+  ["model.layers", "blk"],
+  ["input_layernorm", "attn_norm"],
+  ["self_attn.q_proj", "attn_q"],
+  ["self_attn.k_proj", "attn_k"],
+  ["self_attn.v_proj", "attn_v"],
+  ["self_attn.o_proj", "attn_output"],
+  ["mlp.gate_proj", "ffn_gate"],
+  ["mlp.down_proj", "ffn_down"],
+  ["mlp.up_proj", "ffn_up"],
+  ["post_attention_layernorm", "ffn_norm"],
+];
+const KNOWN: Readonly<Record<Arch, RegExp>> = {
+  llama: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight)$/,
+  qwen2: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.((attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight|(attn_q|attn_k|attn_v)\.bias))$/,
+};
+
+const MAX_JSON = 64 << 20;
+const MAX_TOKENIZER = 512 << 20;
+
+async function readLimited(file: string, name: string, limit: number): Promise<Buffer> {
+  const fh = await open(file, "r");
+  try {
+    const size = (await fh.stat()).size;
+    if (size > limit) throw new ConvertError(`${name} is ${size} bytes, more than the ${limit} this file can be`);
+    return await readFile(fh);
+  } finally {
+    await fh.close();
+  }
+}
+
+async function readJson(files: Map<string, string>, name: string, limit = MAX_JSON): Promise<unknown> {
+  const file = files.get(name);
+  if (!file) return undefined;
+  try {
+    return JSON.parse((await readLimited(file, name, limit)).toString("utf8"));
+  } catch (e) {
+    if (e instanceof ConvertError) throw e;
+    throw new ConvertError(`${name} is not valid JSON`);
+  }
+}
+
+const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+const count = (v: unknown): number | undefined => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : undefined);
+
+interface Source {
+  name: string;
+  file: string;
+  tensor: SafetensorsTensor;
+}
+
+export interface ConvertPlan {
+  kvs: KvEntry[];
+  tensors: Array<{ name: string; dims: number[]; type: "F16" | "F32"; source?: Source; repackHeads?: number; values?: Float32Array }>;
+  /** Bytes of weights read (for progress). */
+  totalBytes: number;
+}
+
+/** Read and check the directory (`files`: file name → path on disk) and plan the GGUF. */
+export async function planConversion(files: Map<string, string>): Promise<ConvertPlan> {
+  const config = (await readJson(files, "config.json")) as Record<string, unknown> | undefined;
+  if (!config || typeof config !== "object") throw new ConvertError("config.json is missing: a safetensors model directory needs its config.json");
+  const archName = Array.isArray(config.architectures) ? String(config.architectures[0]) : undefined;
+  const arch = archName ? ARCHITECTURES[archName] : undefined;
+  if (!arch) {
+    throw new ConvertError(
+      `unsupported architecture ${JSON.stringify(archName ?? "")}: ollamats converts ${Object.keys(ARCHITECTURES).join(", ")}; convert other models to GGUF with llama.cpp's convert_hf_to_gguf.py`,
+    );
+  }
+  const hidden = count(config.hidden_size);
+  const layers = count(config.num_hidden_layers);
+  const heads = count(config.num_attention_heads);
+  const ffn = count(config.intermediate_size);
+  if (!hidden || !layers || !heads || !ffn) throw new ConvertError("config.json lacks hidden_size, num_hidden_layers, num_attention_heads or intermediate_size");
+  const headsKv = count(config.num_key_value_heads) ?? heads;
+
+  // tensors
+  const sources: Source[] = [];
+  for (const [name, file] of [...files].filter(([n]) => n.endsWith(".safetensors")).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    try {
+      for (const t of await readSafetensors(file, name)) sources.push({ name: t.name, file, tensor: t });
+    } catch (e) {
+      if (e instanceof SafetensorsError) throw new ConvertError(e.message);
+      throw e;
+    }
+  }
+  const plan: ConvertPlan = { kvs: [], tensors: [], totalBytes: 0 };
+  const seen = new Set<string>();
+  for (const s of sources) {
+    if (s.name.endsWith("rotary_emb.inv_freq")) continue; // recomputed by the engine
+    let name = s.name;
+    for (const [from, to] of RENAMES) name = name.split(from).join(to);
+    if (!KNOWN[arch].test(name)) throw new ConvertError(`tensor ${s.name} is not part of a ${archName} model as ollamats converts it`);
+    if (seen.has(name)) throw new ConvertError(`tensor ${s.name} appears twice`);
+    seen.add(name);
+    const shape = s.tensor.shape;
+    const vector = shape.length === 1 || name.endsWith(".bias");
+    if (shape.length < 1 || shape.length > 2 || shape.some((d) => d === 0)) throw new ConvertError(`tensor ${s.name} has shape [${shape.join(", ")}]`);
+    const repackHeads = arch === "llama" && /\.attn_q\.weight$/.test(name) ? heads : arch === "llama" && /\.attn_k\.weight$/.test(name) ? headsKv : undefined;
+    if (repackHeads && (shape.length !== 2 || shape[0]! % (repackHeads * 2) !== 0)) throw new ConvertError(`tensor ${s.name}: ${shape[0]} rows do not split into ${repackHeads} heads`);
+    plan.tensors.push({ source: s, name, dims: [...shape].reverse(), type: vector ? "F32" : "F16", ...(repackHeads ? { repackHeads } : {}) });
+    plan.totalBytes += s.tensor.bytes;
+  }
+  if (!seen.has("token_embd.weight")) throw new ConvertError("the safetensors files have no model.embed_tokens.weight");
+  for (let i = 0; i < layers; i++) if (!seen.has(`blk.${i}.attn_q.weight`)) throw new ConvertError(`the safetensors files have no weights for layer ${i} (config.json says ${layers} layers)`);
+
+  // tokenizer: as many tokens as the embedding has rows (padded when it has fewer, as Ollama pads)
+  const embd = plan.tensors.find((t) => t.name === "token_embd.weight")!;
+  const rows = embd.dims[1] ?? 0;
+  let tok;
+  try {
+    const model = files.get("tokenizer.model");
+    tok = tokenizerKvs({
+      tokenizerJson: await readJson(files, "tokenizer.json", MAX_TOKENIZER),
+      tokenizerModel: model ? await readLimited(model, "tokenizer.model", MAX_TOKENIZER) : undefined,
+      tokenizerConfig: await readJson(files, "tokenizer_config.json"),
+      generationConfig: await readJson(files, "generation_config.json"),
+      addedTokensJson: await readJson(files, "added_tokens.json"),
+    }, rows);
+  } catch (e) {
+    if (e instanceof TokenizerError) throw new ConvertError(e.message);
+    throw e;
+  }
+  if (tok.vocabSize !== rows) throw new ConvertError(`the tokenizer has ${tok.vocabSize} tokens but model.embed_tokens.weight has ${rows} rows`);
+
+  const p = (k: string) => `${arch}.${k}`;
+  const kvs: KvEntry[] = [
+    kv.str("general.architecture", arch),
+    kv.u32("general.file_type", 1),
+    kv.u32("general.quantization_version", 2),
+    ...tok.kvs,
+    kv.u32(p("vocab_size"), tok.vocabSize),
+    kv.u32(p("block_count"), layers),
+    kv.u32(p("embedding_length"), hidden),
+    kv.u32(p("feed_forward_length"), ffn),
+    kv.u32(p("attention.head_count"), heads),
+    kv.u32(p("attention.head_count_kv"), headsKv),
+  ];
+  const ctx = count(config.max_position_embeddings);
+  if (ctx) kvs.push(kv.u32(p("context_length"), ctx));
+  const theta = num(config.rope_theta);
+  if (theta && theta > 0) kvs.push(kv.f32(p("rope.freq_base"), theta));
+  const eps = num(config.rms_norm_eps);
+  if (eps && eps > 0) kvs.push(kv.f32(p("attention.layer_norm_rms_epsilon"), eps));
+  const scaling = config.rope_scaling && typeof config.rope_scaling === "object" ? (config.rope_scaling as Record<string, unknown>) : {};
+  if (arch === "llama") {
+    const headDim = count(config.head_dim);
+    kvs.push(kv.u32(p("rope.dimension_count"), headDim ?? Math.floor(hidden / heads)));
+    if (headDim) kvs.push(kv.u32(p("attention.head_dim"), headDim), kv.u32(p("attention.key_length"), headDim), kv.u32(p("attention.value_length"), headDim));
+    if (scaling.type === "linear" && num(scaling.factor)) kvs.push(kv.str(p("rope.scaling.type"), "linear"), kv.f32(p("rope.scaling.factor"), num(scaling.factor)!));
+    const factors = llama3RopeFactors(scaling, headDim ?? Math.floor(hidden / heads), theta ?? 0);
+    if (factors) plan.tensors.unshift({ name: "rope_freqs.weight", dims: [factors.length], type: "F32", values: factors });
+  } else if (scaling.type === "yarn" && num(scaling.factor)) {
+    kvs.push(kv.str(p("rope.scaling.type"), "yarn"), kv.f32(p("rope.scaling.factor"), num(scaling.factor)!));
+  }
+  plan.kvs = kvs;
+  return plan;
+}
+
+/** Llama 3.1's frequency factors (rope_scaling.rope_type "llama3"), as Ollama computes them. */
+function llama3RopeFactors(s: Record<string, unknown>, dim: number, theta: number): Float32Array | undefined {
+  if (s.rope_type !== "llama3" || theta === 0 || dim < 2) return undefined;
+  const factor = num(s.factor) || 8;
+  const low = num(s.low_freq_factor) || 1;
+  const high = num(s.high_freq_factor) || 4;
+  const original = count(s.original_max_position_embeddings) ?? 8192;
+  const out = new Float32Array(dim / 2);
+  for (let i = 0; i < dim; i += 2) {
+    const lambda = 2 * Math.PI * theta ** (i / dim);
+    if (lambda < original / high) out[i / 2] = 1;
+    else if (lambda > original / low) out[i / 2] = factor;
+    else {
+      const smooth = (original / lambda - low) / (high - low);
+      out[i / 2] = 1 / ((1 - smooth) / factor + smooth);
+    }
+  }
+  return out;
+}
+
+const CHUNK_BYTES = 8 << 20;
+
+/** The source tensor's values as float32, `rows` rows from `row` on. */
+async function readRows(src: SafetensorsTensor, file: string, rowLen: number, row: number, rows: number): Promise<Float32Array> {
+  const size = dtypeBytes(src.dtype);
+  const bytes = rows * rowLen * size;
+  const buf = Buffer.alloc(bytes);
+  const fh = await open(file, "r");
+  try {
+    for (let got = 0; got < bytes; ) {
+      const { bytesRead } = await fh.read(buf, got, bytes - got, src.offset + row * rowLen * size + got);
+      if (bytesRead === 0) throw new ConvertError(`${src.name}: the file ends early`);
+      got += bytesRead;
+    }
+  } finally {
+    await fh.close();
+  }
+  const n = rows * rowLen;
+  const out = new Float32Array(n);
+  if (src.dtype === "F32") out.set(new Float32Array(buf.buffer, buf.byteOffset, n));
+  else if (src.dtype === "F16") for (let i = 0; i < n; i++) out[i] = HALF_TABLE[buf[2 * i]! | (buf[2 * i + 1]! << 8)]!;
+  else {
+    const u = new Uint32Array(out.buffer);
+    for (let i = 0; i < n; i++) u[i] = ((buf[2 * i]! | (buf[2 * i + 1]! << 8)) << 16) >>> 0;
+  }
+  return out;
+}
+
+function encodeAs(type: "F16" | "F32", v: Float32Array): Uint8Array {
+  if (type === "F32") return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  const out = Buffer.alloc(v.length * 2);
+  for (let i = 0; i < v.length; i++) out.writeUInt16LE(halfBits(v[i]!), 2 * i);
+  return out;
+}
+
+/**
+ * Llama's q/k rows from Hugging Face's order (per head: the first halves of the rotary pairs,
+ * then the second halves) to llama.cpp's (the pairs side by side).
+ */
+export function repackRows(v: Float32Array, rows: number, rowLen: number, heads: number): Float32Array {
+  const out = new Float32Array(v.length);
+  const perHead = rows / heads;
+  const half = perHead / 2;
+  for (let h = 0; h < heads; h++) {
+    for (let j = 0; j < 2; j++) {
+      for (let k = 0; k < half; k++) {
+        const from = (h * perHead + j * half + k) * rowLen;
+        const to = (h * perHead + 2 * k + j) * rowLen;
+        out.set(v.subarray(from, from + rowLen), to);
+      }
+    }
+  }
+  return out;
+}
+
+/** Write the planned GGUF at `file`; `onProgress(bytes read so far)`. */
+export async function writeConversion(plan: ConvertPlan, file: string, onProgress: (done: number) => void, signal?: AbortSignal): Promise<{ digest: string; size: number }> {
+  let done = 0;
+  const tensors: StreamedTensorSpec[] = plan.tensors.map((t) => ({
+    name: t.name,
+    dims: t.dims,
+    type: t.type,
+    data: async function* () {
+      if (t.values || !t.source) {
+        yield encodeAs(t.type, t.values ?? new Float32Array(0));
+        return;
+      }
+      const src = t.source.tensor;
+      const rowLen = t.dims[0]!;
+      const rows = src.shape.length === 2 ? src.shape[0]! : 1;
+      if (t.repackHeads) {
+        yield encodeAs(t.type, repackRows(await readRows(src, t.source.file, rowLen, 0, rows), rows, rowLen, t.repackHeads));
+        done += src.bytes;
+        onProgress(done);
+        return;
+      }
+      const step = Math.max(1, Math.floor(CHUNK_BYTES / (rowLen * dtypeBytes(src.dtype))));
+      for (let r = 0; r < rows; r += step) {
+        if (signal?.aborted) throw signal.reason ?? new Error("canceled");
+        const n = Math.min(step, rows - r);
+        yield encodeAs(t.type, await readRows(src, t.source.file, rowLen, r, n));
+        done += n * rowLen * dtypeBytes(src.dtype);
+        onProgress(done);
+      }
+    },
+  }));
+  return writeGgufAt(file, plan.kvs, tensors);
+}

@@ -1,0 +1,163 @@
+// A generated GGUF test model written back out as a Hugging Face model directory, the way
+// transformers saves one: config.json, safetensors shards with Hugging Face's tensor names and
+// q/k row order, and the tokenizer as tokenizer.json (byte-level BPE) or tokenizer.model
+// (SentencePiece protobuf) with tokenizer_config.json. Converting it back must give the model
+// that was exported: the test of the converter.
+import { mkdir, open, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { readGgufInfo } from "../../src/registry/gguf.js";
+
+const LLAMA3_SPLIT = String.raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
+
+const HF_NAMES: ReadonlyArray<[RegExp, string]> = [
+  [/^token_embd\.weight$/, "model.embed_tokens.weight"],
+  [/^output_norm\.weight$/, "model.norm.weight"],
+  [/^output\.weight$/, "lm_head.weight"],
+  [/^blk\.(\d+)\.attn_norm\.weight$/, "model.layers.$1.input_layernorm.weight"],
+  [/^blk\.(\d+)\.attn_(q|k|v)\.(weight|bias)$/, "model.layers.$1.self_attn.$2_proj.$3"],
+  [/^blk\.(\d+)\.attn_output\.weight$/, "model.layers.$1.self_attn.o_proj.weight"],
+  [/^blk\.(\d+)\.ffn_norm\.weight$/, "model.layers.$1.post_attention_layernorm.weight"],
+  [/^blk\.(\d+)\.ffn_(gate|up|down)\.weight$/, "model.layers.$1.mlp.$2_proj.weight"],
+];
+
+function hfName(name: string): string {
+  for (const [re, to] of HF_NAMES) if (re.test(name)) return name.replace(re, to);
+  throw new Error(`no Hugging Face name for ${name}`);
+}
+
+/** llama.cpp's interleaved q/k rows back to Hugging Face's rotate-half order (per head). */
+export function unpermute(data: Buffer, rows: number, rowBytes: number, heads: number): Buffer {
+  const out = Buffer.alloc(data.length);
+  const perHead = rows / heads;
+  const half = perHead / 2;
+  for (let h = 0; h < heads; h++)
+    for (let k = 0; k < half; k++)
+      for (let j = 0; j < 2; j++) data.copy(out, (h * perHead + j * half + k) * rowBytes, (h * perHead + 2 * k + j) * rowBytes, (h * perHead + 2 * k + j + 1) * rowBytes);
+  return out;
+}
+
+function pbVarint(n: number): number[] {
+  const out: number[] = [];
+  while (n >= 128) {
+    out.push((n % 128) | 128);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return out;
+}
+function pbField(field: number, wire: number, body: Buffer | number): Buffer {
+  if (wire === 0) return Buffer.from([...pbVarint(field * 8), ...pbVarint(body as number)]);
+  if (wire === 5) {
+    const b = Buffer.alloc(4);
+    b.writeFloatLE(body as number);
+    return Buffer.concat([Buffer.from(pbVarint(field * 8 + 5)), b]);
+  }
+  const b = body as Buffer;
+  return Buffer.concat([Buffer.from(pbVarint(field * 8 + 2)), Buffer.from(pbVarint(b.length)), b]);
+}
+
+/** A SentencePiece ModelProto: the pieces, then a normalizer spec saying whether to add a leading space. */
+export function sentencePieceModel(tokens: string[], scores: number[], types: number[], addDummyPrefix: boolean): Buffer {
+  const parts: Buffer[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    parts.push(pbField(1, 2, Buffer.concat([pbField(1, 2, Buffer.from(tokens[i]!, "utf8")), pbField(2, 5, scores[i]!), pbField(3, 0, types[i]!)])));
+  }
+  parts.push(pbField(3, 2, Buffer.concat([pbField(1, 2, Buffer.from("identity")), pbField(3, 0, addDummyPrefix ? 1 : 0)])));
+  return Buffer.concat(parts);
+}
+
+async function writeSafetensors(file: string, tensors: Array<{ name: string; dtype: "F16" | "F32"; shape: number[]; data: Buffer }>): Promise<void> {
+  const header: Record<string, unknown> = { __metadata__: { format: "pt" } };
+  let off = 0;
+  for (const t of tensors) {
+    header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + t.data.length] };
+    off += t.data.length;
+  }
+  let json = Buffer.from(JSON.stringify(header));
+  json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  await writeFile(file, Buffer.concat([len, json, ...tensors.map((t) => t.data)]));
+}
+
+/** Write `gguf` (an F16/F32 llama or qwen2 test model) as a Hugging Face directory at `dir`, in `shards` files. */
+export async function exportHfModel(gguf: string, dir: string, shards = 2): Promise<void> {
+  const info = await readGgufInfo(gguf, { arrays: "full" });
+  const m = info.metadata;
+  const arch = String(m["general.architecture"]);
+  const u = (k: string) => Number(m[`${arch}.${k}`]);
+  const heads = u("attention.head_count");
+  const headsKv = u("attention.head_count_kv");
+  await mkdir(dir, { recursive: true });
+  const fh = await open(gguf, "r");
+  const tensors: Array<{ name: string; dtype: "F16" | "F32"; shape: number[]; data: Buffer }> = [];
+  try {
+    for (const t of info.tensors) {
+      if (t.typeName !== "F16" && t.typeName !== "F32") throw new Error(`export needs an F16/F32 model, ${t.name} is ${t.typeName}`);
+      let data: Buffer = Buffer.alloc(t.bytes);
+      await fh.read(data, 0, t.bytes, info.dataOffset + t.offset);
+      const shape = [...t.dims].reverse();
+      const qk = arch === "llama" && /\.attn_(q|k)\.weight$/.exec(t.name);
+      if (qk) data = unpermute(data, shape[0]!, t.bytes / shape[0]!, qk[1] === "q" ? heads : headsKv);
+      tensors.push({ name: hfName(t.name), dtype: t.typeName, shape, data });
+    }
+  } finally {
+    await fh.close();
+  }
+  const per = Math.ceil(tensors.length / shards);
+  for (let s = 0; s < shards; s++) {
+    await writeSafetensors(path.join(dir, `model-${String(s + 1).padStart(5, "0")}-of-${String(shards).padStart(5, "0")}.safetensors`), tensors.slice(s * per, (s + 1) * per));
+  }
+  const vocab = (m["tokenizer.ggml.tokens"] as string[]).length;
+  await writeFile(
+    path.join(dir, "config.json"),
+    JSON.stringify({
+      architectures: [arch === "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"],
+      hidden_size: u("embedding_length"),
+      intermediate_size: u("feed_forward_length"),
+      num_hidden_layers: u("block_count"),
+      num_attention_heads: heads,
+      num_key_value_heads: headsKv,
+      max_position_embeddings: u("context_length"),
+      rope_theta: u("rope.freq_base"),
+      rms_norm_eps: u("attention.layer_norm_rms_epsilon"),
+      vocab_size: vocab,
+      tie_word_embeddings: !info.tensors.some((t) => t.name === "output.weight"),
+      torch_dtype: "float16",
+    }),
+  );
+  const tokens = m["tokenizer.ggml.tokens"] as string[];
+  const types = m["tokenizer.ggml.token_type"] as number[];
+  const text = (k: string) => (m[k] === undefined ? undefined : tokens[Number(m[k])]);
+  const config: Record<string, unknown> = {
+    bos_token: text("tokenizer.ggml.bos_token_id"),
+    eos_token: text("tokenizer.ggml.eos_token_id"),
+    add_bos_token: m["tokenizer.ggml.add_bos_token"] === true,
+    add_eos_token: m["tokenizer.ggml.add_eos_token"] === true,
+    ...(m["tokenizer.chat_template"] !== undefined ? { chat_template: m["tokenizer.chat_template"] } : {}),
+  };
+  if (m["tokenizer.ggml.unknown_token_id"] !== undefined) config.unk_token = text("tokenizer.ggml.unknown_token_id");
+  await writeFile(path.join(dir, "tokenizer_config.json"), JSON.stringify(config));
+  if (m["tokenizer.ggml.model"] === "gpt2") {
+    const vocabMap: Record<string, number> = {};
+    const added: unknown[] = [];
+    tokens.forEach((t, id) => {
+      if (types[id] === 3) added.push({ id, content: t, special: true, single_word: false, lstrip: false, rstrip: false, normalized: false });
+      else vocabMap[t] = id;
+    });
+    const merges = (m["tokenizer.ggml.merges"] as string[]).map((x) => x.split(" "));
+    await writeFile(
+      path.join(dir, "tokenizer.json"),
+      JSON.stringify({
+        version: "1.0",
+        added_tokens: added,
+        pre_tokenizer: { type: "Sequence", pretokenizers: [{ type: "Split", pattern: { Regex: LLAMA3_SPLIT }, behavior: "Isolated", invert: false }, { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false }] },
+        decoder: { type: "ByteLevel" },
+        model: { type: "BPE", dropout: null, unk_token: null, byte_fallback: false, vocab: vocabMap, merges },
+      }),
+    );
+  } else {
+    const scores = m["tokenizer.ggml.scores"] as number[];
+    await writeFile(path.join(dir, "tokenizer.model"), sentencePieceModel(tokens, scores, types, m["tokenizer.ggml.add_space_prefix"] === true));
+  }
+}

@@ -1,0 +1,172 @@
+// `create` from a Hugging Face safetensors directory: generated GGUF test models are exported as
+// transformers would save them (hf-export.ts) and created back, through the API and through the
+// CLI's `FROM ./dir`. The converted model must have the original's tensors byte for byte, and
+// answer exactly as the original does; bad directories get a 400 that says what is wrong.
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestModel } from "../../scripts/make-test-model.js";
+import { readGgufInfo } from "../../src/registry/gguf.js";
+import { CLI, createModelFromFile, sha256File, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { exportHfModel } from "../helpers/hf-export.js";
+import { ndjson, postJson, verifyBlobs } from "../helpers/registry.js";
+
+const exec = promisify(execFile);
+let d: TestDaemon;
+let home: string;
+
+beforeAll(async () => {
+  home = await mkdtemp(path.join(os.tmpdir(), "ollamats-convert-"));
+  d = await startDaemon({ HOME: home });
+}, 60_000);
+afterAll(async () => {
+  await d?.stop();
+  if (home) await rm(home, { recursive: true, force: true });
+});
+
+async function uploadDir(dir: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const name of await readdir(dir)) {
+    const file = path.join(dir, name);
+    const digest = await sha256File(file);
+    const r = await fetch(`${d.url}/api/blobs/${digest}`, { method: "POST", body: await readFile(file) });
+    expect([200, 201]).toContain(r.status);
+    files[name] = digest;
+  }
+  return files;
+}
+
+async function weightsPath(model: string): Promise<string> {
+  const m = JSON.parse(await readFile(path.join(d.models, "manifests", "registry.ollama.ai", "library", model, "latest"), "utf8")) as { layers: Array<{ mediaType: string; digest: string }> };
+  const digest = m.layers.find((l) => l.mediaType === "application/vnd.ollama.image.model")!.digest;
+  return path.join(d.models, "blobs", digest.replace(":", "-"));
+}
+
+/** Every tensor's name, type, dims and bytes, in file order. */
+async function tensorsOf(file: string): Promise<Array<{ name: string; type: string; dims: number[]; sha: string }>> {
+  const info = await readGgufInfo(file);
+  const bytes = await readFile(file);
+  const { createHash } = await import("node:crypto");
+  return info.tensors
+    .map((t) => ({ name: t.name, type: t.typeName, dims: t.dims, sha: createHash("sha256").update(bytes.subarray(info.dataOffset + t.offset, info.dataOffset + t.offset + t.bytes)).digest("hex") }))
+    .sort((a, b) => (a.name < b.name ? -1 : 1));
+}
+
+async function answer(model: string, prompt: string): Promise<{ response: string; prompt_eval_count: number }> {
+  const r = await postJson(`${d.url}/api/generate`, { model, prompt, stream: false, options: { temperature: 0, num_predict: 24, seed: 1 } });
+  expect(r.status).toBe(200);
+  const j = (await r.json()) as { response: string; prompt_eval_count: number };
+  return { response: j.response, prompt_eval_count: j.prompt_eval_count };
+}
+
+const CASES = [
+  { label: "Llama, byte-level BPE tokenizer.json", opts: { shape: "small", type: "F16", seed: 5, tokenizer: "gpt2" } },
+  { label: "Llama, SentencePiece tokenizer.model", opts: { shape: "tiny", type: "F16", seed: 6, tokenizer: "spm" } },
+  { label: "Qwen2 with attention biases, tied output", opts: { shape: "tiny", type: "F16", seed: 7, tokenizer: "gpt2", arch: "qwen2", tied: true } },
+] as const;
+
+describe("create from a safetensors directory", () => {
+  for (const [i, c] of CASES.entries()) {
+    it(`${c.label}: the original's tensors byte for byte, and the same answers`, async () => {
+      const gguf = await makeTestModel(c.opts as Parameters<typeof makeTestModel>[0]);
+      const dir = path.join(home, `hf-${i}`);
+      await exportHfModel(gguf, dir, 2);
+      const r = await postJson(`${d.url}/api/create`, { model: `conv-${i}`, files: await uploadDir(dir) });
+      expect(r.status).toBe(200);
+      const statuses = (await ndjson(r)).map((l) => l.status);
+      expect(statuses).toContain("converting model");
+      expect(statuses.slice(-2)).toEqual(["writing manifest", "success"]);
+      expect((await createModelFromFile(d.url, `orig-${i}`, gguf)).status).toBe(200);
+
+      expect(await tensorsOf(await weightsPath(`conv-${i}`))).toEqual(await tensorsOf(gguf));
+      for (const prompt of ["Once upon a time", "The answer is"]) expect(await answer(`conv-${i}`, prompt)).toMatchObject(await answer(`orig-${i}`, prompt));
+      // the chat template came along: a chat renders and tokenizes as the original's
+      const chat = async (model: string) => {
+        const res = await postJson(`${d.url}/api/chat`, { model, stream: false, messages: [{ role: "user", content: "hello there" }], options: { temperature: 0, num_predict: 8 } });
+        const j = (await res.json()) as { message: { content: string }; prompt_eval_count: number };
+        return { content: j.message.content, prompt_eval_count: j.prompt_eval_count };
+      };
+      expect(await chat(`conv-${i}`)).toMatchObject(await chat(`orig-${i}`));
+    }, 120_000);
+  }
+
+  it("through the CLI: `FROM ./dir` uploads the directory, converts and quantizes it", async () => {
+    const gguf = await makeTestModel({ shape: "small", type: "F16", seed: 5, tokenizer: "gpt2" });
+    const dir = path.join(home, "hf-cli");
+    await exportHfModel(gguf, dir, 1);
+    await writeFile(path.join(home, "Modelfile"), "FROM ./hf-cli\nPARAMETER temperature 0\n");
+    const { stdout, stderr } = await exec(process.execPath, [CLI, "create", "conv-cli", "-q", "q8_0", "-f", path.join(home, "Modelfile")], { env: d.env, timeout: 120_000 });
+    expect(stdout + stderr).toMatch(/converting model/);
+    expect(stdout + stderr).toMatch(/quantizing F16 model to Q8_0/);
+    const s = (await (await postJson(`${d.url}/api/show`, { model: "conv-cli" })).json()) as { details: { quantization_level: string; family: string } };
+    expect(s.details).toMatchObject({ quantization_level: "Q8_0", family: "llama" });
+    expect((await answer("conv-cli", "Once upon a time")).response.length).toBeGreaterThan(0);
+    await verifyBlobs(d.models);
+  }, 180_000);
+});
+
+describe("a directory that cannot be converted gets a 400 that says why", () => {
+  // name → local file; each create uploads its files first (a refused create drops its uploads)
+  let good: Record<string, string>;
+  let dir: string;
+  beforeAll(async () => {
+    dir = path.join(home, "hf-bad");
+    await exportHfModel(await makeTestModel({ shape: "tiny", type: "F16", seed: 6, tokenizer: "gpt2" }), dir, 1);
+    good = Object.fromEntries((await readdir(dir)).map((n) => [n, path.join(dir, n)]));
+  }, 60_000);
+
+  const refuse = async (local: Record<string, string>, error: RegExp) => {
+    const files: Record<string, string> = {};
+    for (const [name, file] of Object.entries(local)) {
+      const digest = await sha256File(file);
+      expect((await fetch(`${d.url}/api/blobs/${digest}`, { method: "POST", body: await readFile(file) })).status).toBeLessThan(300);
+      files[name] = digest;
+    }
+    const r = await postJson(`${d.url}/api/create`, { model: "bad", files, stream: false });
+    const body = (await r.json()) as { error: string };
+    expect({ status: r.status, error: body.error }).toMatchObject({ status: 400, error: expect.stringMatching(error) });
+  };
+  const file = async (name: string, content: string | Buffer) => {
+    const f = path.join(home, `bad-${name}`);
+    await writeFile(f, content);
+    return f;
+  };
+  const shard = () => Object.keys(good).find((n) => n.endsWith(".safetensors"))!;
+
+  it("an architecture it does not convert, or no config.json", async () => {
+    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
+    const { ["config.json"]: _drop, ...noConfig } = good;
+    await refuse(noConfig, /^config\.json is missing/);
+  });
+
+  it("a safetensors header that lies about where its data is, or a dtype it cannot read", async () => {
+    const real = await readFile(good[shard()]!);
+    const n = Number(real.readBigUInt64LE(0));
+    const header = JSON.parse(real.subarray(8, 8 + n).toString()) as Record<string, object>;
+    const withHeader = (h: object) => {
+      const json = Buffer.from(JSON.stringify(h));
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(json.length));
+      return Buffer.concat([len, json, real.subarray(8 + n)]);
+    };
+    const first = Object.keys(header).find((k) => k !== "__metadata__")!;
+    await refuse({ ...good, [shard()]: await file("lie.safetensors", withHeader({ ...header, [first]: { ...header[first], data_offsets: [0, 2 ** 40] } })) }, /data outside the file/);
+    await refuse({ ...good, [shard()]: await file("i8.safetensors", withHeader({ ...header, [first]: { ...header[first], dtype: "I8" } })) }, /has dtype I8; only F32, F16 and BF16 weights can be converted/);
+    const huge = Buffer.alloc(16);
+    huge.writeBigUInt64LE(2n ** 62n);
+    await refuse({ ...good, [shard()]: await file("huge.safetensors", huge) }, /not a safetensors file \(header length/);
+  });
+
+  it("a tensor that is no part of the model, a missing layer, a PyTorch checkpoint", async () => {
+    const extra = Buffer.from(JSON.stringify({ "model.vision_tower.weight": { dtype: "F32", shape: [2], data_offsets: [0, 8] } }));
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(extra.length));
+    await refuse({ ...good, "extra.safetensors": await file("extra.safetensors", Buffer.concat([len, extra, Buffer.alloc(8)])) }, /^tensor model\.vision_tower\.weight is not part of a LlamaForCausalLM model/);
+    const cfg = JSON.parse(await readFile(good["config.json"]!, "utf8")) as Record<string, unknown>;
+    await refuse({ ...good, "config.json": await file("config5.json", JSON.stringify({ ...cfg, num_hidden_layers: 5 })) }, /no weights for layer 2 \(config\.json says 5 layers\)/);
+    await refuse({ "pytorch_model.bin": good[shard()]! }, /^pytorch_model\.bin: ollamats converts safetensors models, not PyTorch weights/);
+  });
+});

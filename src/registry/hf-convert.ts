@@ -45,7 +45,7 @@ const KNOWN: Readonly<Record<Arch, RegExp>> = {
 };
 
 const MAX_JSON = 64 << 20;
-const MAX_TOKENIZER = 512 << 20;
+const MAX_TOKENIZER = 128 << 20; // the largest real tokenizer.json files are ~35 MB
 
 async function readLimited(file: string, name: string, limit: number): Promise<Buffer> {
   const fh = await open(file, "r");
@@ -208,28 +208,33 @@ function llama3RopeFactors(s: Record<string, unknown>, dim: number, theta: numbe
 
 const CHUNK_BYTES = 8 << 20;
 
-/** The source tensor's values as float32, `rows` rows from `row` on. */
-async function readRows(src: SafetensorsTensor, file: string, rowLen: number, row: number, rows: number): Promise<Float32Array> {
+/** The bytes of `count` of the source tensor's values from element `start` on. */
+async function readBytes(src: SafetensorsTensor, file: string, start: number, count: number): Promise<Buffer> {
   const size = dtypeBytes(src.dtype);
-  const bytes = rows * rowLen * size;
+  const bytes = count * size;
   const buf = Buffer.alloc(bytes);
   const fh = await open(file, "r");
   try {
     for (let got = 0; got < bytes; ) {
-      const { bytesRead } = await fh.read(buf, got, bytes - got, src.offset + row * rowLen * size + got);
+      const { bytesRead } = await fh.read(buf, got, bytes - got, src.offset + start * size + got);
       if (bytesRead === 0) throw new ConvertError(`${src.name}: the file ends early`);
       got += bytesRead;
     }
   } finally {
     await fh.close();
   }
-  const n = rows * rowLen;
-  const out = new Float32Array(n);
-  if (src.dtype === "F32") out.set(new Float32Array(buf.buffer, buf.byteOffset, n));
-  else if (src.dtype === "F16") for (let i = 0; i < n; i++) out[i] = HALF_TABLE[buf[2 * i]! | (buf[2 * i + 1]! << 8)]!;
+  return buf;
+}
+
+/** Source bytes of `dtype` as float32. */
+function toFloats(dtype: SafetensorsTensor["dtype"], buf: Buffer): Float32Array {
+  const count = buf.length / dtypeBytes(dtype);
+  const out = new Float32Array(count);
+  if (dtype === "F32") out.set(new Float32Array(buf.buffer, buf.byteOffset, count));
+  else if (dtype === "F16") for (let i = 0; i < count; i++) out[i] = HALF_TABLE[buf[2 * i]! | (buf[2 * i + 1]! << 8)]!;
   else {
     const u = new Uint32Array(out.buffer);
-    for (let i = 0; i < n; i++) u[i] = ((buf[2 * i]! | (buf[2 * i + 1]! << 8)) << 16) >>> 0;
+    for (let i = 0; i < count; i++) u[i] = ((buf[2 * i]! | (buf[2 * i + 1]! << 8)) << 16) >>> 0;
   }
   return out;
 }
@@ -274,20 +279,23 @@ export async function writeConversion(plan: ConvertPlan, file: string, onProgres
         return;
       }
       const src = t.source.tensor;
+      const size = dtypeBytes(src.dtype);
+      const elements = src.bytes / size;
+      // Whole heads at a time for q/k (their rows are reordered within each head), else any
+      // run of values: a few MB per read whatever the tensor's size.
       const rowLen = t.dims[0]!;
-      const rows = src.shape.length === 2 ? src.shape[0]! : 1;
-      if (t.repackHeads) {
-        yield encodeAs(t.type, repackRows(await readRows(src, t.source.file, rowLen, 0, rows), rows, rowLen, t.repackHeads));
-        done += src.bytes;
-        onProgress(done);
-        return;
-      }
-      const step = Math.max(1, Math.floor(CHUNK_BYTES / (rowLen * dtypeBytes(src.dtype))));
-      for (let r = 0; r < rows; r += step) {
+      const unit = t.repackHeads ? (src.shape[0]! / t.repackHeads) * rowLen : 1;
+      const step = unit * Math.max(1, Math.floor(CHUNK_BYTES / (unit * size)));
+      for (let e = 0; e < elements; e += step) {
         if (signal?.aborted) throw signal.reason ?? new Error("canceled");
-        const n = Math.min(step, rows - r);
-        yield encodeAs(t.type, await readRows(src, t.source.file, rowLen, r, n));
-        done += n * rowLen * dtypeBytes(src.dtype);
+        const n = Math.min(step, elements - e);
+        const raw = await readBytes(src, t.source.file, e, n);
+        if (src.dtype === t.type && !t.repackHeads) yield raw; // F16 → F16, F32 → F32: as it is
+        else {
+          const v = toFloats(src.dtype, raw);
+          yield encodeAs(t.type, t.repackHeads ? repackRows(v, n / rowLen, rowLen, n / unit) : v);
+        }
+        done += n * size;
         onProgress(done);
       }
     },

@@ -5,6 +5,7 @@
 // that was exported: the test of the converter.
 import { mkdir, open, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { bf16Bits, HALF_TABLE } from "../../src/registry/ggml-half.js";
 import { readGgufInfo } from "../../src/registry/gguf.js";
 
 const LLAMA3_SPLIT = String.raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
@@ -66,7 +67,7 @@ export function sentencePieceModel(tokens: string[], scores: number[], types: nu
   return Buffer.concat(parts);
 }
 
-async function writeSafetensors(file: string, tensors: Array<{ name: string; dtype: "F16" | "F32"; shape: number[]; data: Buffer }>): Promise<void> {
+async function writeSafetensors(file: string, tensors: Array<{ name: string; dtype: "F16" | "F32" | "BF16"; shape: number[]; data: Buffer }>): Promise<void> {
   const header: Record<string, unknown> = { __metadata__: { format: "pt" } };
   let off = 0;
   for (const t of tensors) {
@@ -80,8 +81,18 @@ async function writeSafetensors(file: string, tensors: Array<{ name: string; dty
   await writeFile(file, Buffer.concat([len, json, ...tensors.map((t) => t.data)]));
 }
 
-/** Write `gguf` (an F16/F32 llama or qwen2 test model) as a Hugging Face directory at `dir`, in `shards` files. */
-export async function exportHfModel(gguf: string, dir: string, shards = 2): Promise<void> {
+/** F16 tensor bytes as bfloat16 (each value rounded to bfloat16's 8 mantissa bits). */
+export function f16ToBf16(data: Buffer): Buffer {
+  const out = Buffer.alloc(data.length);
+  for (let i = 0; i < data.length; i += 2) out.writeUInt16LE(bf16Bits(HALF_TABLE[data.readUInt16LE(i)]!), i);
+  return out;
+}
+
+/**
+ * Write `gguf` (an F16/F32 llama or qwen2 test model) as a Hugging Face directory at `dir`, in
+ * `shards` files; `bf16` stores the matrices as bfloat16, as most checkpoints are.
+ */
+export async function exportHfModel(gguf: string, dir: string, shards = 2, bf16 = false): Promise<void> {
   const info = await readGgufInfo(gguf, { arrays: "full" });
   const m = info.metadata;
   const arch = String(m["general.architecture"]);
@@ -90,7 +101,7 @@ export async function exportHfModel(gguf: string, dir: string, shards = 2): Prom
   const headsKv = u("attention.head_count_kv");
   await mkdir(dir, { recursive: true });
   const fh = await open(gguf, "r");
-  const tensors: Array<{ name: string; dtype: "F16" | "F32"; shape: number[]; data: Buffer }> = [];
+  const tensors: Array<{ name: string; dtype: "F16" | "F32" | "BF16"; shape: number[]; data: Buffer }> = [];
   try {
     for (const t of info.tensors) {
       if (t.typeName !== "F16" && t.typeName !== "F32") throw new Error(`export needs an F16/F32 model, ${t.name} is ${t.typeName}`);
@@ -99,7 +110,8 @@ export async function exportHfModel(gguf: string, dir: string, shards = 2): Prom
       const shape = [...t.dims].reverse();
       const qk = arch === "llama" && /\.attn_(q|k)\.weight$/.exec(t.name);
       if (qk) data = unpermute(data, shape[0]!, t.bytes / shape[0]!, qk[1] === "q" ? heads : headsKv);
-      tensors.push({ name: hfName(t.name), dtype: t.typeName, shape, data });
+      if (bf16 && t.typeName === "F16") tensors.push({ name: hfName(t.name), dtype: "BF16", shape, data: f16ToBf16(data) });
+      else tensors.push({ name: hfName(t.name), dtype: t.typeName, shape, data });
     }
   } finally {
     await fh.close();

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
 import { readGgufInfo } from "../../src/registry/gguf.js";
 import { CLI, createModelFromFile, sha256File, startDaemon, type TestDaemon } from "../helpers/daemon.js";
-import { exportHfModel } from "../helpers/hf-export.js";
+import { halfBits } from "../../src/registry/ggml-half.js";
+import { exportHfModel, f16ToBf16 } from "../helpers/hf-export.js";
 import { ndjson, postJson, verifyBlobs } from "../helpers/registry.js";
 
 const exec = promisify(execFile);
@@ -92,6 +93,30 @@ describe("create from a safetensors directory", () => {
       expect(await chat(`conv-${i}`)).toMatchObject(await chat(`orig-${i}`));
     }, 120_000);
   }
+
+  it("bfloat16 weights become F16: each value is the F16 of its bfloat16 value, and the model answers", async () => {
+    const gguf = await makeTestModel({ shape: "tiny", type: "F16", seed: 8, tokenizer: "gpt2" });
+    const dir = path.join(home, "hf-bf16");
+    await exportHfModel(gguf, dir, 1, true);
+    const r = await postJson(`${d.url}/api/create`, { model: "conv-bf16", files: await uploadDir(dir), stream: false });
+    expect(r.status).toBe(200);
+    const info = await readGgufInfo(gguf);
+    const out = await weightsPath("conv-bf16");
+    const outInfo = await readGgufInfo(out);
+    const [src, dst] = [await readFile(gguf), await readFile(out)];
+    for (const name of ["token_embd.weight", "blk.0.ffn_down.weight", "blk.1.attn_output.weight"]) {
+      const a = info.tensors.find((t) => t.name === name)!;
+      const b = outInfo.tensors.find((t) => t.name === name)!;
+      expect(b.typeName).toBe("F16");
+      const orig = src.subarray(info.dataOffset + a.offset, info.dataOffset + a.offset + a.bytes);
+      const want = Buffer.alloc(orig.length);
+      const bf = f16ToBf16(Buffer.from(orig));
+      for (let i = 0; i < bf.length; i += 2) want.writeUInt16LE(halfBits(new Float32Array(new Uint32Array([bf.readUInt16LE(i) << 16]).buffer)[0]!), i);
+      expect(dst.subarray(outInfo.dataOffset + b.offset, outInfo.dataOffset + b.offset + b.bytes).equals(want)).toBe(true);
+      expect(want.equals(orig)).toBe(false); // bfloat16 did round: the check is not vacuous
+    }
+    expect((await answer("conv-bf16", "Once upon a time")).response.length).toBeGreaterThan(0);
+  }, 120_000);
 
   it("through the CLI: `FROM ./dir` uploads the directory, converts and quantizes it", async () => {
     const gguf = await makeTestModel({ shape: "small", type: "F16", seed: 5, tokenizer: "gpt2" });

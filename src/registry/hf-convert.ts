@@ -102,6 +102,8 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   const ffn = count(config.intermediate_size);
   if (!hidden || !layers || !heads || !ffn) throw new ConvertError("config.json lacks hidden_size, num_hidden_layers, num_attention_heads or intermediate_size");
   const headsKv = count(config.num_key_value_heads) ?? heads;
+  const headDim = count(config.head_dim) ?? Math.floor(hidden / heads);
+  const dims: ModelDims = { hidden, ffn, q: heads * headDim, kv: headsKv * headDim };
 
   // tensors
   const sources: Source[] = [];
@@ -124,14 +126,26 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
     seen.add(name);
     const shape = s.tensor.shape;
     const vector = shape.length === 1 || name.endsWith(".bias");
-    if (shape.length < 1 || shape.length > 2 || shape.some((d) => d === 0)) throw new ConvertError(`tensor ${s.name} has shape [${shape.join(", ")}]`);
+    const layer = /^blk\.(\d+)\./.exec(name);
+    if (layer && Number(layer[1]) >= layers) throw new ConvertError(`tensor ${s.name} is for layer ${layer[1]}, but config.json says ${layers} layers`);
+    const want = expectedShape(name.replace(/^blk\.\d+\./, ""), dims, s.tensor.shape[0]);
+    if (want.join() !== shape.join() || shape.includes(0)) throw new ConvertError(`tensor ${s.name} has shape [${shape.join(", ")}]; config.json makes it [${want.join(", ")}]`);
     const repackHeads = arch === "llama" && /\.attn_q\.weight$/.test(name) ? heads : arch === "llama" && /\.attn_k\.weight$/.test(name) ? headsKv : undefined;
     if (repackHeads && (shape.length !== 2 || shape[0]! % (repackHeads * 2) !== 0)) throw new ConvertError(`tensor ${s.name}: ${shape[0]} rows do not split into ${repackHeads} heads`);
     plan.tensors.push({ source: s, name, dims: [...shape].reverse(), type: vector ? "F32" : "F16", ...(repackHeads ? { repackHeads } : {}) });
     plan.totalBytes += s.tensor.bytes;
   }
-  if (!seen.has("token_embd.weight")) throw new ConvertError("the safetensors files have no model.embed_tokens.weight");
-  for (let i = 0; i < layers; i++) if (!seen.has(`blk.${i}.attn_q.weight`)) throw new ConvertError(`the safetensors files have no weights for layer ${i} (config.json says ${layers} layers)`);
+  for (const n of ["token_embd.weight", "output_norm.weight"]) if (!seen.has(n)) throw new ConvertError(`the safetensors files have no ${n === "token_embd.weight" ? "model.embed_tokens.weight" : "model.norm.weight"}`);
+  const perLayer = ["attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"].map((n) => `${n}.weight`);
+  if (arch === "qwen2") perLayer.push("attn_q.bias", "attn_k.bias", "attn_v.bias");
+  for (let i = 0; i < layers; i++) {
+    const missing = perLayer.filter((n) => !seen.has(`blk.${i}.${n}`));
+    if (missing.length === perLayer.length) throw new ConvertError(`the safetensors files have no weights for layer ${i} (config.json says ${layers} layers)`);
+    if (missing.length > 0) throw new ConvertError(`layer ${i} lacks ${missing.join(", ")}`);
+  }
+  const vocabRows = plan.tensors.find((t) => t.name === "token_embd.weight")!.dims[1];
+  const out = plan.tensors.find((t) => t.name === "output.weight");
+  if (out && out.dims[1] !== vocabRows) throw new ConvertError(`lm_head.weight has ${out.dims[1]} rows, model.embed_tokens.weight ${vocabRows}`);
 
   // tokenizer: as many tokens as the embedding has rows (padded when it has fewer, as Ollama pads)
   const embd = plan.tensors.find((t) => t.name === "token_embd.weight")!;
@@ -173,17 +187,53 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   if (eps && eps > 0) kvs.push(kv.f32(p("attention.layer_norm_rms_epsilon"), eps));
   const scaling = config.rope_scaling && typeof config.rope_scaling === "object" ? (config.rope_scaling as Record<string, unknown>) : {};
   if (arch === "llama") {
-    const headDim = count(config.head_dim);
-    kvs.push(kv.u32(p("rope.dimension_count"), headDim ?? Math.floor(hidden / heads)));
-    if (headDim) kvs.push(kv.u32(p("attention.head_dim"), headDim), kv.u32(p("attention.key_length"), headDim), kv.u32(p("attention.value_length"), headDim));
+    kvs.push(kv.u32(p("rope.dimension_count"), headDim));
+    if (count(config.head_dim)) kvs.push(kv.u32(p("attention.head_dim"), headDim), kv.u32(p("attention.key_length"), headDim), kv.u32(p("attention.value_length"), headDim));
     if (scaling.type === "linear" && num(scaling.factor)) kvs.push(kv.str(p("rope.scaling.type"), "linear"), kv.f32(p("rope.scaling.factor"), num(scaling.factor)!));
-    const factors = llama3RopeFactors(scaling, headDim ?? Math.floor(hidden / heads), theta ?? 0);
+    const factors = llama3RopeFactors(scaling, headDim, theta ?? 0);
     if (factors) plan.tensors.unshift({ name: "rope_freqs.weight", dims: [factors.length], type: "F32", values: factors });
   } else if (scaling.type === "yarn" && num(scaling.factor)) {
     kvs.push(kv.str(p("rope.scaling.type"), "yarn"), kv.f32(p("rope.scaling.factor"), num(scaling.factor)!));
   }
   plan.kvs = kvs;
   return plan;
+}
+
+interface ModelDims {
+  hidden: number;
+  ffn: number;
+  /** Rows of the query projection (heads × head size) and of the key and value ones. */
+  q: number;
+  kv: number;
+}
+
+/** The Hugging Face shape config.json gives a tensor (its llama.cpp name without `blk.N.`). */
+function expectedShape(name: string, d: ModelDims, rows: number | undefined): number[] {
+  switch (name) {
+    case "token_embd.weight":
+    case "output.weight":
+      return [rows ?? 0, d.hidden]; // as many rows as the vocabulary, checked against the tokenizer
+    case "output_norm.weight":
+    case "attn_norm.weight":
+    case "ffn_norm.weight":
+      return [d.hidden];
+    case "attn_q.weight":
+      return [d.q, d.hidden];
+    case "attn_k.weight":
+    case "attn_v.weight":
+      return [d.kv, d.hidden];
+    case "attn_output.weight":
+      return [d.hidden, d.q];
+    case "ffn_gate.weight":
+    case "ffn_up.weight":
+      return [d.ffn, d.hidden];
+    case "ffn_down.weight":
+      return [d.hidden, d.ffn];
+    case "attn_q.bias":
+      return [d.q];
+    default:
+      return [d.kv]; // attn_k.bias, attn_v.bias
+  }
 }
 
 /** Llama 3.1's frequency factors (rope_scaling.rope_type "llama3"), as Ollama computes them. */

@@ -192,6 +192,8 @@ describe("a directory that cannot be converted gets a 400 that says why", () => 
     await refuse({ ...good, "extra.safetensors": await file("extra.safetensors", Buffer.concat([len, extra, Buffer.alloc(8)])) }, /^tensor model\.vision_tower\.weight is not part of a LlamaForCausalLM model/);
     const cfg = JSON.parse(await readFile(good["config.json"]!, "utf8")) as Record<string, unknown>;
     await refuse({ ...good, "config.json": await file("config5.json", JSON.stringify({ ...cfg, num_hidden_layers: 5 })) }, /no weights for layer 2 \(config\.json says 5 layers\)/);
+    await refuse({ ...good, "config.json": await file("config-ffn.json", JSON.stringify({ ...cfg, intermediate_size: 96 })) }, /^tensor model\.layers\.0\.mlp\.gate_proj\.weight has shape \[128, 64\]; config\.json makes it \[96, 64\]$/);
+    await refuse({ ...good, "config.json": await file("config1.json", JSON.stringify({ ...cfg, num_hidden_layers: 1 })) }, /is for layer 1, but config\.json says 1 layers/);
     await refuse({ "pytorch_model.bin": good[shard()]! }, /^pytorch_model\.bin: ollamats converts safetensors models, not PyTorch weights/);
   });
 });

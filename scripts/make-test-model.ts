@@ -33,9 +33,9 @@ import { buildBpeVocab, buildVocab, SPECIAL_TOKENS, TOKEN_TYPE, UNK_ID } from ".
 
 export type ModelShape = "tiny" | "small" | "1b";
 export type Tokenizer = "spm" | "gpt2";
-export type Architecture = "llama" | "qwen2";
+export type Architecture = "llama" | "qwen2" | "qwen3";
 export const TOKENIZERS: readonly Tokenizer[] = ["spm", "gpt2"];
-export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2"];
+export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3"];
 export { CHAT_FORMATS, type ChatFormat };
 export type ModelType = WritableType;
 
@@ -59,7 +59,7 @@ export interface MakeModelOptions {
   template?: ChatFormat;
   /** No output.weight: the output projection is token_embd's. */
   tied?: boolean;
-  /** "llama" (default) or "qwen2" (attention biases). */
+  /** "llama" (default), "qwen2" (attention biases) or "qwen3" (per-head query/key norms). */
   arch?: Architecture;
   /** The template's turn tokens are likely outputs (TURN_ROW_SCALE), so an answer soon reaches
    *  one, as a chat model's does: what stop tokens and stop parameters are tested with. */
@@ -307,7 +307,7 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
         : []),
       randomTensor(`${p}attn_output.weight`, [s.embd, s.embd], type, seed, inStd * out),
       // qwen3 normalises queries and keys per head
-      ...(ranking ? [constTensor(`${p}attn_q_norm.weight`, [headDim], 1), constTensor(`${p}attn_k_norm.weight`, [headDim], 1)] : []),
+      ...(arch === "qwen3" ? [constTensor(`${p}attn_q_norm.weight`, [headDim], 1), constTensor(`${p}attn_k_norm.weight`, [headDim], 1)] : []),
       constTensor(`${p}ffn_norm.weight`, [s.embd], 1),
       randomTensor(`${p}ffn_gate.weight`, [s.embd, s.ffn], type, seed, inStd),
       randomTensor(`${p}ffn_up.weight`, [s.embd, s.ffn], type, seed, inStd),

@@ -1,8 +1,9 @@
 // A Hugging Face model directory (config.json, *.safetensors, a tokenizer) converted to one GGUF,
 // as Ollama's converter does for `create` (convert/convert.go): Llama-family models
-// (LlamaForCausalLM, MistralForCausalLM) and Qwen2 (Qwen2ForCausalLM). Tensors are renamed to
-// llama.cpp's names, Llama's q/k rows reordered from Hugging Face's rotate-half layout to
-// llama.cpp's interleaved one, matrices written as F16 and vectors (norms, biases) as F32; the
+// (LlamaForCausalLM, MistralForCausalLM), Qwen2 and Qwen3 (Qwen2ForCausalLM, Qwen3ForCausalLM).
+// Tensors are renamed to llama.cpp's names, Llama's q/k rows reordered from Hugging Face's
+// rotate-half layout to llama.cpp's interleaved one (Qwen's rope is already Hugging Face's),
+// matrices written as F16 and vectors (norms, biases) as F32; the
 // metadata comes from config.json and the tokenizer files (hf-tokenizer.ts). Everything is read
 // and checked before the first byte is written, so a bad directory is a 400, not a broken model.
 import { open, readFile } from "node:fs/promises";
@@ -20,8 +21,8 @@ export function isSafetensorsModel(names: string[]): boolean {
   return names.some((n) => n.endsWith(".safetensors"));
 }
 
-type Arch = "llama" | "qwen2";
-const ARCHITECTURES: Readonly<Record<string, Arch>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2" };
+type Arch = "llama" | "qwen2" | "qwen3";
+const ARCHITECTURES: Readonly<Record<string, Arch>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2", Qwen3ForCausalLM: "qwen3" };
 
 /** Hugging Face names → llama.cpp's, applied in order (Ollama's Replacements). */
 const RENAMES: ReadonlyArray<[string, string]> = [
@@ -34,6 +35,8 @@ const RENAMES: ReadonlyArray<[string, string]> = [
   ["self_attn.k_proj", "attn_k"],
   ["self_attn.v_proj", "attn_v"],
   ["self_attn.o_proj", "attn_output"],
+  ["self_attn.q_norm", "attn_q_norm"],
+  ["self_attn.k_norm", "attn_k_norm"],
   ["mlp.gate_proj", "ffn_gate"],
   ["mlp.down_proj", "ffn_down"],
   ["mlp.up_proj", "ffn_up"],
@@ -42,6 +45,7 @@ const RENAMES: ReadonlyArray<[string, string]> = [
 const KNOWN: Readonly<Record<Arch, RegExp>> = {
   llama: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight)$/,
   qwen2: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.((attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight|(attn_q|attn_k|attn_v)\.bias))$/,
+  qwen3: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight)$/,
 };
 
 const MAX_JSON = 64 << 20;
@@ -103,7 +107,7 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   if (!hidden || !layers || !heads || !ffn) throw new ConvertError("config.json lacks hidden_size, num_hidden_layers, num_attention_heads or intermediate_size");
   const headsKv = count(config.num_key_value_heads) ?? heads;
   const headDim = count(config.head_dim) ?? Math.floor(hidden / heads);
-  const dims: ModelDims = { hidden, ffn, q: heads * headDim, kv: headsKv * headDim };
+  const dims: ModelDims = { hidden, ffn, q: heads * headDim, kv: headsKv * headDim, head: headDim };
 
   // tensors
   const sources: Source[] = [];
@@ -138,6 +142,7 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   for (const n of ["token_embd.weight", "output_norm.weight"]) if (!seen.has(n)) throw new ConvertError(`the safetensors files have no ${n === "token_embd.weight" ? "model.embed_tokens.weight" : "model.norm.weight"}`);
   const perLayer = ["attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"].map((n) => `${n}.weight`);
   if (arch === "qwen2") perLayer.push("attn_q.bias", "attn_k.bias", "attn_v.bias");
+  if (arch === "qwen3") perLayer.push("attn_q_norm.weight", "attn_k_norm.weight");
   for (let i = 0; i < layers; i++) {
     const missing = perLayer.filter((n) => !seen.has(`blk.${i}.${n}`));
     if (missing.length === perLayer.length) throw new ConvertError(`the safetensors files have no weights for layer ${i} (config.json says ${layers} layers)`);
@@ -192,7 +197,10 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
     if (scaling.type === "linear" && num(scaling.factor)) kvs.push(kv.str(p("rope.scaling.type"), "linear"), kv.f32(p("rope.scaling.factor"), num(scaling.factor)!));
     const factors = llama3RopeFactors(scaling, headDim, theta ?? 0);
     if (factors) plan.tensors.unshift({ name: "rope_freqs.weight", dims: [factors.length], type: "F32", values: factors });
-  } else if (scaling.type === "yarn" && num(scaling.factor)) {
+  } else if (arch === "qwen3") {
+    kvs.push(kv.u32(p("attention.key_length"), headDim), kv.u32(p("attention.value_length"), headDim));
+  }
+  if (arch !== "llama" && scaling.type === "yarn" && num(scaling.factor)) {
     kvs.push(kv.str(p("rope.scaling.type"), "yarn"), kv.f32(p("rope.scaling.factor"), num(scaling.factor)!));
   }
   plan.kvs = kvs;
@@ -205,6 +213,7 @@ interface ModelDims {
   /** Rows of the query projection (heads × head size) and of the key and value ones. */
   q: number;
   kv: number;
+  head: number;
 }
 
 /** The Hugging Face shape config.json gives a tensor (its llama.cpp name without `blk.N.`). */
@@ -231,6 +240,9 @@ function expectedShape(name: string, d: ModelDims, rows: number | undefined): nu
       return [d.hidden, d.ffn];
     case "attn_q.bias":
       return [d.q];
+    case "attn_q_norm.weight":
+    case "attn_k_norm.weight":
+      return [d.head];
     default:
       return [d.kv]; // attn_k.bias, attn_v.bias
   }

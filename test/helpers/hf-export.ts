@@ -17,6 +17,7 @@ const HF_NAMES: ReadonlyArray<[RegExp, string]> = [
   [/^blk\.(\d+)\.attn_norm\.weight$/, "model.layers.$1.input_layernorm.weight"],
   [/^blk\.(\d+)\.attn_(q|k|v)\.(weight|bias)$/, "model.layers.$1.self_attn.$2_proj.$3"],
   [/^blk\.(\d+)\.attn_output\.weight$/, "model.layers.$1.self_attn.o_proj.weight"],
+  [/^blk\.(\d+)\.attn_(q|k)_norm\.weight$/, "model.layers.$1.self_attn.$2_norm.weight"],
   [/^blk\.(\d+)\.ffn_norm\.weight$/, "model.layers.$1.post_attention_layernorm.weight"],
   [/^blk\.(\d+)\.ffn_(gate|up|down)\.weight$/, "model.layers.$1.mlp.$2_proj.weight"],
 ];
@@ -124,7 +125,8 @@ export async function exportHfModel(gguf: string, dir: string, shards = 2, bf16 
   await writeFile(
     path.join(dir, "config.json"),
     JSON.stringify({
-      architectures: [arch === "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"],
+      architectures: [{ qwen2: "Qwen2ForCausalLM", qwen3: "Qwen3ForCausalLM" }[arch] ?? "LlamaForCausalLM"],
+      ...(arch === "qwen3" ? { head_dim: u("embedding_length") / heads } : {}),
       hidden_size: u("embedding_length"),
       intermediate_size: u("feed_forward_length"),
       num_hidden_layers: u("block_count"),

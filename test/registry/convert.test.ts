@@ -67,6 +67,7 @@ const CASES = [
   { label: "Llama, byte-level BPE tokenizer.json", opts: { shape: "small", type: "F16", seed: 5, tokenizer: "gpt2" } },
   { label: "Llama, SentencePiece tokenizer.model", opts: { shape: "tiny", type: "F16", seed: 6, tokenizer: "spm" } },
   { label: "Qwen2 with attention biases, tied output", opts: { shape: "tiny", type: "F16", seed: 7, tokenizer: "gpt2", arch: "qwen2", tied: true } },
+  { label: "Qwen3 with per-head query/key norms", opts: { shape: "small", type: "F16", seed: 9, tokenizer: "gpt2", arch: "qwen3" } },
 ] as const;
 
 describe("create from a safetensors directory", () => {
@@ -162,7 +163,7 @@ describe("a directory that cannot be converted gets a 400 that says why", () => 
   const shard = () => Object.keys(good).find((n) => n.endsWith(".safetensors"))!;
 
   it("an architecture it does not convert, or no config.json", async () => {
-    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
+    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
     const { ["config.json"]: _drop, ...noConfig } = good;
     await refuse(noConfig, /^config\.json is missing/);
   });

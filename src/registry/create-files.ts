@@ -35,6 +35,14 @@ export interface GgufLayer {
   info: GgufInfo;
 }
 
+/** The uploaded blob a create names for `file` (checked with checkFiles); a 400 when it is missing. */
+export async function uploadedBlob(store: Store, file: string, raw: string): Promise<{ digest: string; size: number; path: string }> {
+  const digest = parseDigest(raw) as string;
+  const size = await store.blobSize(digest);
+  if (size === null) throw new CreateError(400, `blob ${digest} for file "${file}" not found; upload it first with POST /api/blobs/${digest}`);
+  return { digest, size, path: store.blobPath(digest) };
+}
+
 /** Weight files Ollama converts and we do not (safetensors models are converted before this). */
 const UNCONVERTED = /(^|\/)([^/]*\.safetensors|pytorch_model[^/]*\.bin|consolidated[^/]*\.pth)$/;
 
@@ -49,12 +57,10 @@ export async function ggufLayers(store: Store, files: Array<[string, string]>, f
   }
   const out: GgufLayer[] = [];
   for (const [file, raw] of [...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    const digest = parseDigest(raw) as string;
-    const size = await store.blobSize(digest);
-    if (size === null) throw new CreateError(400, `blob ${digest} for file "${file}" not found; upload it first with POST /api/blobs/${digest}`);
+    const { digest, size, path: blobPath } = await uploadedBlob(store, file, raw);
     let info: GgufInfo;
     try {
-      info = await readGgufInfo(store.blobPath(digest));
+      info = await readGgufInfo(blobPath);
     } catch (err) {
       if (err instanceof GgufError) throw new CreateError(400, `${file}: ${err.message}`);
       throw err;

@@ -1,7 +1,9 @@
 // A blob the daemon makes itself (a quantized or converted model): written to a temp file in
 // blobs/ under that file's own lock, so the startup sweep (store-sweep.ts) can tell a live writer
-// in another process from one that was killed, then moved into the store under its digest.
+// in another process from one that was killed, then moved into the store under its digest; and
+// the progress lines of its writing.
 import { randomBytes } from "node:crypto";
+import type { ProgressResponse } from "../api/types.js";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import lockfile from "proper-lockfile";
@@ -42,4 +44,19 @@ export async function writeDerivedBlob(
     await fs.rm(tmp, { force: true });
     await release().catch(() => undefined);
   }
+}
+
+/**
+ * Progress lines for `status` out of `total`: one at 0 now, then at most one per 60 ms, and always
+ * the last (completed = total). Returns the function that reports how far it is.
+ */
+export function progressLines(progress: (p: ProgressResponse) => void, status: string, digest: string, total: number): (completed: number) => void {
+  let last = 0;
+  progress({ status, digest, total, completed: 0 });
+  return (completed) => {
+    const now = Date.now();
+    if (now - last < 60 && completed < total) return;
+    last = now;
+    progress({ status, digest, total, completed });
+  };
 }

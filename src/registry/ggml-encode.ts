@@ -4,8 +4,6 @@
 import { bf16Bits, HALF_TABLE, halfBits } from "./ggml-half.js";
 import { encodeK } from "./kquants.js";
 
-export { halfBits };
-
 export type EncodeTarget = "F32" | "F16" | "BF16" | "Q8_0" | "Q4_0" | "Q5_0" | "Q5_1" | "Q4_K" | "Q5_K" | "Q6_K";
 
 /** Decode `n` values of a float tensor type (F32, F16, BF16) from `src` (4-byte aligned) into `dst`. */
@@ -40,6 +38,35 @@ function absMax(src: Float32Array, b: number): number {
   return max;
 }
 
+/** How a 32-weight block turns a weight into its level (ggml's reference rounding of each). */
+const enum Level {
+  Q4_0,
+  Q5_0,
+  Q5_1,
+}
+
+function level(kind: Level, x: number, id: number, min: number): number {
+  if (kind === Level.Q4_0) return Math.min(15, Math.trunc(fr(fr(x * id) + 8.5)) & 0xff);
+  if (kind === Level.Q5_0) return Math.min(31, Math.trunc(fr(fr(x * id) + 16.5)));
+  return Math.trunc(fr(fr(fr(x - min) * id) + 0.5)) & 0xff;
+}
+
+/**
+ * The levels of src[b..b+32) as ggml's 32-weight blocks pack them: 16 bytes at out[qs..], weight
+ * j's low nibble with weight j+16's in the high one; with qh ≥ 0, each weight's fifth bit (bit j
+ * for weight j) in the u32 at out[qh..].
+ */
+function packHalves(src: Float32Array, b: number, out: Buffer, qs: number, qh: number, kind: Level, id: number, min: number): void {
+  let bits = 0;
+  for (let j = 0; j < 16; j++) {
+    const q0 = level(kind, src[b + j]!, id, min);
+    const q1 = level(kind, src[b + 16 + j]!, id, min);
+    out[qs + j] = (q0 & 0xf) | ((q1 & 0xf) << 4);
+    bits |= (((q0 >> 4) & 1) << j) | (((q1 >> 4) & 1) << (j + 16));
+  }
+  if (qh >= 0) out.writeUInt32LE(bits >>> 0, qh);
+}
+
 /** Encode `n` floats (a multiple of the block size) as `target` into `out`. */
 export function encode(target: EncodeTarget, src: Float32Array, n: number, out: Buffer): void {
   switch (target) {
@@ -65,27 +92,16 @@ export function encode(target: EncodeTarget, src: Float32Array, n: number, out: 
         const d = fr(absMax(src, b) / -8);
         const id = d ? fr(1 / d) : 0;
         out.writeUInt16LE(halfBits(d), o);
-        for (let j = 0; j < 16; j++) {
-          const q0 = Math.min(15, Math.trunc(fr(fr(src[b + j]! * id) + 8.5)) & 0xff);
-          const q1 = Math.min(15, Math.trunc(fr(fr(src[b + 16 + j]! * id) + 8.5)) & 0xff);
-          out[o + 2 + j] = q0 | (q1 << 4);
-        }
+        packHalves(src, b, out, o + 2, -1, Level.Q4_0, id, 0);
       }
       return;
     case "Q5_0":
-      // d, then the 32 fifth bits (u32), then 16 bytes of nibbles; q = trunc(x/d + 16.5), d = max/−16
+      // d, the 32 fifth bits (u32), 16 bytes of nibbles; q = trunc(x/d + 16.5), d = max/−16
       for (let b = 0, o = 0; b < n; b += 32, o += 22) {
         const d = fr(absMax(src, b) / -16);
         const id = d ? fr(1 / d) : 0;
         out.writeUInt16LE(halfBits(d), o);
-        let qh = 0;
-        for (let j = 0; j < 16; j++) {
-          const q0 = Math.min(31, Math.trunc(fr(fr(src[b + j]! * id) + 16.5)));
-          const q1 = Math.min(31, Math.trunc(fr(fr(src[b + 16 + j]! * id) + 16.5)));
-          out[o + 6 + j] = (q0 & 0xf) | ((q1 & 0xf) << 4);
-          qh |= ((q0 >> 4) << j) | ((q1 >> 4) << (j + 16));
-        }
-        out.writeUInt32LE(qh >>> 0, o + 2);
+        packHalves(src, b, out, o + 6, o + 2, Level.Q5_0, id, 0);
       }
       return;
     case "Q5_1":
@@ -102,14 +118,7 @@ export function encode(target: EncodeTarget, src: Float32Array, n: number, out: 
         const id = d ? fr(1 / d) : 0;
         out.writeUInt16LE(halfBits(d), o);
         out.writeUInt16LE(halfBits(min), o + 2);
-        let qh = 0;
-        for (let j = 0; j < 16; j++) {
-          const q0 = Math.trunc(fr(fr(fr(src[b + j]! - min) * id) + 0.5)) & 0xff;
-          const q1 = Math.trunc(fr(fr(fr(src[b + 16 + j]! - min) * id) + 0.5)) & 0xff;
-          out[o + 8 + j] = (q0 & 0xf) | ((q1 & 0xf) << 4);
-          qh |= (((q0 >> 4) & 1) << j) | (((q1 >> 4) & 1) << (j + 16));
-        }
-        out.writeUInt32LE(qh >>> 0, o + 4);
+        packHalves(src, b, out, o + 8, o + 4, Level.Q5_1, id, min);
       }
       return;
     default:

@@ -1,7 +1,9 @@
 // Streaming GGUF v3 writer (little-endian): the safetensors converter (hf-convert.ts) and the
 // test-model generator (scripts/make-test-model.ts) write their files with it. Tensor data is
 // produced chunk by chunk, so multi-GB files never sit in memory.
-import { encode as encodeBlocks, halfBits } from "./ggml-encode.js";
+import { encode as encodeBlocks } from "./ggml-encode.js";
+import { halfBits } from "./ggml-half.js";
+import { ggmlType } from "./gguf.js";
 import { createHash } from "node:crypto";
 import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -14,12 +16,12 @@ export enum GgufValueType {
 }
 
 /** ggml tensor types written by this tool: [ggml id, block size, bytes per block]. */
-export const WRITABLE_TYPES = {
-  F32: { id: 0, block: 1, size: 4 },
-  F16: { id: 1, block: 1, size: 2 },
-  Q4_0: { id: 2, block: 32, size: 18 },
-  Q8_0: { id: 8, block: 32, size: 34 },
-} as const;
+export const WRITABLE_TYPES = Object.fromEntries(
+  (["F32", "F16", "Q4_0", "Q8_0"] as const).map((n) => {
+    const t = ggmlType(n);
+    return [n, { id: t.id, block: t.block, size: t.bytes }];
+  }),
+) as Readonly<Record<"F32" | "F16" | "Q4_0" | "Q8_0", { id: number; block: number; size: number }>>;
 export type WritableType = keyof typeof WRITABLE_TYPES;
 
 export type KvEntry =

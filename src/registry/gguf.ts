@@ -68,6 +68,15 @@ export const GGML_TYPES: Readonly<Record<number, readonly [string, number, numbe
   41: ["Q1_0", 128, 18], 42: ["Q2_0", 64, 18],
 };
 
+const GGML_TYPE_BY_NAME = new Map(Object.entries(GGML_TYPES).map(([id, [name, block, bytes]]) => [name, { id: Number(id), block, bytes }]));
+
+/** A ggml tensor type by name ("F16", "Q4_K", …): its id, elements per block, bytes per block. */
+export function ggmlType(name: string): { id: number; block: number; bytes: number } {
+  const t = GGML_TYPE_BY_NAME.get(name);
+  if (!t) throw new Error(`unknown ggml type ${name}`);
+  return t;
+}
+
 /** llama_ftype (general.file_type) -> name, as Ollama's FileType.String(). */
 export const FILE_TYPE_NAMES: Readonly<Record<number, string>> = {
   0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",

@@ -6,11 +6,13 @@
 // matrices written as F16 and vectors (norms, biases) as F32; the
 // metadata comes from config.json and the tokenizer files (hf-tokenizer.ts). Everything is read
 // and checked before the first byte is written, so a bad directory is a 400, not a broken model.
-import { open, readFile } from "node:fs/promises";
-import { HALF_TABLE, halfBits } from "./ggml-half.js";
+import { open, readFile, type FileHandle } from "node:fs/promises";
+import { readFullyAt } from "../fs/read-at.js";
+import { decode, encode } from "./ggml-encode.js";
+import { ggmlType } from "./gguf.js";
 import { kv, writeGgufAt, type KvEntry, type StreamedTensorSpec } from "./gguf-write.js";
 import { tokenizerKvs, TokenizerError } from "./hf-tokenizer.js";
-import { dtypeBytes, readSafetensors, SafetensorsError, type SafetensorsTensor } from "./safetensors.js";
+import { readSafetensors, SafetensorsError, type SafetensorsTensor } from "./safetensors.js";
 
 export class ConvertError extends Error {
   override name = "ConvertError";
@@ -268,43 +270,12 @@ function llama3RopeFactors(s: Record<string, unknown>, dim: number, theta: numbe
   return out;
 }
 
-const CHUNK_BYTES = 8 << 20;
+const CHUNK_BYTES = 1 << 20;
 
-/** The bytes of `count` of the source tensor's values from element `start` on. */
-async function readBytes(src: SafetensorsTensor, file: string, start: number, count: number): Promise<Buffer> {
-  const size = dtypeBytes(src.dtype);
-  const bytes = count * size;
-  const buf = Buffer.alloc(bytes);
-  const fh = await open(file, "r");
-  try {
-    for (let got = 0; got < bytes; ) {
-      const { bytesRead } = await fh.read(buf, got, bytes - got, src.offset + start * size + got);
-      if (bytesRead === 0) throw new ConvertError(`${src.name}: the file ends early`);
-      got += bytesRead;
-    }
-  } finally {
-    await fh.close();
-  }
-  return buf;
-}
-
-/** Source bytes of `dtype` as float32. */
-function toFloats(dtype: SafetensorsTensor["dtype"], buf: Buffer): Float32Array {
-  const count = buf.length / dtypeBytes(dtype);
-  const out = new Float32Array(count);
-  if (dtype === "F32") out.set(new Float32Array(buf.buffer, buf.byteOffset, count));
-  else if (dtype === "F16") for (let i = 0; i < count; i++) out[i] = HALF_TABLE[buf[2 * i]! | (buf[2 * i + 1]! << 8)]!;
-  else {
-    const u = new Uint32Array(out.buffer);
-    for (let i = 0; i < count; i++) u[i] = ((buf[2 * i]! | (buf[2 * i + 1]! << 8)) << 16) >>> 0;
-  }
-  return out;
-}
-
-function encodeAs(type: "F16" | "F32", v: Float32Array): Uint8Array {
-  if (type === "F32") return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  const out = Buffer.alloc(v.length * 2);
-  for (let i = 0; i < v.length; i++) out.writeUInt16LE(halfBits(v[i]!), 2 * i);
+/** float32 values as the GGUF type `type` (F16 or F32). */
+function encodeAs(type: "F16" | "F32", v: Float32Array): Buffer {
+  const out = Buffer.alloc(v.length * ggmlType(type).bytes);
+  encode(type, v, v.length, out);
   return out;
 }
 
@@ -331,6 +302,9 @@ export function repackRows(v: Float32Array, rows: number, rowLen: number, heads:
 /** Write the planned GGUF at `file`; `onProgress(bytes read so far)`. */
 export async function writeConversion(plan: ConvertPlan, file: string, onProgress: (done: number) => void, signal?: AbortSignal): Promise<{ digest: string; size: number }> {
   let done = 0;
+  // each shard opened once, for all of its tensors
+  const handles = new Map<string, Promise<FileHandle>>();
+  const handle = (f: string) => handles.get(f) ?? handles.set(f, open(f, "r")).get(f)!;
   const tensors: StreamedTensorSpec[] = plan.tensors.map((t) => ({
     name: t.name,
     dims: t.dims,
@@ -341,26 +315,33 @@ export async function writeConversion(plan: ConvertPlan, file: string, onProgres
         return;
       }
       const src = t.source.tensor;
-      const size = dtypeBytes(src.dtype);
-      const elements = src.bytes / size;
+      const type = ggmlType(src.dtype);
+      const elements = src.bytes / type.bytes;
       // Whole heads at a time for q/k (their rows are reordered within each head), else any
       // run of values: a few MB per read whatever the tensor's size.
       const rowLen = t.dims[0]!;
       const unit = t.repackHeads ? (src.shape[0]! / t.repackHeads) * rowLen : 1;
-      const step = unit * Math.max(1, Math.floor(CHUNK_BYTES / (unit * size)));
+      const step = unit * Math.max(1, Math.floor(CHUNK_BYTES / (unit * type.bytes)));
+      const fh = await handle(t.source.file);
       for (let e = 0; e < elements; e += step) {
         if (signal?.aborted) throw signal.reason ?? new Error("canceled");
         const n = Math.min(step, elements - e);
-        const raw = await readBytes(src, t.source.file, e, n);
+        const raw = Buffer.alloc(n * type.bytes);
+        if (!(await readFullyAt(fh, raw, raw.length, src.offset + e * type.bytes))) throw new ConvertError(`${src.name}: the file ends early`);
         if (src.dtype === t.type && !t.repackHeads) yield raw; // F16 → F16, F32 → F32: as it is
         else {
-          const v = toFloats(src.dtype, raw);
+          const v = new Float32Array(n);
+          decode(type.id, raw, v, n);
           yield encodeAs(t.type, t.repackHeads ? repackRows(v, n / rowLen, rowLen, n / unit) : v);
         }
-        done += n * size;
+        done += raw.length;
         onProgress(done);
       }
     },
   }));
-  return writeGgufAt(file, plan.kvs, tensors);
+  try {
+    return await writeGgufAt(file, plan.kvs, tensors);
+  } finally {
+    for (const h of handles.values()) await h.then((fh) => fh.close()).catch(() => undefined);
+  }
 }

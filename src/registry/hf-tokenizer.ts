@@ -98,9 +98,7 @@ function sentencePiece(model: Buffer): Vocabulary {
       else if (g.field === 2 && g.wire === 5) score = model.readFloatLE(g.from);
       else if (g.field === 3 && g.wire === 0) type = g.value;
     }
-    v.tokens.push(piece);
-    v.scores.push(score);
-    v.types.push(type >= 1 && type <= 6 ? type : TYPE.normal);
+    push(v, piece, score, type >= 1 && type <= 6 ? type : TYPE.normal);
   }
   if (v.tokens.length === 0) throw new TokenizerError("tokenizer.model: no pieces (not a SentencePiece model?)");
   return v;
@@ -144,7 +142,7 @@ function preTokenizer(tj: Json): string {
   return PRE_BY_DIGEST[h.digest("hex")] ?? "default";
 }
 
-function byteLevelBpe(tj: Json): Vocabulary {
+function byteLevelBpe(tj: Json, added: AddedToken[]): Vocabulary {
   const model = obj(tj.model);
   if (model?.type !== "BPE") throw new TokenizerError(`tokenizer.json: a ${String(model?.type ?? "missing")} model; ollamats converts byte-level BPE tokenizers (or a SentencePiece tokenizer.model)`);
   const vocab = obj(model.vocab);
@@ -157,16 +155,14 @@ function byteLevelBpe(tj: Json): Vocabulary {
     if (!Number.isSafeInteger(id) || (id as number) < 0) throw new TokenizerError(`tokenizer.json: token ${JSON.stringify(content)} has an invalid id`);
     byId.set(id as number, { content, type: TYPE.normal });
   }
-  for (const a of addedTokens(tj)) byId.set(a.id, { content: a.content, type: a.special ? TYPE.control : TYPE.userDefined });
+  for (const a of added) byId.set(a.id, { content: a.content, type: a.special ? TYPE.control : TYPE.userDefined });
   const count = Math.max(...byId.keys()) + 1;
   if (count > 4_000_000) throw new TokenizerError(`tokenizer.json: token id ${count - 1} is out of range`);
   const v: Vocabulary = { model: "gpt2", tokens: [], scores: [], types: [], merges: [], pre: preTokenizer(tj) };
   for (let id = 0; id < count; id++) {
     // a hole in the ids gets an unused placeholder, so the ids after it stay in place
     const t = byId.get(id) ?? { content: `[UNUSED${id}]`, type: TYPE.unused };
-    v.tokens.push(t.content);
-    v.scores.push(id);
-    v.types.push(t.type);
+    push(v, t.content, id, t.type);
   }
   const merges = Array.isArray(model.merges) ? (model.merges as unknown[]) : [];
   for (const m of merges) {
@@ -201,45 +197,46 @@ function chatTemplate(tc: Json | undefined): string | undefined {
   return undefined;
 }
 
+function push(v: Vocabulary, token: string, score: number, type: number): void {
+  v.tokens.push(token);
+  v.scores.push(score);
+  v.types.push(type);
+}
+
+/** Tokens added after a SentencePiece model was trained (added_tokens.json, tokenizer.json), at their ids. */
+function addTokens(v: Vocabulary, added: AddedToken[], addedTokensJson: unknown): void {
+  const extra = new Map<number, AddedToken>();
+  for (const [content, id] of Object.entries(obj(addedTokensJson) ?? {})) if (Number.isSafeInteger(id)) extra.set(id as number, { id: id as number, content, special: false });
+  for (const a of added) extra.set(a.id, a);
+  for (const a of [...extra.values()].sort((x, y) => x.id - y.id)) {
+    if (a.id < v.tokens.length) {
+      if (a.special && v.types[a.id] === TYPE.normal) v.types[a.id] = TYPE.control;
+      continue;
+    }
+    while (v.tokens.length < a.id) push(v, `[PAD${v.tokens.length}]`, -1, TYPE.userDefined);
+    push(v, a.content, -1, a.special ? TYPE.control : TYPE.userDefined);
+  }
+}
+
 /**
  * GGUF tokenizer metadata for the directory's tokenizer files; a vocabulary smaller than the
  * model's `vocabSize` (config.json) is padded with placeholder tokens, as Ollama does.
  */
 export function tokenizerKvs(f: TokenizerFiles, vocabSize?: number): { kvs: KvEntry[]; vocabSize: number } {
   const tj = obj(f.tokenizerJson);
+  const added = addedTokens(tj);
   let v: Vocabulary;
   if (f.tokenizerModel) {
     v = sentencePiece(f.tokenizerModel);
-    // tokens added after training (added_tokens.json, tokenizer.json) extend the vocabulary
-    const extra = new Map<number, AddedToken>();
-    for (const [content, id] of Object.entries(obj(f.addedTokensJson) ?? {})) if (Number.isSafeInteger(id)) extra.set(id as number, { id: id as number, content, special: false });
-    for (const a of addedTokens(tj)) extra.set(a.id, a);
-    for (const a of [...extra.values()].sort((x, y) => x.id - y.id)) {
-      if (a.id < v.tokens.length) {
-        if (a.special && v.types[a.id] === TYPE.normal) v.types[a.id] = TYPE.control;
-        continue;
-      }
-      while (v.tokens.length < a.id) {
-        v.tokens.push(`[PAD${v.tokens.length}]`);
-        v.scores.push(-1);
-        v.types.push(TYPE.userDefined);
-      }
-      v.tokens.push(a.content);
-      v.scores.push(-1);
-      v.types.push(a.special ? TYPE.control : TYPE.userDefined);
-    }
+    addTokens(v, added, f.addedTokensJson);
   } else if (tj) {
-    v = byteLevelBpe(tj);
+    v = byteLevelBpe(tj, added);
   } else {
     throw new TokenizerError("no tokenizer: the directory needs tokenizer.json or tokenizer.model");
   }
 
   if (vocabSize !== undefined && vocabSize > 4_000_000) throw new TokenizerError(`config.json: vocab_size ${vocabSize} is out of range`);
-  for (let i = 0; vocabSize !== undefined && v.tokens.length < vocabSize; i++) {
-    v.tokens.push(`[PAD${i}]`);
-    v.scores.push(-1);
-    v.types.push(TYPE.userDefined);
-  }
+  for (let i = 0; vocabSize !== undefined && v.tokens.length < vocabSize; i++) push(v, `[PAD${i}]`, -1, TYPE.userDefined);
   const kvs: KvEntry[] = [
     kv.str("tokenizer.ggml.model", v.model),
     kv.str("tokenizer.ggml.pre", v.pre),
@@ -254,7 +251,7 @@ export function tokenizerKvs(f: TokenizerFiles, vocabSize?: number): { kvs: KvEn
   if (template) kvs.push(kv.str("tokenizer.chat_template", template));
 
   const idOf = new Map<string, number>();
-  for (const a of addedTokens(tj)) idOf.set(a.content, a.id);
+  for (const a of added) idOf.set(a.content, a.id);
   // then special pieces, then any piece: a special token named by its text is found wherever it is
   for (let i = v.tokens.length - 1; i >= 0; i--) if (v.types[i] !== TYPE.normal && !idOf.has(v.tokens[i]!)) idOf.set(v.tokens[i]!, i);
   for (let i = v.tokens.length - 1; i >= 0; i--) if (!idOf.has(v.tokens[i]!) && v.types[i] === TYPE.normal) idOf.set(v.tokens[i]!, i);

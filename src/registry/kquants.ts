@@ -10,7 +10,7 @@
 // default); the layouts are ggml's block_q4_K, block_q5_K and block_q6_K.
 import { HALF_TABLE, halfBits } from "./ggml-half.js";
 
-export const QK_K = 256;
+const QK_K = 256;
 
 /** Round half to even, as ggml's nearest_int: adding and taking away 1.5·2^52 leaves float64's own
  *  rounding of x to an integer (exact for |x| < 2^51, far beyond any value here). */
@@ -118,7 +118,7 @@ function fitScaleMin(x: Float32Array, off: number, nmax: number, off0: number, r
 }
 
 /** The 6-bit scale and min of sub-block j from the 12 packed bytes at out[p..] (get_scale_min_k4). */
-function scaleMinK4(j: number, out: Uint8Array, p: number): [number, number] {
+export function scaleMinK4(j: number, out: Uint8Array, p: number): [number, number] {
   if (j < 4) return [out[p + j]! & 63, out[p + j + 4]! & 63];
   return [(out[p + j + 4]! & 0xf) | ((out[p + j - 4]! >> 6) << 4), (out[p + j + 4]! >> 4) | ((out[p + j]! >> 6) << 4)];
 }
@@ -218,26 +218,15 @@ function fitSymmetric16(x: Float32Array, off: number, off0: number): number {
     L.fill(0, off0, off0 + 16);
     return 0;
   }
-  let iscale = f(-nmax / max);
-  let sumLX = 0;
-  let sumL2 = 0;
-  for (let i = 0; i < 16; i++) {
-    const v = x[off + i]!;
-    let l = rint(f(iscale * v));
-    l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
-    L[off0 + i] = l + nmax;
-    const w = f(v * v);
-    sumLX = f(sumLX + f(f(w * v) * l));
-    sumL2 = f(sumL2 + f(f(w * l) * l));
-  }
-  let scale = sumL2 ? f(sumLX / sumL2) : 0;
-  let best = f(scale * sumLX);
-  let bestIscale = iscale;
-  for (let is = -9; is <= 9; is++) {
-    if (is === 0) continue;
-    iscale = f(-f(nmax + f(F01 * is)) / max);
-    sumLX = 0;
-    sumL2 = 0;
+  // the plain scale (is = 0) first, then −9..−1 and 1..9 tenths away from it
+  let scale = 0;
+  let best = 0;
+  let bestIscale = 0;
+  for (let k = 0; k <= 18; k++) {
+    const is = k === 0 ? 0 : k <= 9 ? k - 10 : k - 9;
+    const iscale = f(-f(nmax + f(F01 * is)) / max);
+    let sumLX = 0;
+    let sumL2 = 0;
     for (let i = 0; i < 16; i++) {
       const v = x[off + i]!;
       let l = rint(f(iscale * v));
@@ -246,17 +235,19 @@ function fitSymmetric16(x: Float32Array, off: number, off0: number): number {
       sumLX = f(sumLX + f(f(w * v) * l));
       sumL2 = f(sumL2 + f(f(w * l) * l));
     }
-    if (sumL2 > 0 && f(sumLX * sumLX) > f(best * sumL2)) {
+    if (k === 0) {
+      scale = sumL2 ? f(sumLX / sumL2) : 0;
+      best = f(scale * sumLX);
+      bestIscale = iscale;
+    } else if (sumL2 > 0 && f(sumLX * sumLX) > f(best * sumL2)) {
       bestIscale = iscale;
       scale = f(sumLX / sumL2);
       best = f(scale * sumLX);
     }
   }
-  if (bestIscale !== f(-nmax / max)) {
-    for (let i = 0; i < 16; i++) {
-      const l = rint(f(bestIscale * x[off + i]!));
-      L[off0 + i] = nmax + (l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l);
-    }
+  for (let i = 0; i < 16; i++) {
+    const l = rint(f(bestIscale * x[off + i]!));
+    L[off0 + i] = nmax + (l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l);
   }
   return scale;
 }
@@ -312,52 +303,5 @@ export function encodeK(type: KQuantType, src: Float32Array, n: number, out: Uin
   for (let b = 0, o = 0; b < n; b += QK_K, o += bytes) {
     if (type === "Q6_K") encodeQ6KBlock(src, b, out, o);
     else encodeScaleMinBlock(type === "Q4_K" ? 4 : 5, src, b, out, o);
-  }
-}
-
-/** Decode `n` weights of `type` from `src` into `dst` (for checks and tests; ggml's dequantize_row_*). */
-export function decodeK(type: KQuantType, src: Uint8Array, n: number, dst: Float32Array): void {
-  const bytes = KQUANT_BLOCK_BYTES[type];
-  for (let b = 0, o = 0; b < n; b += QK_K, o += bytes) {
-    if (type === "Q6_K") {
-      const d = HALF_TABLE[src[o + 208]! | (src[o + 209]! << 8)]!;
-      for (let half = 0; half < 2; half++) {
-        const ql = o + 64 * half;
-        const qh = o + 128 + 32 * half;
-        const sc = o + 192 + 8 * half;
-        for (let l = 0; l < 32; l++) {
-          const is = l >> 4;
-          const h = src[qh + l]!;
-          const q1 = ((src[ql + l]! & 0xf) | ((h & 3) << 4)) - 32;
-          const q2 = ((src[ql + l + 32]! & 0xf) | (((h >> 2) & 3) << 4)) - 32;
-          const q3 = ((src[ql + l]! >> 4) | (((h >> 4) & 3) << 4)) - 32;
-          const q4 = ((src[ql + l + 32]! >> 4) | (((h >> 6) & 3) << 4)) - 32;
-          const s = (k: number) => (src[sc + is + k]! << 24) >> 24;
-          const y = b + 128 * half + l;
-          dst[y] = d * s(0) * q1;
-          dst[y + 32] = d * s(2) * q2;
-          dst[y + 64] = d * s(4) * q3;
-          dst[y + 96] = d * s(6) * q4;
-        }
-      }
-      continue;
-    }
-    const d = HALF_TABLE[src[o]! | (src[o + 1]! << 8)]!;
-    const dmin = HALF_TABLE[src[o + 2]! | (src[o + 3]! << 8)]!;
-    for (let j = 0; j < 8; j++) {
-      const [sc, m] = scaleMinK4(j, src, o + 4);
-      const pair = j >> 1; // 64 weights share a byte run: j even low nibbles, j odd high nibbles
-      for (let i = 0; i < 32; i++) {
-        let q: number;
-        if (type === "Q4_K") {
-          const byte = src[o + 16 + 32 * pair + i]!;
-          q = j & 1 ? byte >> 4 : byte & 0xf;
-        } else {
-          const byte = src[o + 48 + 32 * pair + i]!;
-          q = (j & 1 ? byte >> 4 : byte & 0xf) + (src[o + 16 + i]! & (1 << j) ? 16 : 0);
-        }
-        dst[b + 32 * j + i] = d * sc * q - dmin * m;
-      }
-    }
   }
 }

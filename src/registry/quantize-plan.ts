@@ -6,29 +6,25 @@
 // 32-weight type, then to F16. Q4_0 (an ollamats extra) quantizes every matrix alike, as
 // `llama-quantize --pure`; F32, F16 and BF16 convert every float tensor of two or more dimensions.
 import type { EncodeTarget } from "./ggml-encode.js";
-import type { GgufInfo, GgufTensorInfo } from "./gguf.js";
+import { ggmlType, type GgufInfo, type GgufTensorInfo } from "./gguf.js";
 
 export type QuantizeTarget = "F32" | "F16" | "BF16" | "Q8_0" | "Q4_0" | "Q4_K_S" | "Q4_K_M";
 
 /** general.file_type of each target (llama_ftype). */
 export const FTYPE: Readonly<Record<QuantizeTarget, number>> = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 7, Q4_K_S: 14, Q4_K_M: 15, BF16: 32 };
 
-/** ggml tensor type id, weights per block, bytes per block. */
-export const TENSOR_TYPES: Readonly<Record<EncodeTarget, readonly [number, number, number]>> = {
-  F32: [0, 1, 4],
-  F16: [1, 1, 2],
-  Q4_0: [2, 32, 18],
-  Q5_0: [6, 32, 22],
-  Q5_1: [7, 32, 24],
-  Q8_0: [8, 32, 34],
-  Q4_K: [12, 256, 144],
-  Q5_K: [13, 256, 176],
-  Q6_K: [14, 256, 210],
-  BF16: [30, 1, 2],
-};
+const ENCODE_TARGETS: readonly EncodeTarget[] = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"];
+
+/** ggml tensor type id, weights per block, bytes per block, of every type we write. */
+export const TENSOR_TYPES = Object.fromEntries(
+  ENCODE_TARGETS.map((n) => {
+    const t = ggmlType(n);
+    return [n, [t.id, t.block, t.bytes] as const];
+  }),
+) as Readonly<Record<EncodeTarget, readonly [number, number, number]>>;
 
 /** The float types a tensor can be quantized from: F32, F16, BF16. */
-export const SOURCE_TYPES: ReadonlySet<number> = new Set([0, 1, 30]);
+const SOURCE_TYPES: ReadonlySet<number> = new Set([0, 1, 30]);
 
 const FLOAT_TARGETS: ReadonlySet<QuantizeTarget> = new Set(["F32", "F16", "BF16"]);
 

@@ -23,13 +23,18 @@ export class EncodePool {
   private readonly queue: Job[] = [];
   private nextId = 0;
   private failure: Error | undefined;
+  /** Workers still to start: they start with the first chunk, so a file with nothing to encode starts none. */
+  private toStart: number;
   /** Chunks worth keeping in flight: one per worker and one being read. */
   readonly depth: number;
 
   constructor(size = Math.max(1, Math.min(8, os.availableParallelism() - 1))) {
-    const workers = existsSync(WORKER) ? size : 0;
-    this.depth = workers + 1;
-    for (let i = 0; i < workers; i++) {
+    this.toStart = existsSync(WORKER) ? size : 0;
+    this.depth = this.toStart + 1;
+  }
+
+  private startWorkers(): void {
+    for (; this.toStart > 0; this.toStart--) {
       const w = new Worker(WORKER);
       w.on("message", (m: EncodeReply) => this.done(w, m));
       w.on("error", (e) => this.fail(e));
@@ -50,6 +55,7 @@ export class EncodePool {
         return Promise.reject(e as Error);
       }
     }
+    this.startWorkers();
     return new Promise((resolve, reject) => {
       this.queue.push({ job: { id: this.nextId++, type, floats }, resolve, reject });
       this.dispatch();
@@ -58,6 +64,7 @@ export class EncodePool {
 
   /** Stop the workers; jobs still waiting fail. */
   async close(): Promise<void> {
+    this.toStart = 0;
     this.fail(new Error("quantization stopped"));
     const all = [...this.idle, ...this.busy.keys()];
     this.idle.length = 0;

@@ -6,6 +6,7 @@
 // The metadata is copied byte for byte, with general.file_type set to the target; tensor offsets
 // are recomputed with the file's alignment. The output is hashed while it is written.
 import { decode } from "./ggml-encode.js";
+import { readFullyAt } from "../fs/read-at.js";
 import { EncodePool } from "./quantize-pool.js";
 import { createHash } from "node:crypto";
 import { open, type FileHandle } from "node:fs/promises";
@@ -106,12 +107,7 @@ export interface QuantizeResult {
 }
 
 async function readAt(fh: FileHandle, buf: Buffer, length: number, position: number): Promise<void> {
-  let got = 0;
-  while (got < length) {
-    const { bytesRead } = await fh.read(buf, got, length - got, position + got);
-    if (bytesRead === 0) throw new GgufError("invalid GGUF file: truncated while quantizing");
-    got += bytesRead;
-  }
+  if (!(await readFullyAt(fh, buf, length, position))) throw new GgufError("invalid GGUF file: truncated while quantizing");
 }
 
 /**

@@ -3,13 +3,14 @@
 // be F32, F16 or BF16, its byte range must lie inside the file and match its shape, and the
 // header must be at most 100 MB (the format's own limit) — a crafted file is refused, not read.
 import { open } from "node:fs/promises";
+import { ggmlType } from "./gguf.js";
 
 export class SafetensorsError extends Error {
   override name = "SafetensorsError";
 }
 
 export type SafetensorsDtype = "F32" | "F16" | "BF16";
-const DTYPE_BYTES: Readonly<Record<SafetensorsDtype, number>> = { F32: 4, F16: 2, BF16: 2 };
+const DTYPES: ReadonlySet<string> = new Set<SafetensorsDtype>(["F32", "F16", "BF16"]);
 const MAX_HEADER = 100_000_000;
 
 export interface SafetensorsTensor {
@@ -48,7 +49,7 @@ export async function readSafetensors(file: string, label: string): Promise<Safe
       if (name === "__metadata__") continue;
       const e = v as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
       if (!e || typeof e !== "object") throw new SafetensorsError(`${label}: tensor ${name}: not an object`);
-      if (typeof e.dtype !== "string" || !(e.dtype in DTYPE_BYTES)) {
+      if (typeof e.dtype !== "string" || !DTYPES.has(e.dtype)) {
         throw new SafetensorsError(`${label}: tensor ${name} has dtype ${String(e.dtype)}; only F32, F16 and BF16 weights can be converted`);
       }
       const dtype = e.dtype as SafetensorsDtype;
@@ -60,16 +61,11 @@ export async function readSafetensors(file: string, label: string): Promise<Safe
       }
       const elements = (shape as number[]).reduce((a, b) => a * b, 1);
       const bytes = (offs[1] as number) - (offs[0] as number);
-      if (elements * DTYPE_BYTES[dtype] !== bytes) throw new SafetensorsError(`${label}: tensor ${name}: ${bytes} bytes for shape [${(shape as number[]).join(", ")}] of ${dtype}`);
+      if (elements * ggmlType(dtype).bytes !== bytes) throw new SafetensorsError(`${label}: tensor ${name}: ${bytes} bytes for shape [${(shape as number[]).join(", ")}] of ${dtype}`);
       out.push({ name, dtype, shape: shape as number[], offset: dataStart + (offs[0] as number), bytes });
     }
     return out;
   } finally {
     await fh.close();
   }
-}
-
-/** Bytes per element of a dtype. */
-export function dtypeBytes(d: SafetensorsDtype): number {
-  return DTYPE_BYTES[d];
 }

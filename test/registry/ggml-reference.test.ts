@@ -10,7 +10,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encode, type EncodeTarget } from "../../src/registry/ggml-encode.js";
 import { bf16Bits } from "../../src/registry/ggml-half.js";
-import { decodeK, KQUANT_BLOCK_BYTES } from "../../src/registry/kquants.js";
+import { KQUANT_BLOCK_BYTES } from "../../src/registry/kquants.js";
+import { decodeK } from "../helpers/kquant-decode.js";
 
 const BLOCK_BYTES: Record<string, [number, number]> = {
   Q4_0: [32, 18], Q8_0: [32, 34], Q5_0: [32, 22], Q5_1: [32, 24], Q4_K: [256, 144], Q5_K: [256, 176], Q6_K: [256, 210],

@@ -96,6 +96,8 @@ async function filesForModel(dir: string): Promise<string[]> {
   const files: string[] = [];
   const choices: Array<[RegExp, boolean]> = [
     [/^model.*\.safetensors$/, true],
+    // a LoRA adapter as PEFT or mlx-lm saves it (Ollama's own glob misses these names)
+    [/^(adapter_model.*|adapters)\.safetensors$/, false],
     [/^consolidated.*\.safetensors$/, false],
     [/^pytorch_model.*\.bin$/, false],
     [/^consolidated.*\.pth$/, false],
@@ -127,7 +129,8 @@ async function localFiles(p: string): Promise<string[] | null> {
     if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") return null;
     throw err;
   }
-  if (!info.isDirectory()) return [p];
+  // A safetensors adapter file is useless without the config saved beside it (its scale).
+  if (!info.isDirectory()) return /\.safetensors$/.test(p) ? [p, ...(await glob(path.dirname(p), /^adapter_config\.json$/))] : [p];
   const files = await filesForModel(p);
   return Promise.all(files.map((f) => realpath(f)));
 }

@@ -43,7 +43,7 @@ export async function uploadedBlob(store: Store, file: string, raw: string): Pro
   return { digest, size, path: store.blobPath(digest) };
 }
 
-/** Weight files Ollama converts and we do not (safetensors models are converted before this). */
+/** Weight files Ollama converts and we do not (safetensors models and adapters are converted before this). */
 const UNCONVERTED = /(^|\/)([^/]*\.safetensors|pytorch_model[^/]*\.bin|consolidated[^/]*\.pth)$/;
 
 /** Read and classify uploaded GGUF blobs (model, adapter, projector); 400 for anything else. */
@@ -52,7 +52,7 @@ export async function ggufLayers(store: Store, files: Array<[string, string]>, f
   if (unconverted) {
     throw new CreateError(
       400,
-      `${unconverted[0]}: ollamats converts safetensors models, not PyTorch weights or safetensors adapters; convert this to GGUF first (llama.cpp's convert_hf_to_gguf.py, or convert_lora_to_gguf.py for an adapter), then create from the .gguf file`,
+      `${unconverted[0]}: ollamats converts safetensors models and LoRA adapters, not PyTorch weights or safetensors draft models; convert this to GGUF first (llama.cpp's convert_hf_to_gguf.py, or convert_lora_to_gguf.py for an adapter), then create from the .gguf file`,
     );
   }
   const out: GgufLayer[] = [];

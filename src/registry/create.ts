@@ -16,8 +16,9 @@ import { OPTION_TYPES } from "./modelfile.js";
 import { displayName, parseDigest, parseModelName, type ModelName } from "./name.js";
 import { sourceFileType, type QuantizeTarget } from "./quantize.js";
 import { quantizeLayer } from "./quantize-layer.js";
-import { convertedFiles } from "./create-convert.js";
+import { convertedAdapter, convertedFiles } from "./create-convert.js";
 import { checkFiles, CreateError, ggufLayers, requestedQuantization, type GgufLayer } from "./create-files.js";
+import { isSafetensorsAdapter } from "./hf-adapter.js";
 import { isSafetensorsModel } from "./hf-convert.js";
 import { attachDraft, checkDraftRequest, DRAFT_REMOTE, quantizeDraft, type DraftPlan } from "./create-draft.js";
 import {
@@ -124,7 +125,7 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
     }
   }
   if (!remote && !fromName && !fromBlob && files.length === 0) throw new CreateError(400, "neither 'from' or 'files' was specified");
-  if (adapters.length > 1) throw new CreateError(400, "only one adapter is currently supported");
+  if (adapters.length > 1 && !isSafetensorsAdapter(adapters.map(([n]) => n))) throw new CreateError(400, "only one adapter is currently supported");
   for (const m of input.messages ?? []) {
     if (!ROLES.has(m.role)) throw new CreateError(400, `invalid message role '${m.role}' (use system, user or assistant)`);
   }
@@ -139,6 +140,13 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
     await store.pruneUnreferencedBlobs(written).catch(() => undefined);
     throw err;
   }
+}
+
+/** The adapter layer: a GGUF file as it is, or a safetensors adapter converted for the base model. */
+async function adapterLayers(store: Store, adapters: Array<[string, string]>, base: GgufInfo | undefined, progress: Progress, written: string[], signal?: AbortSignal): Promise<GgufLayer[]> {
+  if (!isSafetensorsAdapter(adapters.map(([n]) => n))) return ggufLayers(store, adapters, MEDIA_TYPE_ADAPTER);
+  if (!base) throw new CreateError(400, "a safetensors adapter is converted for its base model, and this base model has no local GGUF weights");
+  return ggufLayers(store, await convertedAdapter(store, adapters, base, progress, written, signal), MEDIA_TYPE_ADAPTER);
 }
 
 interface Plan {
@@ -221,8 +229,8 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
     // safetensors directory is checked whole, then converted to one GGUF file first.
     const modelFiles = isSafetensorsModel(fromFiles.map(([n]) => n)) ? await convertedFiles(store, fromFiles, progress, written, ctx.signal) : fromFiles;
     const parsed = await ggufLayers(store, modelFiles);
-    const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);
     const model = parsed.find((p) => p.layer.mediaType === MEDIA_TYPE_MODEL);
+    const adapterParsed = await adapterLayers(store, plan.adapters, model?.info, progress, written, ctx.signal);
     if (plan.quantize && model) checkQuantizable(model.info, plan.quantize);
     if (plan.draft) draftParsed = await attachDraft(store, plan.draft, model ? { path: store.blobPath(model.layer.digest), info: model.info } : undefined);
     for (const p of parsed) {
@@ -262,8 +270,8 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
       if (!modelInfo) throw new CreateError(400, "quantization is only supported for F16, BF16 and F32 models");
       checkQuantizable(modelInfo, plan.quantize);
     }
-    const adapterParsed = await ggufLayers(store, plan.adapters, MEDIA_TYPE_ADAPTER);
     const weights = ggufSource(base);
+    const adapterParsed = await adapterLayers(store, plan.adapters, weights?.gguf, progress, written, ctx.signal);
     if (plan.draft) {
       if (!weights) throw new CreateError(400, DRAFT_REMOTE);
       draftParsed = await attachDraft(store, plan.draft, { path: weights.path, info: weights.gguf });

@@ -64,7 +64,7 @@ async function readLimited(file: string, name: string, limit: number): Promise<B
   }
 }
 
-async function readJson(files: Map<string, string>, name: string, limit = MAX_JSON): Promise<unknown> {
+export async function readJson(files: Map<string, string>, name: string, limit = MAX_JSON): Promise<unknown> {
   const file = files.get(name);
   if (!file) return undefined;
   try {
@@ -75,20 +75,50 @@ async function readJson(files: Map<string, string>, name: string, limit = MAX_JS
   }
 }
 
-const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
-const count = (v: unknown): number | undefined => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : undefined);
+export const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+export const count = (v: unknown): number | undefined => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : undefined);
 
-interface Source {
+export interface Source {
   name: string;
   file: string;
   tensor: SafetensorsTensor;
 }
 
+/** The tensors of every .safetensors file in `files` (headers checked, data not read yet). */
+export async function readSources(files: Map<string, string>): Promise<Source[]> {
+  const sources: Source[] = [];
+  for (const [name, file] of [...files].filter(([n]) => n.endsWith(".safetensors")).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    try {
+      for (const t of await readSafetensors(file, name)) sources.push({ name: t.name, file, tensor: t });
+    } catch (e) {
+      if (e instanceof SafetensorsError) throw new ConvertError(e.message);
+      throw e;
+    }
+  }
+  return sources;
+}
+
 export interface ConvertPlan {
   kvs: KvEntry[];
-  tensors: Array<{ name: string; dims: number[]; type: "F16" | "F32"; source?: Source; repackHeads?: number; values?: Float32Array }>;
+  tensors: PlannedTensor[];
   /** Bytes of weights read (for progress). */
   totalBytes: number;
+}
+
+export interface PlannedTensor {
+  name: string;
+  /** GGUF dims (innermost first). */
+  dims: number[];
+  type: "F16" | "F32";
+  source?: Source;
+  /** Reorder rows per head, Llama's q/k (applied last). */
+  repackHeads?: number;
+  /** The source holds the transpose (read whole; adapters only, whose tensors are small). */
+  transposed?: boolean;
+  /** Multiply every value (an adapter's per-module scale folded into its B matrix). */
+  scale?: number;
+  /** Values made here instead of read (rope frequency factors). */
+  values?: Float32Array;
 }
 
 /** Read and check the directory (`files`: file name → path on disk) and plan the GGUF. */
@@ -111,16 +141,7 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   const headDim = count(config.head_dim) ?? Math.floor(hidden / heads);
   const dims: ModelDims = { hidden, ffn, q: heads * headDim, kv: headsKv * headDim, head: headDim };
 
-  // tensors
-  const sources: Source[] = [];
-  for (const [name, file] of [...files].filter(([n]) => n.endsWith(".safetensors")).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    try {
-      for (const t of await readSafetensors(file, name)) sources.push({ name: t.name, file, tensor: t });
-    } catch (e) {
-      if (e instanceof SafetensorsError) throw new ConvertError(e.message);
-      throw e;
-    }
-  }
+  const sources = await readSources(files);
   const plan: ConvertPlan = { kvs: [], tensors: [], totalBytes: 0 };
   const seen = new Set<string>();
   for (const s of sources) {
@@ -299,6 +320,13 @@ export function repackRows(v: Float32Array, rows: number, rowLen: number, heads:
   return out;
 }
 
+/** A row-major [rows, cols] matrix as [cols, rows]. */
+function transpose(v: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(v.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = v[r * cols + c]!;
+  return out;
+}
+
 /** Write the planned GGUF at `file`; `onProgress(bytes read so far)`. */
 export async function writeConversion(plan: ConvertPlan, file: string, onProgress: (done: number) => void, signal?: AbortSignal): Promise<{ digest: string; size: number }> {
   let done = 0;
@@ -320,7 +348,9 @@ export async function writeConversion(plan: ConvertPlan, file: string, onProgres
       // Whole heads at a time for q/k (their rows are reordered within each head), else any
       // run of values: a few MB per read whatever the tensor's size.
       const rowLen = t.dims[0]!;
-      const unit = t.repackHeads ? (src.shape[0]! / t.repackHeads) * rowLen : 1;
+      const rows = elements / rowLen;
+      const head = t.repackHeads ? (rows / t.repackHeads) * rowLen : 1;
+      const unit = t.transposed ? elements : head;
       const step = unit * Math.max(1, Math.floor(CHUNK_BYTES / (unit * type.bytes)));
       const fh = await handle(t.source.file);
       for (let e = 0; e < elements; e += step) {
@@ -328,11 +358,13 @@ export async function writeConversion(plan: ConvertPlan, file: string, onProgres
         const n = Math.min(step, elements - e);
         const raw = Buffer.alloc(n * type.bytes);
         if (!(await readFullyAt(fh, raw, raw.length, src.offset + e * type.bytes))) throw new ConvertError(`${src.name}: the file ends early`);
-        if (src.dtype === t.type && !t.repackHeads) yield raw; // F16 → F16, F32 → F32: as it is
+        if (src.dtype === t.type && !t.repackHeads && !t.transposed && t.scale === undefined) yield raw; // F16 → F16, F32 → F32: as it is
         else {
-          const v = new Float32Array(n);
+          let v: Float32Array = new Float32Array(n);
           decode(type.id, raw, v, n);
-          yield encodeAs(t.type, t.repackHeads ? repackRows(v, n / rowLen, rowLen, n / unit) : v);
+          if (t.scale !== undefined) for (let i = 0; i < n; i++) v[i] = v[i]! * t.scale;
+          if (t.transposed) v = transpose(v, rowLen, rows);
+          yield encodeAs(t.type, t.repackHeads ? repackRows(v, n / rowLen, rowLen, n / head) : v);
         }
         done += raw.length;
         onProgress(done);

@@ -68,7 +68,7 @@ export function sentencePieceModel(tokens: string[], scores: number[], types: nu
   return Buffer.concat(parts);
 }
 
-async function writeSafetensors(file: string, tensors: Array<{ name: string; dtype: "F16" | "F32" | "BF16"; shape: number[]; data: Buffer }>): Promise<void> {
+export async function writeSafetensors(file: string, tensors: Array<{ name: string; dtype: "F16" | "F32" | "BF16"; shape: number[]; data: Buffer }>): Promise<void> {
   const header: Record<string, unknown> = { __metadata__: { format: "pt" } };
   let off = 0;
   for (const t of tensors) {
@@ -174,4 +174,56 @@ export async function exportHfModel(gguf: string, dir: string, shards = 2, bf16 
     const scores = m["tokenizer.ggml.scores"] as number[];
     await writeFile(path.join(dir, "tokenizer.model"), sentencePieceModel(tokens, scores, types, m["tokenizer.ggml.add_space_prefix"] === true));
   }
+}
+
+const PROJ: Readonly<Record<string, string>> = {
+  attn_q: "self_attn.q_proj",
+  attn_k: "self_attn.k_proj",
+  attn_v: "self_attn.v_proj",
+  attn_output: "self_attn.o_proj",
+  ffn_gate: "mlp.gate_proj",
+  ffn_up: "mlp.up_proj",
+  ffn_down: "mlp.down_proj",
+};
+
+/** A row-major [rows, cols] matrix of `bytes`-sized values as [cols, rows]. */
+function transposeBytes(data: Buffer, rows: number, cols: number, bytes: number): Buffer {
+  const out = Buffer.alloc(data.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) data.copy(out, (c * rows + r) * bytes, (r * cols + c) * bytes, (r * cols + c + 1) * bytes);
+  return out;
+}
+
+/**
+ * Write a llama.cpp LoRA GGUF (`gguf`, F32/F16, for a llama base with `heads`/`headsKv`) as
+ * PEFT saves an adapter (adapter_model.safetensors: lora_A [r, n_in], lora_B [n_out, r] with
+ * Hugging Face's q/k row order) or as mlx-lm does (adapters.safetensors: both transposed), with
+ * `config` as adapter_config.json.
+ */
+export async function exportLoraAdapter(gguf: string, dir: string, format: "peft" | "mlx", heads: { q: number; kv: number }, config: Record<string, unknown>): Promise<void> {
+  const info = await readGgufInfo(gguf);
+  await mkdir(dir, { recursive: true });
+  const fh = await open(gguf, "r");
+  const tensors: Array<{ name: string; dtype: "F16" | "F32"; shape: number[]; data: Buffer }> = [];
+  try {
+    for (const t of info.tensors) {
+      const m = /^blk\.(\d+)\.(\w+)\.weight\.lora_(a|b)$/.exec(t.name);
+      if (!m || (t.typeName !== "F16" && t.typeName !== "F32")) throw new Error(`not an F16/F32 LoRA tensor: ${t.name}`);
+      const [, layer, target, side] = m;
+      let data: Buffer = Buffer.alloc(t.bytes);
+      await fh.read(data, 0, t.bytes, info.dataOffset + t.offset);
+      let shape = [...t.dims].reverse(); // A: [r, n_in], B: [n_out, r]
+      const size = t.typeName === "F32" ? 4 : 2;
+      if (side === "b" && (target === "attn_q" || target === "attn_k")) data = unpermute(data, shape[0]!, shape[1]! * size, target === "attn_q" ? heads.q : heads.kv);
+      const module = `layers.${layer}.${PROJ[target!]}`;
+      if (format === "mlx") {
+        data = transposeBytes(data, shape[0]!, shape[1]!, size);
+        shape = [shape[1]!, shape[0]!];
+        tensors.push({ name: `model.${module}.lora_${side}`, dtype: t.typeName, shape, data });
+      } else tensors.push({ name: `base_model.model.model.${module}.lora_${side!.toUpperCase()}.weight`, dtype: t.typeName, shape, data });
+    }
+  } finally {
+    await fh.close();
+  }
+  await writeSafetensors(path.join(dir, format === "mlx" ? "adapters.safetensors" : "adapter_model.safetensors"), tensors);
+  await writeFile(path.join(dir, "adapter_config.json"), JSON.stringify(config, null, 2));
 }

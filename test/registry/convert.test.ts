@@ -12,6 +12,7 @@ import { makeTestModel } from "../../scripts/make-test-model.js";
 import { readGgufInfo } from "../../src/registry/gguf.js";
 import { CLI, createModelFromFile, sha256File, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 import { halfBits } from "../../src/registry/ggml-half.js";
+import { tensorsOf } from "../helpers/gguf-tensors.js";
 import { exportHfModel, f16ToBf16 } from "../helpers/hf-export.js";
 import { ndjson, postJson, verifyBlobs } from "../helpers/registry.js";
 
@@ -44,16 +45,6 @@ async function weightsPath(model: string): Promise<string> {
   const m = JSON.parse(await readFile(path.join(d.models, "manifests", "registry.ollama.ai", "library", model, "latest"), "utf8")) as { layers: Array<{ mediaType: string; digest: string }> };
   const digest = m.layers.find((l) => l.mediaType === "application/vnd.ollama.image.model")!.digest;
   return path.join(d.models, "blobs", digest.replace(":", "-"));
-}
-
-/** Every tensor's name, type, dims and bytes, in file order. */
-async function tensorsOf(file: string): Promise<Array<{ name: string; type: string; dims: number[]; sha: string }>> {
-  const info = await readGgufInfo(file);
-  const bytes = await readFile(file);
-  const { createHash } = await import("node:crypto");
-  return info.tensors
-    .map((t) => ({ name: t.name, type: t.typeName, dims: t.dims, sha: createHash("sha256").update(bytes.subarray(info.dataOffset + t.offset, info.dataOffset + t.offset + t.bytes)).digest("hex") }))
-    .sort((a, b) => (a.name < b.name ? -1 : 1));
 }
 
 async function answer(model: string, prompt: string): Promise<{ response: string; prompt_eval_count: number }> {
@@ -195,6 +186,6 @@ describe("a directory that cannot be converted gets a 400 that says why", () => 
     await refuse({ ...good, "config.json": await file("config5.json", JSON.stringify({ ...cfg, num_hidden_layers: 5 })) }, /no weights for layer 2 \(config\.json says 5 layers\)/);
     await refuse({ ...good, "config.json": await file("config-ffn.json", JSON.stringify({ ...cfg, intermediate_size: 96 })) }, /^tensor model\.layers\.0\.mlp\.gate_proj\.weight has shape \[128, 64\]; config\.json makes it \[96, 64\]$/);
     await refuse({ ...good, "config.json": await file("config1.json", JSON.stringify({ ...cfg, num_hidden_layers: 1 })) }, /is for layer 1, but config\.json says 1 layers/);
-    await refuse({ "pytorch_model.bin": good[shard()]! }, /^pytorch_model\.bin: ollamats converts safetensors models, not PyTorch weights/);
+    await refuse({ "pytorch_model.bin": good[shard()]! }, /^pytorch_model\.bin: ollamats converts safetensors models and LoRA adapters, not PyTorch weights/);
   });
 });

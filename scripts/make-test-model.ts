@@ -4,7 +4,7 @@
 // softmax over the classifier's labels) with pooling_type rank and a `cls.output` head.
 //
 //   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--layers N] [--quiet-from N] [--embedding | --ranking]
-//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|none] [--tied] [--arch llama|qwen2] [--ends-turns] [--out DIR]
+//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3] [--ends-turns] [--out DIR]
 //
 // Other kinds of models, as other generators make them: `--tokenizer gpt2` is a byte-level BPE
 // tokenizer (tokenizer.ggml.model "gpt2", pre "llama-bpe", merges, Llama 3's <|begin_of_text|> and
@@ -33,9 +33,9 @@ import { buildBpeVocab, buildVocab, SPECIAL_TOKENS, TOKEN_TYPE, UNK_ID } from ".
 
 export type ModelShape = "tiny" | "small" | "1b";
 export type Tokenizer = "spm" | "gpt2";
-export type Architecture = "llama" | "qwen2" | "qwen3";
+export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3";
 export const TOKENIZERS: readonly Tokenizer[] = ["spm", "gpt2"];
-export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3"];
+export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3"];
 export { CHAT_FORMATS, type ChatFormat };
 export type ModelType = WritableType;
 
@@ -59,7 +59,8 @@ export interface MakeModelOptions {
   template?: ChatFormat;
   /** No output.weight: the output projection is token_embd's. */
   tied?: boolean;
-  /** "llama" (default), "qwen2" (attention biases) or "qwen3" (per-head query/key norms). */
+  /** "llama" (default), "qwen2" (attention biases), "qwen3" (per-head query/key norms), or
+   *  "gemma", "gemma2", "gemma3" (always tied; see buildModel). */
   arch?: Architecture;
   /** The template's turn tokens are likely outputs (TURN_ROW_SCALE), so an answer soon reaches
    *  one, as a chat model's does: what stop tokens and stop parameters are tested with. */
@@ -239,6 +240,8 @@ function constTensor(name: string, dims: number[], value: number): TensorSpec {
   return { name, dims, type: "F32", data: () => encodedChunks("F32", elements, dims[0]!, (dst) => dst.fill(value)) };
 }
 
+const GEMMA_GAIN = 4;
+
 export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tensors: TensorSpec[] } {
   const { shape = "tiny", type = "Q4_0", seed = 1, embedding = false, ranking = false, tokenizer = "spm", template = "chatml", tied = false } = opts;
   const full = SHAPES[shape];
@@ -257,6 +260,11 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   if (!ARCHITECTURES.includes(opts.arch ?? "llama")) throw new Error(`unknown architecture ${opts.arch}`);
   const arch = ranking ? "qwen3" : opts.arch ?? "llama";
   const biases = arch === "qwen2";
+  // Gemma: GELU, embeddings scaled by √n_embd, always tied (llama.cpp refuses an output.weight
+  // for gemma and gemma2); gemma2/3 add norms after attention and MLP, gemma2 soft-caps logits,
+  // gemma3 normalises queries and keys per head; both alternate sliding-window layers.
+  const gemma = arch.startsWith("gemma");
+  const tiedOut = tied || gemma;
   const pooling = embedding ? POOLING_MEAN : ranking ? POOLING_RANK : undefined;
   const kvs: KvEntry[] = [
     kv.str("general.architecture", arch),
@@ -275,6 +283,9 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
     kv.f32(`${arch}.rope.freq_base`, s.ropeBase),
     kv.f32(`${arch}.attention.layer_norm_rms_epsilon`, 1e-5),
     kv.u32(`${arch}.vocab_size`, s.vocab),
+    ...(gemma ? [kv.u32(`${arch}.attention.key_length`, headDim), kv.u32(`${arch}.attention.value_length`, headDim)] : []),
+    ...(arch === "gemma2" ? [kv.u32(`${arch}.attention.sliding_window`, 256), kv.f32(`${arch}.attn_logit_softcapping`, 50), kv.f32(`${arch}.final_logit_softcapping`, 30)] : []),
+    ...(arch === "gemma3" ? [kv.u32(`${arch}.attention.sliding_window`, 256)] : []),
     ...(pooling !== undefined ? [kv.u32(`${arch}.pooling_type`, pooling)] : []),
     ...(ranking ? [kv.strs(`${arch}.classifier.output_labels`, RANK_LABELS)] : []),
     ...tok.kvs,
@@ -286,13 +297,15 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   // tied: the embeddings are the output matrix too, so they get its scale (RMS norm makes the
   // input side indifferent to it)
   const tensors: TensorSpec[] = [
-    tied
+    tiedOut
       ? randomTensor("token_embd.weight", [s.embd, s.vocab], type, seed, outStd, outRows)
       : randomTensor("token_embd.weight", [s.embd, s.vocab], type, seed, 1),
   ];
   for (let i = 0; i < s.layers; i++) {
     const p = `blk.${i}.`;
-    const out = i >= quietFrom ? QUIET_SCALE : 1;
+    // Gemma's input is the embedding times √n_embd: its layers' outputs are made as large (gemma2/3
+    // through their post norms), or the residual stream would be the input token alone.
+    const out = (i >= quietFrom ? QUIET_SCALE : 1) * (arch === "gemma" ? GEMMA_GAIN : 1);
     tensors.push(
       constTensor(`${p}attn_norm.weight`, [s.embd], 1),
       randomTensor(`${p}attn_q.weight`, [s.embd, s.embd], type, seed, inStd),
@@ -307,7 +320,8 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
         : []),
       randomTensor(`${p}attn_output.weight`, [s.embd, s.embd], type, seed, inStd * out),
       // qwen3 normalises queries and keys per head
-      ...(arch === "qwen3" ? [constTensor(`${p}attn_q_norm.weight`, [headDim], 1), constTensor(`${p}attn_k_norm.weight`, [headDim], 1)] : []),
+      ...(arch === "qwen3" || arch === "gemma3" ? [constTensor(`${p}attn_q_norm.weight`, [headDim], 1), constTensor(`${p}attn_k_norm.weight`, [headDim], 1)] : []),
+      ...(arch === "gemma2" || arch === "gemma3" ? [constTensor(`${p}post_attention_norm.weight`, [s.embd], GEMMA_GAIN), constTensor(`${p}post_ffw_norm.weight`, [s.embd], GEMMA_GAIN)] : []),
       constTensor(`${p}ffn_norm.weight`, [s.embd], 1),
       randomTensor(`${p}ffn_gate.weight`, [s.embd, s.ffn], type, seed, inStd),
       randomTensor(`${p}ffn_up.weight`, [s.embd, s.ffn], type, seed, inStd),
@@ -320,7 +334,7 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
     tensors.push(randomTensor("cls.output.weight", [s.embd, RANK_LABELS.length], "F32", seed, 3 / Math.sqrt(s.embd)));
     return { kvs, tensors };
   }
-  if (!tied) tensors.push(randomTensor("output.weight", [s.embd, s.vocab], type, seed, outStd, outRows));
+  if (!tiedOut) tensors.push(randomTensor("output.weight", [s.embd, s.vocab], type, seed, outStd, outRows));
   return { kvs, tensors };
 }
 

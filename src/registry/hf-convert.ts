@@ -1,6 +1,7 @@
 // A Hugging Face model directory (config.json, *.safetensors, a tokenizer) converted to one GGUF,
 // as Ollama's converter does for `create` (convert/convert.go): Llama-family models
-// (LlamaForCausalLM, MistralForCausalLM), Qwen2 and Qwen3 (Qwen2ForCausalLM, Qwen3ForCausalLM).
+// (LlamaForCausalLM, MistralForCausalLM), Qwen2 and Qwen3 (Qwen2ForCausalLM, Qwen3ForCausalLM),
+// and Gemma 1–3 text models (GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM).
 // Tensors are renamed to llama.cpp's names, Llama's q/k rows reordered from Hugging Face's
 // rotate-half layout to llama.cpp's interleaved one (Qwen's rope is already Hugging Face's),
 // matrices written as F16 and vectors (norms, biases) as F32; the
@@ -23,8 +24,23 @@ export function isSafetensorsModel(names: string[]): boolean {
   return names.some((n) => n.endsWith(".safetensors"));
 }
 
-type Arch = "llama" | "qwen2" | "qwen3";
-const ARCHITECTURES: Readonly<Record<string, Arch>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2", Qwen3ForCausalLM: "qwen3" };
+type Arch = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3";
+const ARCHITECTURES: Readonly<Record<string, Arch>> = {
+  LlamaForCausalLM: "llama",
+  MistralForCausalLM: "llama",
+  Qwen2ForCausalLM: "qwen2",
+  Qwen3ForCausalLM: "qwen3",
+  GemmaForCausalLM: "gemma",
+  Gemma2ForCausalLM: "gemma2",
+  Gemma3ForCausalLM: "gemma3",
+};
+const isGemma = (a: Arch) => a === "gemma" || a === "gemma2" || a === "gemma3";
+/** Gemma 2 and 3 norm before and after attention and the MLP (before RENAMES' Llama names). */
+const GEMMA2_RENAMES: ReadonlyArray<[string, string]> = [
+  ["post_attention_layernorm", "post_attention_norm"],
+  ["pre_feedforward_layernorm", "ffn_norm"],
+  ["post_feedforward_layernorm", "post_ffw_norm"],
+];
 
 /** Hugging Face names → llama.cpp's, applied in order (Ollama's Replacements). */
 const RENAMES: ReadonlyArray<[string, string]> = [
@@ -48,6 +64,18 @@ const KNOWN: Readonly<Record<Arch, RegExp>> = {
   llama: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight)$/,
   qwen2: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.((attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight|(attn_q|attn_k|attn_v)\.bias))$/,
   qwen3: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight)$/,
+  gemma: /^(token_embd\.weight|output_norm\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight)$/,
+  gemma2: /^(token_embd\.weight|output_norm\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight)$/,
+  gemma3: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight)$/,
+};
+/** Tensors beyond Llama's in every layer. */
+const EXTRA_PER_LAYER: Readonly<Record<Arch, string[]>> = {
+  llama: [],
+  qwen2: ["attn_q.bias", "attn_k.bias", "attn_v.bias"],
+  qwen3: ["attn_q_norm.weight", "attn_k_norm.weight"],
+  gemma: [],
+  gemma2: ["post_attention_norm.weight", "post_ffw_norm.weight"],
+  gemma3: ["attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight"],
 };
 
 const MAX_JSON = 64 << 20;
@@ -117,9 +145,14 @@ export interface PlannedTensor {
   transposed?: boolean;
   /** Multiply every value (an adapter's per-module scale folded into its B matrix). */
   scale?: number;
+  /** Add to every value (Gemma's norms, which Hugging Face stores as w for a scale of 1 + w). */
+  add?: number;
   /** Values made here instead of read (rope frequency factors). */
   values?: Float32Array;
 }
+
+/** As llama.cpp's Gemma converters: no space prefix, and the turn and fill-in-the-middle tokens. */
+const GEMMA_TOKENS = { spacePrefix: false, named: { eot: "<end_of_turn>", prefix: "<|fim_prefix|>", middle: "<|fim_middle|>", suffix: "<|fim_suffix|>" } };
 
 /** Read and check the directory (`files`: file name → path on disk) and plan the GGUF. */
 export async function planConversion(files: Map<string, string>): Promise<ConvertPlan> {
@@ -146,8 +179,11 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   const seen = new Set<string>();
   for (const s of sources) {
     if (s.name.endsWith("rotary_emb.inv_freq")) continue; // recomputed by the engine
-    let name = s.name;
-    for (const [from, to] of RENAMES) name = name.split(from).join(to);
+    // Gemma and Gemma 2 always tie their output to the embeddings (llama.cpp drops an lm_head).
+    if ((arch === "gemma" || arch === "gemma2") && s.name === "lm_head.weight") continue;
+    // a text-only Gemma 3 fine-tune may keep the multimodal model's `language_model.` prefix
+    let name = arch === "gemma3" ? s.name.replace(/^(model\.)?language_model\.(model\.)?/, "model.") : s.name;
+    for (const [from, to] of arch === "gemma2" || arch === "gemma3" ? [...GEMMA2_RENAMES, ...RENAMES] : RENAMES) name = name.split(from).join(to);
     if (!KNOWN[arch].test(name)) throw new ConvertError(`tensor ${s.name} is not part of a ${archName} model as ollamats converts it`);
     if (seen.has(name)) throw new ConvertError(`tensor ${s.name} appears twice`);
     seen.add(name);
@@ -159,13 +195,14 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
     if (want.join() !== shape.join() || shape.includes(0)) throw new ConvertError(`tensor ${s.name} has shape [${shape.join(", ")}]; config.json makes it [${want.join(", ")}]`);
     const repackHeads = arch === "llama" && /\.attn_q\.weight$/.test(name) ? heads : arch === "llama" && /\.attn_k\.weight$/.test(name) ? headsKv : undefined;
     if (repackHeads && (shape.length !== 2 || shape[0]! % (repackHeads * 2) !== 0)) throw new ConvertError(`tensor ${s.name}: ${shape[0]} rows do not split into ${repackHeads} heads`);
-    plan.tensors.push({ source: s, name, dims: [...shape].reverse(), type: vector ? "F32" : "F16", ...(repackHeads ? { repackHeads } : {}) });
+    // Gemma's RMS norms scale by (1 + w) where llama.cpp's scale by w: 1 is added on the way.
+    const add = isGemma(arch) && name.endsWith("norm.weight") ? { add: 1 } : {};
+    plan.tensors.push({ source: s, name, dims: [...shape].reverse(), type: vector ? "F32" : "F16", ...(repackHeads ? { repackHeads } : {}), ...add });
     plan.totalBytes += s.tensor.bytes;
   }
   for (const n of ["token_embd.weight", "output_norm.weight"]) if (!seen.has(n)) throw new ConvertError(`the safetensors files have no ${n === "token_embd.weight" ? "model.embed_tokens.weight" : "model.norm.weight"}`);
   const perLayer = ["attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"].map((n) => `${n}.weight`);
-  if (arch === "qwen2") perLayer.push("attn_q.bias", "attn_k.bias", "attn_v.bias");
-  if (arch === "qwen3") perLayer.push("attn_q_norm.weight", "attn_k_norm.weight");
+  perLayer.push(...EXTRA_PER_LAYER[arch]);
   for (let i = 0; i < layers; i++) {
     const missing = perLayer.filter((n) => !seen.has(`blk.${i}.${n}`));
     if (missing.length === perLayer.length) throw new ConvertError(`the safetensors files have no weights for layer ${i} (config.json says ${layers} layers)`);
@@ -187,7 +224,7 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
       tokenizerConfig: await readJson(files, "tokenizer_config.json"),
       generationConfig: await readJson(files, "generation_config.json"),
       addedTokensJson: await readJson(files, "added_tokens.json"),
-    }, rows);
+    }, rows, isGemma(arch) ? GEMMA_TOKENS : {});
   } catch (e) {
     if (e instanceof TokenizerError) throw new ConvertError(e.message);
     throw e;
@@ -209,25 +246,58 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   ];
   const ctx = count(config.max_position_embeddings);
   if (ctx) kvs.push(kv.u32(p("context_length"), ctx));
-  const theta = num(config.rope_theta);
+  // rope_theta, or transformers 5's rope_parameters (per attention kind for Gemma 3)
+  const ropeParams = obj(config.rope_parameters);
+  const theta = num(config.rope_theta) ?? num(obj(ropeParams?.full_attention)?.rope_theta) ?? num(ropeParams?.rope_theta) ?? (arch === "gemma3" ? 1_000_000 : undefined);
   if (theta && theta > 0) kvs.push(kv.f32(p("rope.freq_base"), theta));
   const eps = num(config.rms_norm_eps);
   if (eps && eps > 0) kvs.push(kv.f32(p("attention.layer_norm_rms_epsilon"), eps));
-  const scaling = config.rope_scaling && typeof config.rope_scaling === "object" ? (config.rope_scaling as Record<string, unknown>) : {};
+  const scaling = obj(config.rope_scaling) ?? {};
+  const scalingType = scaling.type ?? scaling.rope_type;
+  if (scalingType === "linear" && num(scaling.factor)) kvs.push(kv.str(p("rope.scaling.type"), "linear"), kv.f32(p("rope.scaling.factor"), num(scaling.factor)!));
   if (arch === "llama") {
     kvs.push(kv.u32(p("rope.dimension_count"), headDim));
     if (count(config.head_dim)) kvs.push(kv.u32(p("attention.head_dim"), headDim), kv.u32(p("attention.key_length"), headDim), kv.u32(p("attention.value_length"), headDim));
-    if (scaling.type === "linear" && num(scaling.factor)) kvs.push(kv.str(p("rope.scaling.type"), "linear"), kv.f32(p("rope.scaling.factor"), num(scaling.factor)!));
     const factors = llama3RopeFactors(scaling, headDim, theta ?? 0);
     if (factors) plan.tensors.unshift({ name: "rope_freqs.weight", dims: [factors.length], type: "F32", values: factors });
-  } else if (arch === "qwen3") {
+  } else if (arch !== "qwen2") {
     kvs.push(kv.u32(p("attention.key_length"), headDim), kv.u32(p("attention.value_length"), headDim));
   }
+  if (isGemma(arch)) kvs.push(...gemmaKvs(arch, config, layers));
   if (arch !== "llama" && scaling.type === "yarn" && num(scaling.factor)) {
     kvs.push(kv.str(p("rope.scaling.type"), "yarn"), kv.f32(p("rope.scaling.factor"), num(scaling.factor)!));
   }
   plan.kvs = kvs;
   return plan;
+}
+
+const obj = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+
+/** Gemma 2's and 3's attention: sliding windows, soft caps, and Gemma 3's local rope base. */
+function gemmaKvs(arch: Arch, c: Record<string, unknown>, layers: number): KvEntry[] {
+  const p = (k: string) => `${arch}.${k}`;
+  const out: KvEntry[] = [];
+  const window = count(c.sliding_window);
+  const finalCap = num(c.final_logit_softcapping);
+  if (arch === "gemma2") {
+    if (window) out.push(kv.u32(p("attention.sliding_window"), window));
+    const attnCap = num(c.attn_logit_softcapping);
+    if (attnCap) out.push(kv.f32(p("attn_logit_softcapping"), attnCap));
+    if (finalCap) out.push(kv.f32(p("final_logit_softcapping"), finalCap));
+  } else if (arch === "gemma3") {
+    if (num(c.attn_logit_softcapping)) throw new ConvertError("config.json sets attn_logit_softcapping, which Gemma 3 does not have");
+    // llama.cpp takes one local:global period (6 unless told); layer_types may say another
+    const types = Array.isArray(c.layer_types) ? c.layer_types : undefined;
+    const period = count(c.sliding_window_pattern) ?? (types ? types.indexOf("full_attention") + 1 : undefined);
+    if (window && period !== 1) out.push(kv.u32(p("attention.sliding_window"), window));
+    if (period && period > 1 && period !== 6 && period <= layers) out.push(kv.u32(p("attention.sliding_window_pattern"), period));
+    if (finalCap) out.push(kv.f32(p("final_logit_softcapping"), finalCap));
+    const ropeParams = obj(c.rope_parameters);
+    const local = num(c.rope_local_base_freq) ?? num(obj(ropeParams?.sliding_attention)?.rope_theta) ?? 10_000;
+    // llama.cpp's key, and Ollama's own engine's
+    out.push(kv.f32(p("rope.freq_base_swa"), local), kv.f32(p("rope.local.freq_base"), local));
+  }
+  return out;
 }
 
 interface ModelDims {
@@ -248,6 +318,8 @@ function expectedShape(name: string, d: ModelDims, rows: number | undefined): nu
     case "output_norm.weight":
     case "attn_norm.weight":
     case "ffn_norm.weight":
+    case "post_attention_norm.weight":
+    case "post_ffw_norm.weight":
       return [d.hidden];
     case "attn_q.weight":
       return [d.q, d.hidden];
@@ -358,11 +430,12 @@ export async function writeConversion(plan: ConvertPlan, file: string, onProgres
         const n = Math.min(step, elements - e);
         const raw = Buffer.alloc(n * type.bytes);
         if (!(await readFullyAt(fh, raw, raw.length, src.offset + e * type.bytes))) throw new ConvertError(`${src.name}: the file ends early`);
-        if (src.dtype === t.type && !t.repackHeads && !t.transposed && t.scale === undefined) yield raw; // F16 → F16, F32 → F32: as it is
+        if (src.dtype === t.type && !t.repackHeads && !t.transposed && t.scale === undefined && t.add === undefined) yield raw; // F16 → F16, F32 → F32: as it is
         else {
           let v: Float32Array = new Float32Array(n);
           decode(type.id, raw, v, n);
           if (t.scale !== undefined) for (let i = 0; i < n; i++) v[i] = v[i]! * t.scale;
+          if (t.add !== undefined) for (let i = 0; i < n; i++) v[i] = v[i]! + t.add;
           if (t.transposed) v = transpose(v, rowLen, rows);
           yield encodeAs(t.type, t.repackHeads ? repackRows(v, n / rowLen, rowLen, n / head) : v);
         }

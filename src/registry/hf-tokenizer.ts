@@ -222,7 +222,7 @@ function addTokens(v: Vocabulary, added: AddedToken[], addedTokensJson: unknown)
  * GGUF tokenizer metadata for the directory's tokenizer files; a vocabulary smaller than the
  * model's `vocabSize` (config.json) is padded with placeholder tokens, as Ollama does.
  */
-export function tokenizerKvs(f: TokenizerFiles, vocabSize?: number): { kvs: KvEntry[]; vocabSize: number } {
+export function tokenizerKvs(f: TokenizerFiles, vocabSize?: number, family: FamilyTokens = {}): { kvs: KvEntry[]; vocabSize: number } {
   const tj = obj(f.tokenizerJson);
   const added = addedTokens(tj);
   let v: Vocabulary;
@@ -245,7 +245,8 @@ export function tokenizerKvs(f: TokenizerFiles, vocabSize?: number): { kvs: KvEn
     kv.i32s("tokenizer.ggml.token_type", v.types),
   ];
   if (v.merges.length > 0) kvs.push(kv.strs("tokenizer.ggml.merges", v.merges));
-  if (v.addSpacePrefix !== undefined) kvs.push(kv.bool("tokenizer.ggml.add_space_prefix", v.addSpacePrefix));
+  const spacePrefix = family.spacePrefix ?? v.addSpacePrefix;
+  if (spacePrefix !== undefined) kvs.push(kv.bool("tokenizer.ggml.add_space_prefix", spacePrefix));
   const tc = obj(f.tokenizerConfig);
   const template = chatTemplate(tc);
   if (template) kvs.push(kv.str("tokenizer.chat_template", template));
@@ -266,5 +267,17 @@ export function tokenizerKvs(f: TokenizerFiles, vocabSize?: number): { kvs: KvEn
     const ids = gen?.[`${type}_token_id`];
     if (Array.isArray(ids) && ids.length > 0 && ids.every((x) => Number.isSafeInteger(x) && x >= 0 && x < v.tokens.length)) kvs.push(kv.i32s(`tokenizer.ggml.${key}_token_ids`, ids as number[]));
   }
+  for (const [key, text] of Object.entries(family.named ?? {})) {
+    const id = idOf.get(text);
+    if (id !== undefined) kvs.push(kv.u32(`tokenizer.ggml.${key}_token_id`, id));
+  }
   return { kvs, vocabSize: v.tokens.length };
+}
+
+/** What a model family's converter sets beyond the tokenizer files (llama.cpp's set_vocab). */
+export interface FamilyTokens {
+  /** tokenizer.ggml.add_space_prefix, whatever tokenizer.model says. */
+  spacePrefix?: boolean;
+  /** `tokenizer.ggml.<key>_token_id` for the token with this text, when the vocabulary has it. */
+  named?: Record<string, string>;
 }

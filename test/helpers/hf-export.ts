@@ -22,8 +22,15 @@ const HF_NAMES: ReadonlyArray<[RegExp, string]> = [
   [/^blk\.(\d+)\.ffn_(gate|up|down)\.weight$/, "model.layers.$1.mlp.$2_proj.weight"],
 ];
 
-function hfName(name: string): string {
-  for (const [re, to] of HF_NAMES) if (re.test(name)) return name.replace(re, to);
+// Gemma 2 and 3 norm before and after attention and the MLP; Gemma (1) names its MLP norm as Llama.
+const GEMMA2_NAMES: ReadonlyArray<[RegExp, string]> = [
+  [/^blk\.(\d+)\.post_attention_norm\.weight$/, "model.layers.$1.post_attention_layernorm.weight"],
+  [/^blk\.(\d+)\.ffn_norm\.weight$/, "model.layers.$1.pre_feedforward_layernorm.weight"],
+  [/^blk\.(\d+)\.post_ffw_norm\.weight$/, "model.layers.$1.post_feedforward_layernorm.weight"],
+];
+
+function hfName(name: string, arch = "llama"): string {
+  for (const [re, to] of arch === "gemma2" || arch === "gemma3" ? [...GEMMA2_NAMES, ...HF_NAMES] : HF_NAMES) if (re.test(name)) return name.replace(re, to);
   throw new Error(`no Hugging Face name for ${name}`);
 }
 
@@ -111,8 +118,14 @@ export async function exportHfModel(gguf: string, dir: string, shards = 2, bf16 
       const shape = [...t.dims].reverse();
       const qk = arch === "llama" && /\.attn_(q|k)\.weight$/.exec(t.name);
       if (qk) data = unpermute(data, shape[0]!, t.bytes / shape[0]!, qk[1] === "q" ? heads : headsKv);
-      if (bf16 && t.typeName === "F16") tensors.push({ name: hfName(t.name), dtype: "BF16", shape, data: f16ToBf16(data) });
-      else tensors.push({ name: hfName(t.name), dtype: t.typeName, shape, data });
+      // Gemma's RMS norms multiply by (1 + w): Hugging Face stores w, llama.cpp 1 + w.
+      if (arch.startsWith("gemma") && t.name.endsWith("norm.weight")) {
+        if (t.typeName !== "F32") throw new Error(`${t.name}: a Gemma norm is F32`);
+        const v = new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length)).map((x) => x - 1);
+        data = Buffer.from(v.buffer);
+      }
+      if (bf16 && t.typeName === "F16") tensors.push({ name: hfName(t.name, arch), dtype: "BF16", shape, data: f16ToBf16(data) });
+      else tensors.push({ name: hfName(t.name, arch), dtype: t.typeName, shape, data });
     }
   } finally {
     await fh.close();
@@ -125,8 +138,11 @@ export async function exportHfModel(gguf: string, dir: string, shards = 2, bf16 
   await writeFile(
     path.join(dir, "config.json"),
     JSON.stringify({
-      architectures: [{ qwen2: "Qwen2ForCausalLM", qwen3: "Qwen3ForCausalLM" }[arch] ?? "LlamaForCausalLM"],
-      ...(arch === "qwen3" ? { head_dim: u("embedding_length") / heads } : {}),
+      architectures: [{ qwen2: "Qwen2ForCausalLM", qwen3: "Qwen3ForCausalLM", gemma: "GemmaForCausalLM", gemma2: "Gemma2ForCausalLM", gemma3: "Gemma3ForCausalLM" }[arch] ?? "LlamaForCausalLM"],
+      ...(arch === "qwen3" || arch.startsWith("gemma") ? { head_dim: u("embedding_length") / heads } : {}),
+      ...(arch === "gemma2" ? { sliding_window: u("attention.sliding_window"), attn_logit_softcapping: u("attn_logit_softcapping"), final_logit_softcapping: u("final_logit_softcapping") } : {}),
+      ...(arch === "gemma3" ? { sliding_window: u("attention.sliding_window"), sliding_window_pattern: 6, rope_local_base_freq: 10000, final_logit_softcapping: null, attn_logit_softcapping: null } : {}),
+      ...(arch.startsWith("gemma") ? { hidden_activation: "gelu_pytorch_tanh" } : {}),
       hidden_size: u("embedding_length"),
       intermediate_size: u("feed_forward_length"),
       num_hidden_layers: u("block_count"),

@@ -59,6 +59,10 @@ const CASES = [
   { label: "Llama, SentencePiece tokenizer.model", opts: { shape: "tiny", type: "F16", seed: 6, tokenizer: "spm" } },
   { label: "Qwen2 with attention biases, tied output", opts: { shape: "tiny", type: "F16", seed: 7, tokenizer: "gpt2", arch: "qwen2", tied: true } },
   { label: "Qwen3 with per-head query/key norms", opts: { shape: "small", type: "F16", seed: 9, tokenizer: "gpt2", arch: "qwen3" } },
+  // Gemma's norms are stored as w for a scale of 1 + w: the converter adds the 1 back
+  { label: "Gemma, SentencePiece", opts: { shape: "tiny", type: "F16", seed: 10, tokenizer: "spm", template: "gemma", arch: "gemma" } },
+  { label: "Gemma 2 with post norms and soft-capping", opts: { shape: "tiny", type: "F16", seed: 11, tokenizer: "spm", template: "gemma", arch: "gemma2" } },
+  { label: "Gemma 3 with query/key and post norms, BPE", opts: { shape: "tiny", type: "F16", seed: 12, tokenizer: "gpt2", template: "gemma", arch: "gemma3" } },
 ] as const;
 
 describe("create from a safetensors directory", () => {
@@ -75,6 +79,12 @@ describe("create from a safetensors directory", () => {
       expect((await createModelFromFile(d.url, `orig-${i}`, gguf)).status).toBe(200);
 
       expect(await tensorsOf(await weightsPath(`conv-${i}`))).toEqual(await tensorsOf(gguf));
+      // and the architecture's hyperparameters (windows, soft caps, head sizes) the original has
+      const [mo, mc] = [(await readGgufInfo(gguf)).metadata, (await readGgufInfo(await weightsPath(`conv-${i}`))).metadata];
+      const arch = String(mo["general.architecture"]);
+      const keys = Object.keys(mo).filter((k) => k.startsWith(`${arch}.`) && k !== `${arch}.rope.dimension_count`);
+      expect(keys.length).toBeGreaterThanOrEqual(9);
+      expect(Object.fromEntries(keys.map((k) => [k, mc[k]]))).toEqual(Object.fromEntries(keys.map((k) => [k, mo[k]])));
       for (const prompt of ["Once upon a time", "The answer is"]) expect(await answer(`conv-${i}`, prompt)).toMatchObject(await answer(`orig-${i}`, prompt));
       // the chat template came along: a chat renders and tokenizes as the original's
       const chat = async (model: string) => {
@@ -154,7 +164,7 @@ describe("a directory that cannot be converted gets a 400 that says why", () => 
   const shard = () => Object.keys(good).find((n) => n.endsWith(".safetensors"))!;
 
   it("an architecture it does not convert, or no config.json", async () => {
-    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
+    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
     const { ["config.json"]: _drop, ...noConfig } = good;
     await refuse(noConfig, /^config\.json is missing/);
   });

@@ -2,7 +2,7 @@
 // template its family ships (the texts are the ones Ollama's template/index.json lists for that
 // family, so Ollama maps each to its Go template), with the special tokens its turns use.
 
-export type ChatFormat = "chatml" | "llama3" | "llama3.2" | "gemma" | "mistral" | "none";
+export type ChatFormat = "chatml" | "llama3" | "llama3.2" | "gemma" | "mistral" | "phi3" | "none";
 
 export interface ChatFormatSpec {
   /** tokenizer.chat_template; none for "none" (no key at all). */
@@ -44,6 +44,12 @@ export const CHAT_FORMATS: Record<ChatFormat, ChatFormatSpec> = {
   mistral: {
     template: "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}",
     tokens: ["[INST]", "[/INST]"],
+  },
+  // Phi-3-mini-128k-instruct (llama.cpp requires <|endoftext|> in a vocabulary it takes for Phi-3's)
+  phi3: {
+    template: "{{ bos_token }}{% for message in messages %}{{'<|' + message['role'] + '|>' + '\n' + message['content'] + '<|end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}",
+    tokens: ["<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<|endoftext|>"],
+    endOfTurn: "<|end|>",
   },
   none: { tokens: [] },
 };

@@ -4,7 +4,7 @@
 // softmax over the classifier's labels) with pooling_type rank and a `cls.output` head.
 //
 //   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--layers N] [--quiet-from N] [--embedding | --ranking]
-//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3] [--ends-turns] [--out DIR]
+//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3] [--ends-turns] [--out DIR]
 //
 // Other kinds of models, as other generators make them: `--tokenizer gpt2` is a byte-level BPE
 // tokenizer (tokenizer.ggml.model "gpt2", pre "llama-bpe", merges, Llama 3's <|begin_of_text|> and
@@ -33,9 +33,9 @@ import { buildBpeVocab, buildVocab, SPECIAL_TOKENS, TOKEN_TYPE, UNK_ID } from ".
 
 export type ModelShape = "tiny" | "small" | "1b";
 export type Tokenizer = "spm" | "gpt2";
-export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3";
+export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3" | "phi3";
 export const TOKENIZERS: readonly Tokenizer[] = ["spm", "gpt2"];
-export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3"];
+export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3"];
 export { CHAT_FORMATS, type ChatFormat };
 export type ModelType = WritableType;
 
@@ -59,8 +59,9 @@ export interface MakeModelOptions {
   template?: ChatFormat;
   /** No output.weight: the output projection is token_embd's. */
   tied?: boolean;
-  /** "llama" (default), "qwen2" (attention biases), "qwen3" (per-head query/key norms), or
-   *  "gemma", "gemma2", "gemma3" (always tied; see buildModel). */
+  /** "llama" (default), "qwen2" (attention biases), "qwen3" (per-head query/key norms),
+   *  "gemma", "gemma2", "gemma3" (always tied; see buildModel), or "phi3" (fused q/k/v and
+   *  gate/up matrices). */
   arch?: Architecture;
   /** The template's turn tokens are likely outputs (TURN_ROW_SCALE), so an answer soon reaches
    *  one, as a chat model's does: what stop tokens and stop parameters are tested with. */
@@ -286,6 +287,7 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
     ...(gemma ? [kv.u32(`${arch}.attention.key_length`, headDim), kv.u32(`${arch}.attention.value_length`, headDim)] : []),
     ...(arch === "gemma2" ? [kv.u32(`${arch}.attention.sliding_window`, 256), kv.f32(`${arch}.attn_logit_softcapping`, 50), kv.f32(`${arch}.final_logit_softcapping`, 30)] : []),
     ...(arch === "gemma3" ? [kv.u32(`${arch}.attention.sliding_window`, 256)] : []),
+    ...(arch === "phi3" ? [kv.u32(`${arch}.rope.scaling.original_context_length`, s.contextLength), kv.u32(`${arch}.attention.sliding_window`, 0)] : []),
     ...(pooling !== undefined ? [kv.u32(`${arch}.pooling_type`, pooling)] : []),
     ...(ranking ? [kv.strs(`${arch}.classifier.output_labels`, RANK_LABELS)] : []),
     ...tok.kvs,
@@ -306,11 +308,16 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
     // Gemma's input is the embedding times √n_embd: its layers' outputs are made as large (gemma2/3
     // through their post norms), or the residual stream would be the input token alone.
     const out = (i >= quietFrom ? QUIET_SCALE : 1) * (arch === "gemma" ? GEMMA_GAIN : 1);
+    // phi3 keeps q, k and v in one matrix (rows in that order), and gate and up in another
+    const qkv = arch === "phi3"
+      ? [randomTensor(`${p}attn_qkv.weight`, [s.embd, s.embd + 2 * kvDim], type, seed, inStd)]
+      : [randomTensor(`${p}attn_q.weight`, [s.embd, s.embd], type, seed, inStd), randomTensor(`${p}attn_k.weight`, [s.embd, kvDim], type, seed, inStd), randomTensor(`${p}attn_v.weight`, [s.embd, kvDim], type, seed, inStd)];
+    const gateUp = arch === "phi3"
+      ? [randomTensor(`${p}ffn_up.weight`, [s.embd, 2 * s.ffn], type, seed, inStd)]
+      : [randomTensor(`${p}ffn_gate.weight`, [s.embd, s.ffn], type, seed, inStd), randomTensor(`${p}ffn_up.weight`, [s.embd, s.ffn], type, seed, inStd)];
     tensors.push(
       constTensor(`${p}attn_norm.weight`, [s.embd], 1),
-      randomTensor(`${p}attn_q.weight`, [s.embd, s.embd], type, seed, inStd),
-      randomTensor(`${p}attn_k.weight`, [s.embd, kvDim], type, seed, inStd),
-      randomTensor(`${p}attn_v.weight`, [s.embd, kvDim], type, seed, inStd),
+      ...qkv,
       ...(biases
         ? [
           randomTensor(`${p}attn_q.bias`, [s.embd], "F32", seed, 0.1),
@@ -323,8 +330,7 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
       ...(arch === "qwen3" || arch === "gemma3" ? [constTensor(`${p}attn_q_norm.weight`, [headDim], 1), constTensor(`${p}attn_k_norm.weight`, [headDim], 1)] : []),
       ...(arch === "gemma2" || arch === "gemma3" ? [constTensor(`${p}post_attention_norm.weight`, [s.embd], GEMMA_GAIN), constTensor(`${p}post_ffw_norm.weight`, [s.embd], GEMMA_GAIN)] : []),
       constTensor(`${p}ffn_norm.weight`, [s.embd], 1),
-      randomTensor(`${p}ffn_gate.weight`, [s.embd, s.ffn], type, seed, inStd),
-      randomTensor(`${p}ffn_up.weight`, [s.embd, s.ffn], type, seed, inStd),
+      ...gateUp,
       randomTensor(`${p}ffn_down.weight`, [s.ffn, s.embd], type, seed, out / Math.sqrt(s.ffn)),
     );
   }

@@ -18,6 +18,7 @@ const BASES: Readonly<Record<string, { repack: boolean }>> = {
   gemma: { repack: false },
   gemma2: { repack: false },
   gemma3: { repack: false },
+  phi3: { repack: false },
 };
 
 const MODULES: Readonly<Record<string, string>> = {
@@ -28,6 +29,9 @@ const MODULES: Readonly<Record<string, string>> = {
   gate_proj: "ffn_gate",
   up_proj: "ffn_up",
   down_proj: "ffn_down",
+  // Phi-3's fused projections
+  qkv_proj: "attn_qkv",
+  gate_up_proj: "ffn_up",
 };
 
 // The language model's decoder layers under PEFT's `base_model.model.` and the model's own

@@ -1,7 +1,8 @@
 // A Hugging Face model directory (config.json, *.safetensors, a tokenizer) converted to one GGUF,
 // as Ollama's converter does for `create` (convert/convert.go): Llama-family models
 // (LlamaForCausalLM, MistralForCausalLM), Qwen2 and Qwen3 (Qwen2ForCausalLM, Qwen3ForCausalLM),
-// and Gemma 1–3 text models (GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM).
+// Gemma 1–3 text models (GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM) and Phi-3 / Phi-4
+// (Phi3ForCausalLM).
 // Tensors are renamed to llama.cpp's names, Llama's q/k rows reordered from Hugging Face's
 // rotate-half layout to llama.cpp's interleaved one (Qwen's rope is already Hugging Face's),
 // matrices written as F16 and vectors (norms, biases) as F32; the
@@ -24,7 +25,7 @@ export function isSafetensorsModel(names: string[]): boolean {
   return names.some((n) => n.endsWith(".safetensors"));
 }
 
-type Arch = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3";
+type Arch = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3" | "phi3";
 const ARCHITECTURES: Readonly<Record<string, Arch>> = {
   LlamaForCausalLM: "llama",
   MistralForCausalLM: "llama",
@@ -33,6 +34,7 @@ const ARCHITECTURES: Readonly<Record<string, Arch>> = {
   GemmaForCausalLM: "gemma",
   Gemma2ForCausalLM: "gemma2",
   Gemma3ForCausalLM: "gemma3",
+  Phi3ForCausalLM: "phi3",
 };
 const isGemma = (a: Arch) => a === "gemma" || a === "gemma2" || a === "gemma3";
 /** Gemma 2 and 3 norm before and after attention and the MLP (before RENAMES' Llama names). */
@@ -41,6 +43,12 @@ const GEMMA2_RENAMES: ReadonlyArray<[string, string]> = [
   ["pre_feedforward_layernorm", "ffn_norm"],
   ["post_feedforward_layernorm", "post_ffw_norm"],
 ];
+/** Phi-3's fused matrices: q, k and v rows in one, gate and up rows in another. */
+const PHI3_RENAMES: ReadonlyArray<[string, string]> = [
+  ["self_attn.qkv_proj", "attn_qkv"],
+  ["mlp.gate_up_proj", "ffn_up"],
+];
+const renamesFor = (a: Arch) => (a === "gemma2" || a === "gemma3" ? [...GEMMA2_RENAMES, ...RENAMES] : a === "phi3" ? [...PHI3_RENAMES, ...RENAMES] : RENAMES);
 
 /** Hugging Face names → llama.cpp's, applied in order (Ollama's Replacements). */
 const RENAMES: ReadonlyArray<[string, string]> = [
@@ -67,15 +75,18 @@ const KNOWN: Readonly<Record<Arch, RegExp>> = {
   gemma: /^(token_embd\.weight|output_norm\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight)$/,
   gemma2: /^(token_embd\.weight|output_norm\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight)$/,
   gemma3: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight)$/,
+  phi3: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_qkv|attn_output|ffn_norm|ffn_up|ffn_down)\.weight)$/,
 };
-/** Tensors beyond Llama's in every layer. */
-const EXTRA_PER_LAYER: Readonly<Record<Arch, string[]>> = {
-  llama: [],
-  qwen2: ["attn_q.bias", "attn_k.bias", "attn_v.bias"],
-  qwen3: ["attn_q_norm.weight", "attn_k_norm.weight"],
-  gemma: [],
-  gemma2: ["post_attention_norm.weight", "post_ffw_norm.weight"],
-  gemma3: ["attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight"],
+/** Every layer's tensors. */
+const LLAMA_LAYER = ["attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"].map((n) => `${n}.weight`);
+const PER_LAYER: Readonly<Record<Arch, string[]>> = {
+  llama: LLAMA_LAYER,
+  qwen2: [...LLAMA_LAYER, "attn_q.bias", "attn_k.bias", "attn_v.bias"],
+  qwen3: [...LLAMA_LAYER, "attn_q_norm.weight", "attn_k_norm.weight"],
+  gemma: LLAMA_LAYER,
+  gemma2: [...LLAMA_LAYER, "post_attention_norm.weight", "post_ffw_norm.weight"],
+  gemma3: [...LLAMA_LAYER, "attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight"],
+  phi3: ["attn_norm", "attn_qkv", "attn_output", "ffn_norm", "ffn_up", "ffn_down"].map((n) => `${n}.weight`),
 };
 
 const MAX_JSON = 64 << 20;
@@ -172,7 +183,7 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   if (!hidden || !layers || !heads || !ffn) throw new ConvertError("config.json lacks hidden_size, num_hidden_layers, num_attention_heads or intermediate_size");
   const headsKv = count(config.num_key_value_heads) ?? heads;
   const headDim = count(config.head_dim) ?? Math.floor(hidden / heads);
-  const dims: ModelDims = { hidden, ffn, q: heads * headDim, kv: headsKv * headDim, head: headDim };
+  const dims: ModelDims = { hidden, ffn, up: arch === "phi3" ? 2 * ffn : ffn, q: heads * headDim, kv: headsKv * headDim, head: headDim };
 
   const sources = await readSources(files);
   const plan: ConvertPlan = { kvs: [], tensors: [], totalBytes: 0 };
@@ -183,7 +194,7 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
     if ((arch === "gemma" || arch === "gemma2") && s.name === "lm_head.weight") continue;
     // a text-only Gemma 3 fine-tune may keep the multimodal model's `language_model.` prefix
     let name = arch === "gemma3" ? s.name.replace(/^(model\.)?language_model\.(model\.)?/, "model.") : s.name;
-    for (const [from, to] of arch === "gemma2" || arch === "gemma3" ? [...GEMMA2_RENAMES, ...RENAMES] : RENAMES) name = name.split(from).join(to);
+    for (const [from, to] of renamesFor(arch)) name = name.split(from).join(to);
     if (!KNOWN[arch].test(name)) throw new ConvertError(`tensor ${s.name} is not part of a ${archName} model as ollamats converts it`);
     if (seen.has(name)) throw new ConvertError(`tensor ${s.name} appears twice`);
     seen.add(name);
@@ -201,8 +212,7 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
     plan.totalBytes += s.tensor.bytes;
   }
   for (const n of ["token_embd.weight", "output_norm.weight"]) if (!seen.has(n)) throw new ConvertError(`the safetensors files have no ${n === "token_embd.weight" ? "model.embed_tokens.weight" : "model.norm.weight"}`);
-  const perLayer = ["attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"].map((n) => `${n}.weight`);
-  perLayer.push(...EXTRA_PER_LAYER[arch]);
+  const perLayer = PER_LAYER[arch];
   for (let i = 0; i < layers; i++) {
     const missing = perLayer.filter((n) => !seen.has(`blk.${i}.${n}`));
     if (missing.length === perLayer.length) throw new ConvertError(`the safetensors files have no weights for layer ${i} (config.json says ${layers} layers)`);
@@ -232,8 +242,13 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   if (tok.vocabSize !== rows) throw new ConvertError(`the tokenizer has ${tok.vocabSize} tokens but model.embed_tokens.weight has ${rows} rows`);
 
   const p = (k: string) => `${arch}.${k}`;
+  // The model's name, as llama.cpp's converter writes it: llama.cpp reads some families' token
+  // attributes by it (Phi-3's special tokens strip the newline after them).
+  const nameOrPath = typeof config._name_or_path === "string" ? config._name_or_path.trim().replace(/\/+$/, "") : "";
+  const modelName = nameOrPath.split("/").pop()!.slice(0, 256);
   const kvs: KvEntry[] = [
     kv.str("general.architecture", arch),
+    ...(modelName ? [kv.str("general.name", modelName)] : []),
     kv.u32("general.file_type", 1),
     kv.u32("general.quantization_version", 2),
     ...tok.kvs,
@@ -264,6 +279,11 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
     kvs.push(kv.u32(p("attention.key_length"), headDim), kv.u32(p("attention.value_length"), headDim));
   }
   if (isGemma(arch)) kvs.push(...gemmaKvs(arch, config, layers));
+  if (arch === "phi3") {
+    const phi = phi3Rope(config, hidden, heads, ctx);
+    kvs.push(...phi.kvs);
+    plan.tensors.unshift(...phi.tensors);
+  }
   if (arch !== "llama" && scaling.type === "yarn" && num(scaling.factor)) {
     kvs.push(kv.str(p("rope.scaling.type"), "yarn"), kv.f32(p("rope.scaling.factor"), num(scaling.factor)!));
   }
@@ -272,6 +292,42 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
 }
 
 const obj = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+
+/**
+ * Phi-3's rope: a partial rotary dimension (Phi-4-mini), the original context, the sliding window
+ * (0 for Phi-4), and for the long-context models LongRoPE's per-dimension factors as llama.cpp's
+ * rope_factors_long / _short with their attention factor.
+ */
+function phi3Rope(c: Record<string, unknown>, hidden: number, heads: number, ctx: number | undefined): { kvs: KvEntry[]; tensors: PlannedTensor[] } {
+  const p = (k: string) => `phi3.${k}`;
+  const rotary = num(c.partial_rotary_factor) ?? 1;
+  if (!(rotary > 0 && rotary <= 1)) throw new ConvertError(`config.json: partial_rotary_factor ${rotary} is out of range`);
+  const ropeDims = Math.floor(Math.floor(rotary * hidden) / heads);
+  const original = count(c.original_max_position_embeddings) ?? ctx;
+  const kvs: KvEntry[] = [kv.u32(p("rope.dimension_count"), ropeDims), kv.u32(p("attention.sliding_window"), count(c.sliding_window) ?? 0)];
+  if (original) kvs.push(kv.u32(p("rope.scaling.original_context_length"), original));
+  const s = obj(c.rope_scaling);
+  const long = s?.long_factor;
+  if (!s || !Array.isArray(long) || long.length === 0) return { kvs, tensors: [] };
+  const type = String(s.type ?? s.rope_type ?? "").toLowerCase();
+  const short = s.short_factor;
+  const factors = (v: unknown[], name: string) => {
+    if (v.length !== ropeDims / 2 || !v.every((x) => num(x) !== undefined)) throw new ConvertError(`config.json: rope_scaling.${name} needs ${ropeDims / 2} numbers`);
+    return Float32Array.from(v as number[]);
+  };
+  if (!Array.isArray(short)) throw new ConvertError("config.json: rope_scaling has long_factor but no short_factor");
+  const scale = ctx && original ? ctx / original : 1;
+  let attn: number;
+  if (type === "su" || type === "longrope") attn = scale > 1 ? Math.sqrt(1 + Math.log(scale) / Math.log(original!)) : 1;
+  else if (type === "yarn") attn = scale > 1 ? 0.1 * Math.log(scale) + 1 : 1;
+  else throw new ConvertError(`config.json: rope_scaling type ${JSON.stringify(type)} is not one Phi-3 uses (longrope, su, yarn)`);
+  kvs.push(kv.f32(p("rope.scaling.attn_factor"), attn));
+  const tensors: PlannedTensor[] = [
+    { name: "rope_factors_long.weight", dims: [ropeDims / 2], type: "F32", values: factors(long, "long_factor") },
+    { name: "rope_factors_short.weight", dims: [ropeDims / 2], type: "F32", values: factors(short, "short_factor") },
+  ];
+  return { kvs, tensors };
+}
 
 /** Gemma 2's and 3's attention: sliding windows, soft caps, and Gemma 3's local rope base. */
 function gemmaKvs(arch: Arch, c: Record<string, unknown>, layers: number): KvEntry[] {
@@ -303,6 +359,8 @@ function gemmaKvs(arch: Arch, c: Record<string, unknown>, layers: number): KvEnt
 interface ModelDims {
   hidden: number;
   ffn: number;
+  /** Rows of the up projection: Phi-3's holds the gate's rows too. */
+  up: number;
   /** Rows of the query projection (heads × head size) and of the key and value ones. */
   q: number;
   kv: number;
@@ -329,8 +387,11 @@ function expectedShape(name: string, d: ModelDims, rows: number | undefined): nu
     case "attn_output.weight":
       return [d.hidden, d.q];
     case "ffn_gate.weight":
-    case "ffn_up.weight":
       return [d.ffn, d.hidden];
+    case "ffn_up.weight":
+      return [d.up, d.hidden];
+    case "attn_qkv.weight":
+      return [d.q + 2 * d.kv, d.hidden];
     case "ffn_down.weight":
       return [d.hidden, d.ffn];
     case "attn_q.bias":

@@ -29,8 +29,15 @@ const GEMMA2_NAMES: ReadonlyArray<[RegExp, string]> = [
   [/^blk\.(\d+)\.post_ffw_norm\.weight$/, "model.layers.$1.post_feedforward_layernorm.weight"],
 ];
 
+// Phi-3's fused matrices
+const PHI3_NAMES: ReadonlyArray<[RegExp, string]> = [
+  [/^blk\.(\d+)\.attn_qkv\.weight$/, "model.layers.$1.self_attn.qkv_proj.weight"],
+  [/^blk\.(\d+)\.ffn_up\.weight$/, "model.layers.$1.mlp.gate_up_proj.weight"],
+];
+
 function hfName(name: string, arch = "llama"): string {
-  for (const [re, to] of arch === "gemma2" || arch === "gemma3" ? [...GEMMA2_NAMES, ...HF_NAMES] : HF_NAMES) if (re.test(name)) return name.replace(re, to);
+  const first = arch === "gemma2" || arch === "gemma3" ? GEMMA2_NAMES : arch === "phi3" ? PHI3_NAMES : [];
+  for (const [re, to] of [...first, ...HF_NAMES]) if (re.test(name)) return name.replace(re, to);
   throw new Error(`no Hugging Face name for ${name}`);
 }
 
@@ -138,7 +145,9 @@ export async function exportHfModel(gguf: string, dir: string, shards = 2, bf16 
   await writeFile(
     path.join(dir, "config.json"),
     JSON.stringify({
-      architectures: [{ qwen2: "Qwen2ForCausalLM", qwen3: "Qwen3ForCausalLM", gemma: "GemmaForCausalLM", gemma2: "Gemma2ForCausalLM", gemma3: "Gemma3ForCausalLM" }[arch] ?? "LlamaForCausalLM"],
+      _name_or_path: `ollamats/${String(m["general.name"])}`,
+      architectures: [{ qwen2: "Qwen2ForCausalLM", qwen3: "Qwen3ForCausalLM", gemma: "GemmaForCausalLM", gemma2: "Gemma2ForCausalLM", gemma3: "Gemma3ForCausalLM", phi3: "Phi3ForCausalLM" }[arch] ?? "LlamaForCausalLM"],
+      ...(arch === "phi3" ? { original_max_position_embeddings: u("rope.scaling.original_context_length"), sliding_window: null, rope_scaling: null } : {}),
       ...(arch === "qwen3" || arch.startsWith("gemma") ? { head_dim: u("embedding_length") / heads } : {}),
       ...(arch === "gemma2" ? { sliding_window: u("attention.sliding_window"), attn_logit_softcapping: u("attn_logit_softcapping"), final_logit_softcapping: u("final_logit_softcapping") } : {}),
       ...(arch === "gemma3" ? { sliding_window: u("attention.sliding_window"), sliding_window_pattern: 6, rope_local_base_freq: 10000, final_logit_softcapping: null, attn_logit_softcapping: null } : {}),

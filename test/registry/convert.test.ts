@@ -63,6 +63,7 @@ const CASES = [
   { label: "Gemma, SentencePiece", opts: { shape: "tiny", type: "F16", seed: 10, tokenizer: "spm", template: "gemma", arch: "gemma" } },
   { label: "Gemma 2 with post norms and soft-capping", opts: { shape: "tiny", type: "F16", seed: 11, tokenizer: "spm", template: "gemma", arch: "gemma2" } },
   { label: "Gemma 3 with query/key and post norms, BPE", opts: { shape: "tiny", type: "F16", seed: 12, tokenizer: "gpt2", template: "gemma", arch: "gemma3" } },
+  { label: "Phi-3 with fused q/k/v and gate/up matrices", opts: { shape: "tiny", type: "F16", seed: 13, tokenizer: "spm", template: "phi3", arch: "phi3" } },
 ] as const;
 
 describe("create from a safetensors directory", () => {
@@ -95,6 +96,34 @@ describe("create from a safetensors directory", () => {
       expect(await chat(`conv-${i}`)).toMatchObject(await chat(`orig-${i}`));
     }, 120_000);
   }
+
+  it("Phi-3's LongRoPE: the factors as rope_factors_long/short with their attention factor; a wrong count is a 400", async () => {
+    const gguf = await makeTestModel({ shape: "tiny", type: "F16", seed: 13, tokenizer: "spm", template: "phi3", arch: "phi3" });
+    const dir = path.join(home, "hf-longrope");
+    await exportHfModel(gguf, dir, 1);
+    const config = JSON.parse(await readFile(path.join(dir, "config.json"), "utf8")) as Record<string, unknown>;
+    const long = Array.from({ length: 16 }, (_, i) => 1 + i / 4); // head size 32: 16 rotary pairs
+    const short = Array.from({ length: 16 }, (_, i) => 1 + i / 64);
+    const write = (factors: number[]) =>
+      writeFile(path.join(dir, "config.json"), JSON.stringify({ ...config, max_position_embeddings: 16384, original_max_position_embeddings: 4096, rope_scaling: { type: "longrope", long_factor: factors, short_factor: short } }));
+    await write(long);
+    const r = await postJson(`${d.url}/api/create`, { model: "conv-longrope", files: await uploadDir(dir), stream: false });
+    expect(r.status, await r.clone().text()).toBe(200);
+    const file = await weightsPath("conv-longrope");
+    const info = await readGgufInfo(file);
+    expect(info.metadata["phi3.rope.scaling.attn_factor"]).toBeCloseTo(Math.sqrt(1 + Math.log(4) / Math.log(4096)), 6);
+    expect([info.metadata["phi3.context_length"], info.metadata["phi3.rope.scaling.original_context_length"]]).toEqual([16384, 4096]);
+    const bytes = await readFile(file);
+    for (const [name, want] of [["rope_factors_long.weight", long], ["rope_factors_short.weight", short]] as const) {
+      const t = info.tensors.find((x) => x.name === name)!;
+      expect([t.typeName, t.dims]).toEqual(["F32", [16]]);
+      expect(Array.from(new Float32Array(bytes.buffer.slice(bytes.byteOffset + info.dataOffset + t.offset, bytes.byteOffset + info.dataOffset + t.offset + t.bytes)))).toEqual(want.map(Math.fround));
+    }
+    expect((await answer("conv-longrope", "Once upon a time")).response.length).toBeGreaterThan(0);
+    await write(long.slice(1));
+    const bad = await postJson(`${d.url}/api/create`, { model: "conv-longrope-bad", files: await uploadDir(dir), stream: false });
+    expect({ status: bad.status, error: ((await bad.json()) as { error: string }).error }).toEqual({ status: 400, error: "config.json: rope_scaling.long_factor needs 16 numbers" });
+  });
 
   it("bfloat16 weights become F16: each value is the F16 of its bfloat16 value, and the model answers", async () => {
     const gguf = await makeTestModel({ shape: "tiny", type: "F16", seed: 8, tokenizer: "gpt2" });
@@ -164,7 +193,7 @@ describe("a directory that cannot be converted gets a 400 that says why", () => 
   const shard = () => Object.keys(good).find((n) => n.endsWith(".safetensors"))!;
 
   it("an architecture it does not convert, or no config.json", async () => {
-    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
+    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
     const { ["config.json"]: _drop, ...noConfig } = good;
     await refuse(noConfig, /^config\.json is missing/);
   });

@@ -4,7 +4,7 @@
 // softmax over the classifier's labels) with pooling_type rank and a `cls.output` head.
 //
 //   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--layers N] [--quiet-from N] [--embedding | --ranking]
-//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3] [--ends-turns] [--out DIR]
+//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3] [--experts N] [--ends-turns] [--out DIR]
 //
 // Other kinds of models, as other generators make them: `--tokenizer gpt2` is a byte-level BPE
 // tokenizer (tokenizer.ggml.model "gpt2", pre "llama-bpe", merges, Llama 3's <|begin_of_text|> and
@@ -63,6 +63,9 @@ export interface MakeModelOptions {
    *  "gemma", "gemma2", "gemma3" (always tied; see buildModel), or "phi3" (fused q/k/v and
    *  gate/up matrices). */
   arch?: Architecture;
+  /** A mixture of experts: this many expert MLPs per layer, two used per token (llama: Mixtral's
+   *  layout; qwen3: the qwen3moe architecture). */
+  experts?: number;
   /** The template's turn tokens are likely outputs (TURN_ROW_SCALE), so an answer soon reaches
    *  one, as a chat model's does: what stop tokens and stop parameters are tested with. */
   endsTurns?: boolean;
@@ -126,7 +129,7 @@ export function modelFileName(opts: MakeModelOptions = {}): string {
 /** What sets the model apart from the default kind (llama, SPM, ChatML, untied): "" for that. */
 function kindTag(opts: MakeModelOptions): string {
   const { arch = "llama", tokenizer = "spm", template = "chatml", tied = false } = opts;
-  return `${arch === "llama" ? "" : `-${arch}`}${tokenizer === "spm" ? "" : `-${tokenizer}`}${template === "chatml" ? "" : `-${template}`}${tied ? "-tied" : ""}${opts.endsTurns ? "-turns" : ""}${opts.spacePrefix && tokenizer === "spm" ? "-sp" : ""}`;
+  return `${arch === "llama" ? "" : `-${arch}`}${tokenizer === "spm" ? "" : `-${tokenizer}`}${template === "chatml" ? "" : `-${template}`}${tied ? "-tied" : ""}${opts.endsTurns ? "-turns" : ""}${opts.spacePrefix && tokenizer === "spm" ? "-sp" : ""}${opts.experts ? `-moe${opts.experts}` : ""}`;
 }
 
 interface TokenizerKvs { kvs: KvEntry[]; vocab: number; low: (id: number) => boolean; turns: (id: number) => boolean }
@@ -259,7 +262,11 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   const tok = tokenizerKvs(tokenizer, template, s.vocab, opts.spacePrefix === true);
   if (ranking && (opts.arch ?? "llama") !== "llama") throw new Error("a reranker is a qwen3 model: --arch does not apply");
   if (!ARCHITECTURES.includes(opts.arch ?? "llama")) throw new Error(`unknown architecture ${opts.arch}`);
-  const arch = ranking ? "qwen3" : opts.arch ?? "llama";
+  const experts = opts.experts ?? 0;
+  if (experts !== 0 && (!Number.isInteger(experts) || experts < 2 || experts > 64 || !["llama", "qwen3"].includes(opts.arch ?? "llama"))) {
+    throw new Error("experts must be 2 to 64, for the llama or qwen3 architecture");
+  }
+  const arch = ranking ? "qwen3" : experts && opts.arch === "qwen3" ? "qwen3moe" : opts.arch ?? "llama";
   const biases = arch === "qwen2";
   // Gemma: GELU, embeddings scaled by √n_embd, always tied (llama.cpp refuses an output.weight
   // for gemma and gemma2); gemma2/3 add norms after attention and MLP, gemma2 soft-caps logits,
@@ -288,6 +295,8 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
     ...(arch === "gemma2" ? [kv.u32(`${arch}.attention.sliding_window`, 256), kv.f32(`${arch}.attn_logit_softcapping`, 50), kv.f32(`${arch}.final_logit_softcapping`, 30)] : []),
     ...(arch === "gemma3" ? [kv.u32(`${arch}.attention.sliding_window`, 256)] : []),
     ...(arch === "phi3" ? [kv.u32(`${arch}.rope.scaling.original_context_length`, s.contextLength), kv.u32(`${arch}.attention.sliding_window`, 0)] : []),
+    ...(experts ? [kv.u32(`${arch}.expert_count`, experts), kv.u32(`${arch}.expert_used_count`, 2)] : []),
+    ...(arch === "qwen3moe" ? [kv.u32(`${arch}.expert_feed_forward_length`, s.ffn)] : []),
     ...(pooling !== undefined ? [kv.u32(`${arch}.pooling_type`, pooling)] : []),
     ...(ranking ? [kv.strs(`${arch}.classifier.output_labels`, RANK_LABELS)] : []),
     ...tok.kvs,
@@ -312,9 +321,17 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
     const qkv = arch === "phi3"
       ? [randomTensor(`${p}attn_qkv.weight`, [s.embd, s.embd + 2 * kvDim], type, seed, inStd)]
       : [randomTensor(`${p}attn_q.weight`, [s.embd, s.embd], type, seed, inStd), randomTensor(`${p}attn_k.weight`, [s.embd, kvDim], type, seed, inStd), randomTensor(`${p}attn_v.weight`, [s.embd, kvDim], type, seed, inStd)];
+    // experts: a router, then each expert's gate, up and down matrices stacked on a third axis
     const gateUp = arch === "phi3"
       ? [randomTensor(`${p}ffn_up.weight`, [s.embd, 2 * s.ffn], type, seed, inStd)]
-      : [randomTensor(`${p}ffn_gate.weight`, [s.embd, s.ffn], type, seed, inStd), randomTensor(`${p}ffn_up.weight`, [s.embd, s.ffn], type, seed, inStd)];
+      : experts
+        ? [
+          randomTensor(`${p}ffn_gate_inp.weight`, [s.embd, experts], type, seed, inStd),
+          randomTensor(`${p}ffn_gate_exps.weight`, [s.embd, s.ffn, experts], type, seed, inStd),
+          randomTensor(`${p}ffn_up_exps.weight`, [s.embd, s.ffn, experts], type, seed, inStd),
+        ]
+        : [randomTensor(`${p}ffn_gate.weight`, [s.embd, s.ffn], type, seed, inStd), randomTensor(`${p}ffn_up.weight`, [s.embd, s.ffn], type, seed, inStd)];
+    const down = experts ? `${p}ffn_down_exps.weight` : `${p}ffn_down.weight`;
     tensors.push(
       constTensor(`${p}attn_norm.weight`, [s.embd], 1),
       ...qkv,
@@ -327,11 +344,11 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
         : []),
       randomTensor(`${p}attn_output.weight`, [s.embd, s.embd], type, seed, inStd * out),
       // qwen3 normalises queries and keys per head
-      ...(arch === "qwen3" || arch === "gemma3" ? [constTensor(`${p}attn_q_norm.weight`, [headDim], 1), constTensor(`${p}attn_k_norm.weight`, [headDim], 1)] : []),
+      ...(arch === "qwen3" || arch === "qwen3moe" || arch === "gemma3" ? [constTensor(`${p}attn_q_norm.weight`, [headDim], 1), constTensor(`${p}attn_k_norm.weight`, [headDim], 1)] : []),
       ...(arch === "gemma2" || arch === "gemma3" ? [constTensor(`${p}post_attention_norm.weight`, [s.embd], GEMMA_GAIN), constTensor(`${p}post_ffw_norm.weight`, [s.embd], GEMMA_GAIN)] : []),
       constTensor(`${p}ffn_norm.weight`, [s.embd], 1),
       ...gateUp,
-      randomTensor(`${p}ffn_down.weight`, [s.ffn, s.embd], type, seed, out / Math.sqrt(s.ffn)),
+      randomTensor(down, experts ? [s.ffn, s.embd, experts] : [s.ffn, s.embd], type, seed, out / Math.sqrt(s.ffn)),
     );
   }
   tensors.push(constTensor("output_norm.weight", [s.embd], 1));
@@ -374,6 +391,7 @@ function optionsFromArgv(argv: string[]): MakeModelOptions {
       tied: { type: "boolean" },
       "ends-turns": { type: "boolean" },
       arch: { type: "string" },
+      experts: { type: "string" },
       out: { type: "string" },
     },
   });
@@ -398,6 +416,7 @@ function optionsFromArgv(argv: string[]): MakeModelOptions {
     tied: v.tied,
     endsTurns: v["ends-turns"],
     arch: v.arch as Architecture | undefined,
+    experts: v.experts === undefined ? undefined : Number(v.experts),
     outDir: v.out,
   };
 }

@@ -15,6 +15,7 @@ const BASES: Readonly<Record<string, { repack: boolean }>> = {
   llama: { repack: true },
   qwen2: { repack: false },
   qwen3: { repack: false },
+  qwen3moe: { repack: false },
   gemma: { repack: false },
   gemma2: { repack: false },
   gemma3: { repack: false },

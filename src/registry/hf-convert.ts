@@ -1,6 +1,7 @@
 // A Hugging Face model directory (config.json, *.safetensors, a tokenizer) converted to one GGUF,
 // as Ollama's converter does for `create` (convert/convert.go): Llama-family models
-// (LlamaForCausalLM, MistralForCausalLM), Qwen2 and Qwen3 (Qwen2ForCausalLM, Qwen3ForCausalLM),
+// (LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM), Qwen2 and Qwen3 (Qwen2ForCausalLM,
+// Qwen3ForCausalLM, Qwen3MoeForCausalLM),
 // Gemma 1–3 text models (GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM) and Phi-3 / Phi-4
 // (Phi3ForCausalLM).
 // Tensors are renamed to llama.cpp's names, Llama's q/k rows reordered from Hugging Face's
@@ -25,12 +26,14 @@ export function isSafetensorsModel(names: string[]): boolean {
   return names.some((n) => n.endsWith(".safetensors"));
 }
 
-type Arch = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3" | "phi3";
+type Arch = "llama" | "qwen2" | "qwen3" | "qwen3moe" | "gemma" | "gemma2" | "gemma3" | "phi3";
 const ARCHITECTURES: Readonly<Record<string, Arch>> = {
   LlamaForCausalLM: "llama",
   MistralForCausalLM: "llama",
+  MixtralForCausalLM: "llama",
   Qwen2ForCausalLM: "qwen2",
   Qwen3ForCausalLM: "qwen3",
+  Qwen3MoeForCausalLM: "qwen3moe",
   GemmaForCausalLM: "gemma",
   Gemma2ForCausalLM: "gemma2",
   Gemma3ForCausalLM: "gemma3",
@@ -67,11 +70,18 @@ const RENAMES: ReadonlyArray<[string, string]> = [
   ["mlp.down_proj", "ffn_down"],
   ["mlp.up_proj", "ffn_up"],
   ["post_attention_layernorm", "ffn_norm"],
+  // a mixture of experts' router (Mixtral's, Qwen3-MoE's)
+  ["block_sparse_moe.gate.weight", "ffn_gate_inp.weight"],
+  ["mlp.gate.weight", "ffn_gate_inp.weight"],
 ];
+/** One expert's matrix: the layer, the expert, and which of gate / up / down it is. */
+const EXPERT = /^model\.layers\.(\d+)\.(?:block_sparse_moe|mlp)\.experts\.(\d+)\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$/;
+const EXPERT_KIND: Readonly<Record<string, "gate" | "up" | "down">> = { w1: "gate", w3: "up", w2: "down", gate_proj: "gate", up_proj: "up", down_proj: "down" };
 const KNOWN: Readonly<Record<Arch, RegExp>> = {
-  llama: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight)$/,
+  llama: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down|ffn_gate_inp)\.weight)$/,
   qwen2: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.((attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight|(attn_q|attn_k|attn_v)\.bias))$/,
   qwen3: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight)$/,
+  qwen3moe: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|ffn_norm|ffn_gate_inp)\.weight)$/,
   gemma: /^(token_embd\.weight|output_norm\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight)$/,
   gemma2: /^(token_embd\.weight|output_norm\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight)$/,
   gemma3: /^(token_embd\.weight|output_norm\.weight|output\.weight|blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight)$/,
@@ -83,6 +93,7 @@ const PER_LAYER: Readonly<Record<Arch, string[]>> = {
   llama: LLAMA_LAYER,
   qwen2: [...LLAMA_LAYER, "attn_q.bias", "attn_k.bias", "attn_v.bias"],
   qwen3: [...LLAMA_LAYER, "attn_q_norm.weight", "attn_k_norm.weight"],
+  qwen3moe: [...LLAMA_LAYER, "attn_q_norm.weight", "attn_k_norm.weight"],
   gemma: LLAMA_LAYER,
   gemma2: [...LLAMA_LAYER, "post_attention_norm.weight", "post_ffw_norm.weight"],
   gemma3: [...LLAMA_LAYER, "attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight"],
@@ -150,6 +161,8 @@ export interface PlannedTensor {
   dims: number[];
   type: "F16" | "F32";
   source?: Source;
+  /** Several sources written one after another (a layer's experts, stacked). */
+  sources?: Source[];
   /** Reorder rows per head, Llama's q/k (applied last). */
   repackHeads?: number;
   /** The source holds the transpose (read whole; adapters only, whose tensors are small). */
@@ -183,13 +196,31 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   if (!hidden || !layers || !heads || !ffn) throw new ConvertError("config.json lacks hidden_size, num_hidden_layers, num_attention_heads or intermediate_size");
   const headsKv = count(config.num_key_value_heads) ?? heads;
   const headDim = count(config.head_dim) ?? Math.floor(hidden / heads);
-  const dims: ModelDims = { hidden, ffn, up: arch === "phi3" ? 2 * ffn : ffn, q: heads * headDim, kv: headsKv * headDim, head: headDim };
+  const expertFfn = count(config.moe_intermediate_size) ?? ffn;
+  const dims: ModelDims = { hidden, ffn, up: arch === "phi3" ? 2 * ffn : ffn, q: heads * headDim, kv: headsKv * headDim, head: headDim, experts: count(config.num_local_experts) ?? count(config.num_experts) ?? 0, expertFfn };
 
   const sources = await readSources(files);
   const plan: ConvertPlan = { kvs: [], tensors: [], totalBytes: 0 };
   const seen = new Set<string>();
+  const experts = count(config.num_local_experts) ?? count(config.num_experts) ?? 0;
+  if (arch === "qwen3moe" && !experts) throw new ConvertError("config.json lacks num_experts");
+  if (arch === "qwen3moe" && ((count(config.decoder_sparse_step) ?? 1) !== 1 || (Array.isArray(config.mlp_only_layers) && config.mlp_only_layers.length > 0))) {
+    throw new ConvertError("a Qwen3-MoE model with dense layers among its expert layers (decoder_sparse_step, mlp_only_layers) is not converted; use llama.cpp's convert_hf_to_gguf.py");
+  }
+  /** Each layer's experts' matrices, by llama.cpp name (blk.N.ffn_gate_exps.weight …), by expert. */
+  const expertParts = new Map<string, Source[]>();
   for (const s of sources) {
     if (s.name.endsWith("rotary_emb.inv_freq")) continue; // recomputed by the engine
+    const ex = experts ? EXPERT.exec(s.name) : null;
+    if (ex) {
+      const [, layer, e, kind] = ex;
+      if (Number(layer) >= layers || Number(e) >= experts) throw new ConvertError(`tensor ${s.name} is beyond config.json's ${layers} layers of ${experts} experts`);
+      const name = `blk.${layer}.ffn_${EXPERT_KIND[kind!]}_exps.weight`;
+      const parts = expertParts.get(name) ?? expertParts.set(name, []).get(name)!;
+      if (parts[Number(e)]) throw new ConvertError(`tensor ${s.name} appears twice`);
+      parts[Number(e)] = s;
+      continue;
+    }
     // Gemma and Gemma 2 always tie their output to the embeddings (llama.cpp drops an lm_head).
     if ((arch === "gemma" || arch === "gemma2") && s.name === "lm_head.weight") continue;
     // a text-only Gemma 3 fine-tune may keep the multimodal model's `language_model.` prefix
@@ -211,8 +242,22 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
     plan.tensors.push({ source: s, name, dims: [...shape].reverse(), type: vector ? "F32" : "F16", ...(repackHeads ? { repackHeads } : {}), ...add });
     plan.totalBytes += s.tensor.bytes;
   }
+  // The experts' matrices stacked on a third axis, expert 0 first: one tensor per layer and kind.
+  for (const [name, parts] of expertParts) {
+    const kind = /ffn_(gate|up|down)_exps/.exec(name)![1];
+    const want = kind === "down" ? [hidden, dims.expertFfn] : [dims.expertFfn, hidden];
+    for (let e = 0; e < experts; e++) {
+      const p = parts[e];
+      if (!p) throw new ConvertError(`${name.replace(/^blk\.(\d+)\..*/, "layer $1")} lacks expert ${e}'s ${kind} matrix`);
+      if (p.tensor.shape.join() !== want.join()) throw new ConvertError(`tensor ${p.name} has shape [${p.tensor.shape.join(", ")}]; config.json makes it [${want.join(", ")}]`);
+    }
+    seen.add(name);
+    plan.tensors.push({ name, dims: [want[1]!, want[0]!, experts], type: "F16", sources: parts });
+    plan.totalBytes += parts.reduce((a, p) => a + p.tensor.bytes, 0);
+  }
   for (const n of ["token_embd.weight", "output_norm.weight"]) if (!seen.has(n)) throw new ConvertError(`the safetensors files have no ${n === "token_embd.weight" ? "model.embed_tokens.weight" : "model.norm.weight"}`);
-  const perLayer = PER_LAYER[arch];
+  // with experts, a router and the stacked experts in place of the one MLP
+  const perLayer = experts ? [...PER_LAYER[arch].filter((n) => !/^ffn_(gate|up|down)\.weight$/.test(n)), "ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"] : PER_LAYER[arch];
   for (let i = 0; i < layers; i++) {
     const missing = perLayer.filter((n) => !seen.has(`blk.${i}.${n}`));
     if (missing.length === perLayer.length) throw new ConvertError(`the safetensors files have no weights for layer ${i} (config.json says ${layers} layers)`);
@@ -279,6 +324,12 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
     kvs.push(kv.u32(p("attention.key_length"), headDim), kv.u32(p("attention.value_length"), headDim));
   }
   if (isGemma(arch)) kvs.push(...gemmaKvs(arch, config, layers));
+  if (experts) {
+    const used = count(config.num_experts_per_tok);
+    if (!used || used > experts) throw new ConvertError("config.json lacks num_experts_per_tok, or names more than its experts");
+    kvs.push(kv.u32(p("expert_count"), experts), kv.u32(p("expert_used_count"), used));
+    if (arch === "qwen3moe") kvs.push(kv.u32(p("expert_feed_forward_length"), expertFfn));
+  }
   if (arch === "phi3") {
     const phi = phi3Rope(config, hidden, heads, ctx);
     kvs.push(...phi.kvs);
@@ -361,6 +412,9 @@ interface ModelDims {
   ffn: number;
   /** Rows of the up projection: Phi-3's holds the gate's rows too. */
   up: number;
+  /** Experts per layer (0: none), and each one's MLP width. */
+  experts: number;
+  expertFfn: number;
   /** Rows of the query projection (heads × head size) and of the key and value ones. */
   q: number;
   kv: number;
@@ -392,6 +446,8 @@ function expectedShape(name: string, d: ModelDims, rows: number | undefined): nu
       return [d.up, d.hidden];
     case "attn_qkv.weight":
       return [d.q + 2 * d.kv, d.hidden];
+    case "ffn_gate_inp.weight":
+      return [d.experts, d.hidden];
     case "ffn_down.weight":
       return [d.hidden, d.ffn];
     case "attn_q.bias":
@@ -471,37 +527,40 @@ export async function writeConversion(plan: ConvertPlan, file: string, onProgres
     dims: t.dims,
     type: t.type,
     data: async function* () {
-      if (t.values || !t.source) {
+      const sources = t.sources ?? (t.source ? [t.source] : []);
+      if (t.values || sources.length === 0) {
         yield encodeAs(t.type, t.values ?? new Float32Array(0));
         return;
       }
-      const src = t.source.tensor;
-      const type = ggmlType(src.dtype);
-      const elements = src.bytes / type.bytes;
-      // Whole heads at a time for q/k (their rows are reordered within each head), else any
-      // run of values: a few MB per read whatever the tensor's size.
-      const rowLen = t.dims[0]!;
-      const rows = elements / rowLen;
-      const head = t.repackHeads ? (rows / t.repackHeads) * rowLen : 1;
-      const unit = t.transposed ? elements : head;
-      const step = unit * Math.max(1, Math.floor(CHUNK_BYTES / (unit * type.bytes)));
-      const fh = await handle(t.source.file);
-      for (let e = 0; e < elements; e += step) {
-        if (signal?.aborted) throw signal.reason ?? new Error("canceled");
-        const n = Math.min(step, elements - e);
-        const raw = Buffer.alloc(n * type.bytes);
-        if (!(await readFullyAt(fh, raw, raw.length, src.offset + e * type.bytes))) throw new ConvertError(`${src.name}: the file ends early`);
-        if (src.dtype === t.type && !t.repackHeads && !t.transposed && t.scale === undefined && t.add === undefined) yield raw; // F16 → F16, F32 → F32: as it is
-        else {
-          let v: Float32Array = new Float32Array(n);
-          decode(type.id, raw, v, n);
-          if (t.scale !== undefined) for (let i = 0; i < n; i++) v[i] = v[i]! * t.scale;
-          if (t.add !== undefined) for (let i = 0; i < n; i++) v[i] = v[i]! + t.add;
-          if (t.transposed) v = transpose(v, rowLen, rows);
-          yield encodeAs(t.type, t.repackHeads ? repackRows(v, n / rowLen, rowLen, n / head) : v);
+      for (const source of sources) {
+        const src = source.tensor;
+        const type = ggmlType(src.dtype);
+        const elements = src.bytes / type.bytes;
+        // Whole heads at a time for q/k (their rows are reordered within each head), else any
+        // run of values: a few MB per read whatever the tensor's size.
+        const rowLen = t.dims[0]!;
+        const rows = elements / rowLen;
+        const head = t.repackHeads ? (rows / t.repackHeads) * rowLen : 1;
+        const unit = t.transposed ? elements : head;
+        const step = unit * Math.max(1, Math.floor(CHUNK_BYTES / (unit * type.bytes)));
+        const fh = await handle(source.file);
+        for (let e = 0; e < elements; e += step) {
+          if (signal?.aborted) throw signal.reason ?? new Error("canceled");
+          const n = Math.min(step, elements - e);
+          const raw = Buffer.alloc(n * type.bytes);
+          if (!(await readFullyAt(fh, raw, raw.length, src.offset + e * type.bytes))) throw new ConvertError(`${src.name}: the file ends early`);
+          if (src.dtype === t.type && !t.repackHeads && !t.transposed && t.scale === undefined && t.add === undefined) yield raw; // F16 → F16, F32 → F32: as it is
+          else {
+            let v: Float32Array = new Float32Array(n);
+            decode(type.id, raw, v, n);
+            if (t.scale !== undefined) for (let i = 0; i < n; i++) v[i] = v[i]! * t.scale;
+            if (t.add !== undefined) for (let i = 0; i < n; i++) v[i] = v[i]! + t.add;
+            if (t.transposed) v = transpose(v, rowLen, rows);
+            yield encodeAs(t.type, t.repackHeads ? repackRows(v, n / rowLen, rowLen, n / head) : v);
+          }
+          done += raw.length;
+          onProgress(done);
         }
-        done += raw.length;
-        onProgress(done);
       }
     },
   }));

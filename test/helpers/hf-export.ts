@@ -131,8 +131,24 @@ export async function exportHfModel(gguf: string, dir: string, shards = 2, bf16 
         const v = new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length)).map((x) => x - 1);
         data = Buffer.from(v.buffer);
       }
-      if (bf16 && t.typeName === "F16") tensors.push({ name: hfName(t.name, arch), dtype: "BF16", shape, data: f16ToBf16(data) });
-      else tensors.push({ name: hfName(t.name, arch), dtype: t.typeName, shape, data });
+      // experts: one matrix per expert, as Mixtral (w1 gate, w2 down, w3 up) and Qwen3-MoE name them
+      const exps = /^blk\.(\d+)\.ffn_(gate|up|down)_exps\.weight$/.exec(t.name);
+      const parts: Array<{ name: string; shape: number[]; data: Buffer }> = [];
+      if (exps) {
+        const [, layer, kind] = exps;
+        const n = shape[0]!;
+        const each = data.length / n;
+        for (let e = 0; e < n; e++) {
+          const name = arch === "llama" ? `model.layers.${layer}.block_sparse_moe.experts.${e}.${{ gate: "w1", down: "w2", up: "w3" }[kind!]}.weight` : `model.layers.${layer}.mlp.experts.${e}.${kind}_proj.weight`;
+          parts.push({ name, shape: shape.slice(1), data: data.subarray(e * each, (e + 1) * each) });
+        }
+      } else if (/\.ffn_gate_inp\.weight$/.test(t.name)) {
+        parts.push({ name: t.name.replace(/^blk\.(\d+)\.ffn_gate_inp\.weight$/, arch === "llama" ? "model.layers.$1.block_sparse_moe.gate.weight" : "model.layers.$1.mlp.gate.weight"), shape, data });
+      } else parts.push({ name: hfName(t.name, arch), shape, data });
+      for (const x of parts) {
+        if (bf16 && t.typeName === "F16") tensors.push({ ...x, dtype: "BF16", data: f16ToBf16(x.data) });
+        else tensors.push({ ...x, dtype: t.typeName });
+      }
     }
   } finally {
     await fh.close();
@@ -146,9 +162,14 @@ export async function exportHfModel(gguf: string, dir: string, shards = 2, bf16 
     path.join(dir, "config.json"),
     JSON.stringify({
       _name_or_path: `ollamats/${String(m["general.name"])}`,
-      architectures: [{ qwen2: "Qwen2ForCausalLM", qwen3: "Qwen3ForCausalLM", gemma: "GemmaForCausalLM", gemma2: "Gemma2ForCausalLM", gemma3: "Gemma3ForCausalLM", phi3: "Phi3ForCausalLM" }[arch] ?? "LlamaForCausalLM"],
+      architectures: [
+        { qwen2: "Qwen2ForCausalLM", qwen3: "Qwen3ForCausalLM", qwen3moe: "Qwen3MoeForCausalLM", gemma: "GemmaForCausalLM", gemma2: "Gemma2ForCausalLM", gemma3: "Gemma3ForCausalLM", phi3: "Phi3ForCausalLM" }[arch] ??
+          (m["llama.expert_count"] ? "MixtralForCausalLM" : "LlamaForCausalLM"),
+      ],
+      ...(arch === "llama" && m["llama.expert_count"] ? { num_local_experts: u("expert_count"), num_experts_per_tok: u("expert_used_count") } : {}),
+      ...(arch === "qwen3moe" ? { num_experts: u("expert_count"), num_experts_per_tok: u("expert_used_count"), moe_intermediate_size: u("expert_feed_forward_length"), norm_topk_prob: true, decoder_sparse_step: 1, mlp_only_layers: [] } : {}),
       ...(arch === "phi3" ? { original_max_position_embeddings: u("rope.scaling.original_context_length"), sliding_window: null, rope_scaling: null } : {}),
-      ...(arch === "qwen3" || arch.startsWith("gemma") ? { head_dim: u("embedding_length") / heads } : {}),
+      ...(arch.startsWith("qwen3") || arch.startsWith("gemma") ? { head_dim: u("embedding_length") / heads } : {}),
       ...(arch === "gemma2" ? { sliding_window: u("attention.sliding_window"), attn_logit_softcapping: u("attn_logit_softcapping"), final_logit_softcapping: u("final_logit_softcapping") } : {}),
       ...(arch === "gemma3" ? { sliding_window: u("attention.sliding_window"), sliding_window_pattern: 6, rope_local_base_freq: 10000, final_logit_softcapping: null, attn_logit_softcapping: null } : {}),
       ...(arch.startsWith("gemma") ? { hidden_activation: "gelu_pytorch_tanh" } : {}),

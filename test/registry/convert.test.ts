@@ -13,7 +13,8 @@ import { readGgufInfo } from "../../src/registry/gguf.js";
 import { CLI, createModelFromFile, sha256File, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 import { halfBits } from "../../src/registry/ggml-half.js";
 import { tensorsOf } from "../helpers/gguf-tensors.js";
-import { exportHfModel, f16ToBf16 } from "../helpers/hf-export.js";
+import { exportHfModel, f16ToBf16, writeSafetensors } from "../helpers/hf-export.js";
+import { readSafetensors } from "../../src/registry/safetensors.js";
 import { ndjson, postJson, verifyBlobs } from "../helpers/registry.js";
 
 const exec = promisify(execFile);
@@ -63,6 +64,9 @@ const CASES = [
   { label: "Gemma, SentencePiece", opts: { shape: "tiny", type: "F16", seed: 10, tokenizer: "spm", template: "gemma", arch: "gemma" } },
   { label: "Gemma 2 with post norms and soft-capping", opts: { shape: "tiny", type: "F16", seed: 11, tokenizer: "spm", template: "gemma", arch: "gemma2" } },
   { label: "Gemma 3 with query/key and post norms, BPE", opts: { shape: "tiny", type: "F16", seed: 12, tokenizer: "gpt2", template: "gemma", arch: "gemma3" } },
+  // a mixture of experts: each expert's matrices come stacked into one tensor per layer and kind
+  { label: "Mixtral: Llama with 4 experts", opts: { shape: "tiny", type: "F16", seed: 14, tokenizer: "gpt2", arch: "llama", experts: 4 } },
+  { label: "Qwen3-MoE with 4 experts", opts: { shape: "tiny", type: "F16", seed: 15, tokenizer: "gpt2", arch: "qwen3", experts: 4 } },
   { label: "Phi-3 with fused q/k/v and gate/up matrices", opts: { shape: "tiny", type: "F16", seed: 13, tokenizer: "spm", template: "phi3", arch: "phi3" } },
 ] as const;
 
@@ -193,7 +197,7 @@ describe("a directory that cannot be converted gets a 400 that says why", () => 
   const shard = () => Object.keys(good).find((n) => n.endsWith(".safetensors"))!;
 
   it("an architecture it does not convert, or no config.json", async () => {
-    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
+    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
     const { ["config.json"]: _drop, ...noConfig } = good;
     await refuse(noConfig, /^config\.json is missing/);
   });
@@ -226,5 +230,26 @@ describe("a directory that cannot be converted gets a 400 that says why", () => 
     await refuse({ ...good, "config.json": await file("config-ffn.json", JSON.stringify({ ...cfg, intermediate_size: 96 })) }, /^tensor model\.layers\.0\.mlp\.gate_proj\.weight has shape \[128, 64\]; config\.json makes it \[96, 64\]$/);
     await refuse({ ...good, "config.json": await file("config1.json", JSON.stringify({ ...cfg, num_hidden_layers: 1 })) }, /is for layer 1, but config\.json says 1 layers/);
     await refuse({ "pytorch_model.bin": good[shard()]! }, /^pytorch_model\.bin: ollamats converts safetensors models and LoRA adapters, not PyTorch weights/);
+  });
+
+  it("a mixture of experts whose router or experts disagree with config.json, using more experts than it has, or with dense layers among them", async () => {
+    const moeDir = path.join(home, "hf-bad-moe");
+    await exportHfModel(await makeTestModel({ shape: "tiny", type: "F16", seed: 14, tokenizer: "gpt2", arch: "llama", experts: 4 }), moeDir, 1);
+    const moe = Object.fromEntries((await readdir(moeDir)).map((n) => [n, path.join(moeDir, n)]));
+    const cfg = JSON.parse(await readFile(moe["config.json"]!, "utf8")) as Record<string, unknown>;
+    await refuse({ ...moe, "config.json": await file("moe5.json", JSON.stringify({ ...cfg, num_local_experts: 5 })) }, /^tensor model\.layers\.0\.block_sparse_moe\.gate\.weight has shape \[4, 64\]; config\.json makes it \[5, 64\]$/);
+    await refuse({ ...moe, "config.json": await file("moe-used.json", JSON.stringify({ ...cfg, num_experts_per_tok: 9 })) }, /num_experts_per_tok, or names more than its experts/);
+    await refuse({ ...moe, "config.json": await file("moe3.json", JSON.stringify({ ...cfg, num_local_experts: 3 })) }, /config\.json makes it \[3, 64\]$/);
+    // the shard again without expert 2's up matrix of layer 1
+    const shardName = Object.keys(moe).find((n) => n.endsWith(".safetensors"))!;
+    const bytes = await readFile(moe[shardName]!);
+    const kept = (await readSafetensors(moe[shardName]!, shardName))
+      .filter((t) => t.name !== "model.layers.1.block_sparse_moe.experts.2.w3.weight")
+      .map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, data: bytes.subarray(t.offset, t.offset + t.bytes) }));
+    const short = path.join(home, "moe-short.safetensors");
+    await writeSafetensors(short, kept);
+    await refuse({ ...moe, [shardName]: short }, /^layer 1 lacks expert 2's up matrix$/);
+    const qwen = { ...cfg, architectures: ["Qwen3MoeForCausalLM"], num_experts: 4, mlp_only_layers: [1] };
+    await refuse({ ...moe, "config.json": await file("moe-dense.json", JSON.stringify(qwen)) }, /dense layers among its expert layers/);
   });
 });

@@ -47,6 +47,8 @@ export function isSafetensorsAdapter(names: string[]): boolean {
 
 type Config = Record<string, unknown>;
 
+const MAX_RANK = 2048;
+
 /** PEFT's regex key lookup for rank_pattern / alpha_pattern: the pattern matches the module's name or its tail. */
 function patternValue(patterns: unknown, module: string): number | undefined {
   if (!patterns || typeof patterns !== "object") return undefined;
@@ -153,6 +155,8 @@ export async function planAdapterConversion(files: Map<string, string>, base: Gg
       const want = mlx ? `[${nIn}, r] and [r, ${nOut}]` : `[r, ${nIn}] and [${nOut}, r]`;
       throw new ConvertError(`${p.module}: lora_A [${aShape.join(", ")}] and lora_B [${bShape.join(", ")}] do not fit ${p.base} of the base model (${want})`);
     }
+    // real adapters' ranks are 4–256; a transposed (mlx-lm) matrix is read whole, so a bound
+    if (rank > MAX_RANK) throw new ConvertError(`${p.module}: rank ${rank} is more than the ${MAX_RANK} ollamats converts`);
     const moduleAlpha = alphaFor(config, mlx, p.module, rank);
     if (!(moduleAlpha > 0) || !Number.isFinite(moduleAlpha)) throw new ConvertError(`adapter_config.json gives ${p.module} a scale of ${moduleAlpha}`);
     alpha ??= moduleAlpha;

@@ -1,0 +1,75 @@
+// Hostile config.json and adapter_config.json values (negative, huge, fractional, NaN, wrong
+// types, malformed rope tables) for every architecture the converters know: each must be planned
+// or refused with a ConvertError (a 400 that names the problem), never fail with a TypeError or
+// RangeError (a 500) halfway through.
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, expect, it } from "vitest";
+import { makeTestAdapter } from "../../scripts/make-test-adapter.js";
+import { makeTestModel } from "../../scripts/make-test-model.js";
+import { readGgufInfo } from "../../src/registry/gguf.js";
+import { planAdapterConversion } from "../../src/registry/hf-adapter.js";
+import { ConvertError, planConversion } from "../../src/registry/hf-convert.js";
+import { exportHfModel, exportLoraAdapter } from "../helpers/hf-export.js";
+
+let home: string | undefined;
+afterAll(async () => {
+  if (home) await rm(home, { recursive: true, force: true });
+});
+
+const VALUES: unknown[] = [-1, 0, 1, 3, 1e9, 2 ** 53, 1.5, 1e308, "x", null, [], {}, true, [1, "a"], { a: 1 }];
+
+async function planned(plan: () => Promise<unknown>, label: string, bad: string[]): Promise<void> {
+  try {
+    await plan();
+  } catch (e) {
+    if (!(e instanceof ConvertError)) bad.push(`${label}: ${String(e)}`);
+  }
+}
+
+it("config.json: every value of every key is planned or refused with a ConvertError", async () => {
+  home = await mkdtemp(path.join(os.tmpdir(), "ollamats-convert-fuzz-"));
+  const bad: string[] = [];
+  const kinds = [{ arch: "llama", experts: 4 }, { arch: "phi3", template: "phi3" }, { arch: "gemma3", template: "gemma" }, { arch: "qwen3", experts: 4 }, { arch: "qwen2" }] as const;
+  const extra: unknown[] = [
+    { type: "longrope", long_factor: [1], short_factor: [1] },
+    { type: "longrope", long_factor: Array(16).fill(1), short_factor: "x" },
+    { rope_type: "llama3", factor: -1 },
+    { type: "yarn", factor: 1e9 },
+    { full_attention: { rope_theta: "a" }, sliding_attention: null },
+  ];
+  for (const [i, kind] of kinds.entries()) {
+    const dir = path.join(home, `m${i}`);
+    await exportHfModel(await makeTestModel({ shape: "tiny", type: "F16", seed: 20 + i, tokenizer: "gpt2", ...kind }), dir, 1);
+    const base = JSON.parse(await readFile(path.join(dir, "config.json"), "utf8")) as Record<string, unknown>;
+    const keys = [...Object.keys(base), "num_local_experts", "num_experts", "moe_intermediate_size", "partial_rotary_factor", "rope_scaling", "rope_parameters", "sliding_window_pattern", "layer_types", "head_dim"];
+    const files = new Map((await readdir(dir)).map((n) => [n, path.join(dir, n)]));
+    for (const k of keys) {
+      for (const v of [...VALUES, ...extra]) {
+        await writeFile(path.join(dir, "config.json"), JSON.stringify({ ...base, [k]: v }));
+        await planned(() => planConversion(files), `${kind.arch} ${k}=${JSON.stringify(v)}`, bad);
+      }
+    }
+  }
+  expect(bad).toEqual([]);
+}, 120_000);
+
+it("adapter_config.json: every value of every key is planned or refused with a ConvertError", async () => {
+  home ??= await mkdtemp(path.join(os.tmpdir(), "ollamats-convert-fuzz-"));
+  const bad: string[] = [];
+  const base = await readGgufInfo(await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 }));
+  const config = { peft_type: "LORA", r: 4, lora_alpha: 4, use_rslora: false, use_dora: false, fan_in_fan_out: false, alpha_pattern: {}, rank_pattern: {}, lora_parameters: { rank: 4, scale: 1 }, fine_tune_type: "lora" };
+  for (const format of ["peft", "mlx"] as const) {
+    const dir = path.join(home, `a-${format}`);
+    await exportLoraAdapter(await makeTestAdapter({ seed: 1 }), dir, format, { q: 2, kv: 1 }, config);
+    const files = new Map((await readdir(dir)).map((n) => [n, path.join(dir, n)]));
+    for (const k of Object.keys(config)) {
+      for (const v of [...VALUES, { "(": 2 }, { ".*": -3 }, { scale: "x" }, { scale: -1 }]) {
+        await writeFile(path.join(dir, "adapter_config.json"), JSON.stringify({ ...config, [k]: v }));
+        await planned(() => planAdapterConversion(files, base), `${format} ${k}=${JSON.stringify(v)}`, bad);
+      }
+    }
+  }
+  expect(bad).toEqual([]);
+}, 120_000);

@@ -1,7 +1,8 @@
-// Hostile config.json and adapter_config.json values (negative, huge, fractional, NaN, wrong
-// types, malformed rope tables) for every architecture the converters know: each must be planned
+// Hostile config.json, tokenizer file and adapter_config.json values (negative, huge, fractional,
+// wrong types, malformed rope tables and vocabularies) for the architectures the converters know: each must be planned
 // or refused with a ConvertError (a 400 that names the problem), never fail with a TypeError or
 // RangeError (a 500) halfway through.
+import { existsSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -50,6 +51,34 @@ it("config.json: every value of every key is planned or refused with a ConvertEr
         await writeFile(path.join(dir, "config.json"), JSON.stringify({ ...base, [k]: v }));
         await planned(() => planConversion(files), `${kind.arch} ${k}=${JSON.stringify(v)}`, bad);
       }
+    }
+  }
+  expect(bad).toEqual([]);
+}, 120_000);
+
+it("tokenizer files: every value of every key of tokenizer_config.json, generation_config.json and tokenizer.json is planned or refused with a ConvertError", async () => {
+  home ??= await mkdtemp(path.join(os.tmpdir(), "ollamats-convert-fuzz-"));
+  const bad: string[] = [];
+  for (const tokenizer of ["gpt2", "spm"] as const) {
+    const dir = path.join(home, `t-${tokenizer}`);
+    await exportHfModel(await makeTestModel({ shape: "tiny", type: "F16", seed: 30, tokenizer }), dir, 1);
+    const files = new Map((await readdir(dir)).map((n) => [n, path.join(dir, n)]));
+    const docs: Record<string, Record<string, unknown>> = {
+      "tokenizer_config.json": { bos_token: "<s>", eos_token: { content: "</s>" }, add_bos_token: true, chat_template: "x", added_tokens_decoder: { "5": { content: "<x>", special: true } }, unk_token: "<unk>", pad_token: "<pad>" },
+      "generation_config.json": { eos_token_id: [1, 2], bos_token_id: 1 },
+    };
+    if (files.has("tokenizer.json")) docs["tokenizer.json"] = JSON.parse(await readFile(files.get("tokenizer.json")!, "utf8")) as Record<string, unknown>;
+    for (const [name, doc] of Object.entries(docs)) {
+      const file = path.join(dir, name);
+      files.set(name, file);
+      const original = existsSync(file) ? await readFile(file) : undefined;
+      for (const k of [...Object.keys(doc), "model", "added_tokens", "pre_tokenizer"]) {
+        for (const v of [...VALUES, [{ id: -1, content: 5 }], [{ id: 1e9, content: "x" }], { type: "BPE", vocab: { a: -5 }, merges: [[1, 2]] }, { type: "WordPiece" }, [{ name: "x", content: "y" }]]) {
+          await writeFile(file, JSON.stringify({ ...doc, [k]: v }));
+          await planned(() => planConversion(files), `${tokenizer} ${name} ${k}=${JSON.stringify(v)}`, bad);
+        }
+      }
+      if (original) await writeFile(file, original);
     }
   }
   expect(bad).toEqual([]);

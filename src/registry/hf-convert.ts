@@ -196,13 +196,14 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   if (!hidden || !layers || !heads || !ffn) throw new ConvertError("config.json lacks hidden_size, num_hidden_layers, num_attention_heads or intermediate_size");
   const headsKv = count(config.num_key_value_heads) ?? heads;
   const headDim = count(config.head_dim) ?? Math.floor(hidden / heads);
+  // a mixture of experts: Mixtral's num_local_experts, Qwen3-MoE's num_experts (0: dense)
+  const experts = count(config.num_local_experts) ?? count(config.num_experts) ?? 0;
   const expertFfn = count(config.moe_intermediate_size) ?? ffn;
-  const dims: ModelDims = { hidden, ffn, up: arch === "phi3" ? 2 * ffn : ffn, q: heads * headDim, kv: headsKv * headDim, head: headDim, experts: count(config.num_local_experts) ?? count(config.num_experts) ?? 0, expertFfn };
+  const dims: ModelDims = { hidden, ffn, up: arch === "phi3" ? 2 * ffn : ffn, q: heads * headDim, kv: headsKv * headDim, head: headDim, experts, expertFfn };
 
   const sources = await readSources(files);
   const plan: ConvertPlan = { kvs: [], tensors: [], totalBytes: 0 };
   const seen = new Set<string>();
-  const experts = count(config.num_local_experts) ?? count(config.num_experts) ?? 0;
   if (arch === "qwen3moe" && !experts) throw new ConvertError("config.json lacks num_experts");
   if (arch === "qwen3moe" && ((count(config.decoder_sparse_step) ?? 1) !== 1 || (Array.isArray(config.mlp_only_layers) && config.mlp_only_layers.length > 0))) {
     throw new ConvertError("a Qwen3-MoE model with dense layers among its expert layers (decoder_sparse_step, mlp_only_layers) is not converted; use llama.cpp's convert_hf_to_gguf.py");
@@ -245,7 +246,7 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   // The experts' matrices stacked on a third axis, expert 0 first: one tensor per layer and kind.
   for (const [name, parts] of expertParts) {
     const kind = /ffn_(gate|up|down)_exps/.exec(name)![1];
-    const want = kind === "down" ? [hidden, dims.expertFfn] : [dims.expertFfn, hidden];
+    const want = kind === "down" ? [hidden, expertFfn] : [expertFfn, hidden];
     for (let e = 0; e < experts; e++) {
       const p = parts[e];
       if (!p) throw new ConvertError(`${name.replace(/^blk\.(\d+)\..*/, "layer $1")} lacks expert ${e}'s ${kind} matrix`);

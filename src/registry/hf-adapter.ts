@@ -9,6 +9,7 @@
 import type { GgufInfo } from "./gguf.js";
 import { kv } from "./gguf-write.js";
 import { ConvertError, count, num, readJson, readSources, type ConvertPlan, type PlannedTensor, type Source } from "./hf-convert.js";
+import { obj } from "./hf-tokenizer.js";
 
 /** Base architectures whose llama.cpp tensors are Hugging Face's projections by another name. */
 const BASES: Readonly<Record<string, { repack: boolean }>> = {
@@ -51,8 +52,7 @@ const MAX_RANK = 2048;
 
 /** PEFT's regex key lookup for rank_pattern / alpha_pattern: the pattern matches the module's name or its tail. */
 function patternValue(patterns: unknown, module: string): number | undefined {
-  if (!patterns || typeof patterns !== "object") return undefined;
-  for (const [p, v] of Object.entries(patterns as Record<string, unknown>)) {
+  for (const [p, v] of Object.entries(obj(patterns) ?? {})) {
     let re: RegExp;
     try {
       re = new RegExp(`^(?:.*\\.)?(?:${p})$`);
@@ -81,7 +81,7 @@ function checkConfig(c: Config, mlx: boolean): void {
  */
 function alphaFor(c: Config, mlx: boolean, module: string, rank: number): number {
   if (mlx) {
-    const p = c.lora_parameters && typeof c.lora_parameters === "object" ? (c.lora_parameters as Config) : {};
+    const p = obj(c.lora_parameters) ?? {};
     const scale = num(p.scale);
     if (scale !== undefined) return scale * rank;
     const alpha = num(p.alpha) ?? num(c.lora_alpha);
@@ -108,8 +108,8 @@ export async function planAdapterConversion(files: Map<string, string>, base: Gg
       `ollamats converts safetensors adapters for ${Object.keys(BASES).join(", ")} models, not ${arch || "this"} one; convert it with llama.cpp's convert_lora_to_gguf.py and use the .gguf file`,
     );
   }
-  const config = (await readJson(files, "adapter_config.json")) as Config | undefined;
-  if (!config || typeof config !== "object" || Array.isArray(config)) {
+  const config = obj(await readJson(files, "adapter_config.json"));
+  if (!config) {
     throw new ConvertError("adapter_config.json is missing: a safetensors adapter needs the adapter_config.json saved with it (name the adapter's directory)");
   }
   const sources = await readSources(files);

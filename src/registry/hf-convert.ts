@@ -14,7 +14,7 @@ import { readFullyAt } from "../fs/read-at.js";
 import { decode, encode } from "./ggml-encode.js";
 import { ggmlType } from "./gguf.js";
 import { kv, writeGgufAt, type KvEntry, type StreamedTensorSpec } from "./gguf-write.js";
-import { tokenizerKvs, TokenizerError } from "./hf-tokenizer.js";
+import { obj, tokenizerKvs, TokenizerError } from "./hf-tokenizer.js";
 import { readSafetensors, SafetensorsError, type SafetensorsTensor } from "./safetensors.js";
 
 export class ConvertError extends Error {
@@ -343,7 +343,6 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   return plan;
 }
 
-const obj = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
 
 /**
  * Phi-3's rope: a partial rotary dimension (Phi-4-mini), the original context, the sliding window

@@ -33,7 +33,8 @@ interface Vocabulary {
 }
 
 type Json = Record<string, unknown>;
-const obj = (v: unknown): Json | undefined => (v && typeof v === "object" && !Array.isArray(v) ? (v as Json) : undefined);
+/** `v` when it is a JSON object (not an array, not null). */
+export const obj = (v: unknown): Json | undefined => (v && typeof v === "object" && !Array.isArray(v) ? (v as Json) : undefined);
 
 // ---- SentencePiece model (protobuf) ----------------------------------------------------------
 

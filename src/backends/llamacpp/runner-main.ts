@@ -25,6 +25,7 @@ import { boundJob, boundLoadOptions } from "../option-ranges.js";
 import { promptTokens, runGeneration, withBos } from "./generate.js";
 import { prefixScore, SlotAbortedError, SlotPool } from "./slots.js";
 import { StepGate } from "./step-gate.js";
+import { guardOutputOrder } from "./output-order.js";
 import { StepPause } from "./step-pause.js";
 import { batchPlanStrategy } from "./batch-plan.js";
 import { restoreSlotStates, saveSlotStates, stateFingerprint } from "./sequence-states.js";
@@ -228,6 +229,7 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
       warnings.push(`KV cache ${opts.kvCacheTypeK}/${opts.kvCacheTypeV} refused (${message(err)}); using f16`);
       context = await model.createContext({ ...base, experimentalKvCacheKeyType: "F16", experimentalKvCacheValueType: "F16" });
     }
+    if (!guardOutputOrder(context)) warnings.push("this node-llama-cpp version is not the one the runner guards against mixed-up outputs of concurrent prompts (3.21.1)");
     speculation = await Speculation.load(llama, opts, { contextSize, batchSize: base.batchSize ?? contextSize, threads, gpuLayers: draftGpuLayers });
     const seqs: LlamaContextSequence[] = [];
     for (let i = 0; i < opts.slots; i++) seqs.push(context.getSequence(speculation ? { tokenPredictor: speculation.predictor() } : {}));

@@ -19,6 +19,7 @@ import {
   type Token,
 } from "node-llama-cpp";
 import type { LoadOptions } from "./protocol.js";
+import { guardOutputOrder } from "./output-order.js";
 
 type ResetParams = { targetSequence: LlamaContextSequence; stateTokens: Token[]; evaluateOptions: Readonly<SequenceEvaluateOptions> };
 
@@ -98,6 +99,7 @@ export class Speculation {
         threads: context.threads,
         flashAttention: false,
       });
+      guardOutputOrder(ctx); // the draft's sequences batch their prompts together too
       return new Speculation(settings, { model, context: ctx });
     } catch (err) {
       await model.dispose();

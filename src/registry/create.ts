@@ -18,8 +18,7 @@ import { sourceFileType, type QuantizeTarget } from "./quantize.js";
 import { quantizeLayer } from "./quantize-layer.js";
 import { convertedAdapter, convertedFiles } from "./create-convert.js";
 import { checkFiles, CreateError, ggufLayers, requestedQuantization, type GgufLayer } from "./create-files.js";
-import { isSafetensorsAdapter } from "./hf-adapter.js";
-import { isSafetensorsModel } from "./hf-convert.js";
+import { hasSafetensors } from "./safetensors.js";
 import { attachDraft, checkDraftRequest, DRAFT_REMOTE, quantizeDraft, type DraftPlan } from "./create-draft.js";
 import {
   MEDIA_TYPE_ADAPTER,
@@ -125,7 +124,7 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
     }
   }
   if (!remote && !fromName && !fromBlob && files.length === 0) throw new CreateError(400, "neither 'from' or 'files' was specified");
-  if (adapters.length > 1 && !isSafetensorsAdapter(adapters.map(([n]) => n))) throw new CreateError(400, "only one adapter is currently supported");
+  if (adapters.length > 1 && !hasSafetensors(adapters.map(([n]) => n))) throw new CreateError(400, "only one adapter is currently supported");
   for (const m of input.messages ?? []) {
     if (!ROLES.has(m.role)) throw new CreateError(400, `invalid message role '${m.role}' (use system, user or assistant)`);
   }
@@ -144,7 +143,7 @@ export async function createModel(store: Store, models: ModelResolver, input: Cr
 
 /** The adapter layer: a GGUF file as it is, or a safetensors adapter converted for the base model. */
 async function adapterLayers(store: Store, adapters: Array<[string, string]>, base: GgufInfo | undefined, progress: Progress, written: string[], signal?: AbortSignal): Promise<GgufLayer[]> {
-  if (!isSafetensorsAdapter(adapters.map(([n]) => n))) return ggufLayers(store, adapters, MEDIA_TYPE_ADAPTER);
+  if (!hasSafetensors(adapters.map(([n]) => n))) return ggufLayers(store, adapters, MEDIA_TYPE_ADAPTER);
   if (!base) throw new CreateError(400, "a safetensors adapter is converted for its base model, and this base model has no local GGUF weights");
   return ggufLayers(store, await convertedAdapter(store, adapters, base, progress, written, signal), MEDIA_TYPE_ADAPTER);
 }
@@ -227,7 +226,7 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
   } else if (fromFiles.length > 0) {
     // All files are parsed (and a bad one refused with 400) before the first progress line; a
     // safetensors directory is checked whole, then converted to one GGUF file first.
-    const modelFiles = isSafetensorsModel(fromFiles.map(([n]) => n)) ? await convertedFiles(store, fromFiles, progress, written, ctx.signal) : fromFiles;
+    const modelFiles = hasSafetensors(fromFiles.map(([n]) => n)) ? await convertedFiles(store, fromFiles, progress, written, ctx.signal) : fromFiles;
     const parsed = await ggufLayers(store, modelFiles);
     const model = parsed.find((p) => p.layer.mediaType === MEDIA_TYPE_MODEL);
     const adapterParsed = await adapterLayers(store, plan.adapters, model?.info, progress, written, ctx.signal);

@@ -41,11 +41,6 @@ const MODULES: Readonly<Record<string, string>> = {
 const PEFT = /^(?:base_model\.model\.)?(?:model\.)?(?:language_model\.)?(?:model\.)?layers\.(\d+)\.(?:self_attn|mlp)\.(\w+)\.lora_(A|B)(?:\.default)?\.weight$/;
 const MLX = /^(?:model\.)?(?:language_model\.)?(?:model\.)?layers\.(\d+)\.(?:self_attn|mlp)\.(\w+)\.lora_(a|b)$/;
 
-/** Whether the files of an `adapters` request are a safetensors adapter. */
-export function isSafetensorsAdapter(names: string[]): boolean {
-  return names.some((n) => n.endsWith(".safetensors"));
-}
-
 type Config = Record<string, unknown>;
 
 const MAX_RANK = 2048;

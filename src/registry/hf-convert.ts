@@ -21,11 +21,6 @@ export class ConvertError extends Error {
   override name = "ConvertError";
 }
 
-/** Whether `files` (name → blob path) are a safetensors model directory. */
-export function isSafetensorsModel(names: string[]): boolean {
-  return names.some((n) => n.endsWith(".safetensors"));
-}
-
 type Arch = "llama" | "qwen2" | "qwen3" | "qwen3moe" | "gemma" | "gemma2" | "gemma3" | "phi3";
 const ARCHITECTURES: Readonly<Record<string, Arch>> = {
   LlamaForCausalLM: "llama",

@@ -5,6 +5,12 @@
 import { open } from "node:fs/promises";
 import { ggmlType } from "./gguf.js";
 
+/** Whether a request's files (a model directory, or an adapter's) are safetensors ones, to be
+ *  converted, rather than GGUF. */
+export function hasSafetensors(names: readonly string[]): boolean {
+  return names.some((n) => n.endsWith(".safetensors"));
+}
+
 export class SafetensorsError extends Error {
   override name = "SafetensorsError";
 }

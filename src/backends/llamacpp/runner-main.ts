@@ -229,7 +229,9 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
       warnings.push(`KV cache ${opts.kvCacheTypeK}/${opts.kvCacheTypeV} refused (${message(err)}); using f16`);
       context = await model.createContext({ ...base, experimentalKvCacheKeyType: "F16", experimentalKvCacheValueType: "F16" });
     }
-    if (!guardOutputOrder(context)) warnings.push("this node-llama-cpp version is not the one the runner guards against mixed-up outputs of concurrent prompts (3.21.1)");
+    if (!guardOutputOrder(context)) {
+      warnings.push("concurrent prompts are not guarded against sampling each other's logits (node-llama-cpp's internals differ from 3.21.1's); set OLLAMA_NUM_PARALLEL=1 to be safe");
+    }
     speculation = await Speculation.load(llama, opts, { contextSize, batchSize: base.batchSize ?? contextSize, threads, gpuLayers: draftGpuLayers });
     const seqs: LlamaContextSequence[] = [];
     for (let i = 0; i < opts.slots; i++) seqs.push(context.getSequence(speculation ? { tokenPredictor: speculation.predictor() } : {}));

@@ -338,7 +338,6 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   return plan;
 }
 
-
 /**
  * Phi-3's rope: a partial rotary dimension (Phi-4-mini), the original context, the sliding window
  * (0 for Phi-4), and for the long-context models LongRoPE's per-dimension factors as llama.cpp's

@@ -19,6 +19,11 @@ afterAll(async () => {
   if (home) await rm(home, { recursive: true, force: true });
 });
 
+/** A directory's files by name, as a create request names its blobs. */
+async function filesOf(dir: string): Promise<Map<string, string>> {
+  return new Map((await readdir(dir)).map((n) => [n, path.join(dir, n)]));
+}
+
 const VALUES: unknown[] = [-1, 0, 1, 3, 1e9, 2 ** 53, 1.5, 1e308, "x", null, [], {}, true, [1, "a"], { a: 1 }];
 
 async function planned(plan: () => Promise<unknown>, label: string, bad: string[]): Promise<void> {
@@ -45,7 +50,7 @@ it("config.json: every value of every key is planned or refused with a ConvertEr
     await exportHfModel(await makeTestModel({ shape: "tiny", type: "F16", seed: 20 + i, tokenizer: "gpt2", ...kind }), dir, 1);
     const base = JSON.parse(await readFile(path.join(dir, "config.json"), "utf8")) as Record<string, unknown>;
     const keys = [...Object.keys(base), "num_local_experts", "num_experts", "moe_intermediate_size", "partial_rotary_factor", "rope_scaling", "rope_parameters", "sliding_window_pattern", "layer_types", "head_dim"];
-    const files = new Map((await readdir(dir)).map((n) => [n, path.join(dir, n)]));
+    const files = await filesOf(dir);
     for (const k of keys) {
       for (const v of [...VALUES, ...extra]) {
         await writeFile(path.join(dir, "config.json"), JSON.stringify({ ...base, [k]: v }));
@@ -62,7 +67,7 @@ it("tokenizer files: every value of every key of tokenizer_config.json, generati
   for (const tokenizer of ["gpt2", "spm"] as const) {
     const dir = path.join(home, `t-${tokenizer}`);
     await exportHfModel(await makeTestModel({ shape: "tiny", type: "F16", seed: 30, tokenizer }), dir, 1);
-    const files = new Map((await readdir(dir)).map((n) => [n, path.join(dir, n)]));
+    const files = await filesOf(dir);
     const docs: Record<string, Record<string, unknown>> = {
       "tokenizer_config.json": { bos_token: "<s>", eos_token: { content: "</s>" }, add_bos_token: true, chat_template: "x", added_tokens_decoder: { "5": { content: "<x>", special: true } }, unk_token: "<unk>", pad_token: "<pad>" },
       "generation_config.json": { eos_token_id: [1, 2], bos_token_id: 1 },
@@ -92,7 +97,7 @@ it("adapter_config.json: every value of every key is planned or refused with a C
   for (const format of ["peft", "mlx"] as const) {
     const dir = path.join(home, `a-${format}`);
     await exportLoraAdapter(await makeTestAdapter({ seed: 1 }), dir, format, { q: 2, kv: 1 }, config);
-    const files = new Map((await readdir(dir)).map((n) => [n, path.join(dir, n)]));
+    const files = await filesOf(dir);
     for (const k of Object.keys(config)) {
       for (const v of [...VALUES, { "(": 2 }, { ".*": -3 }, { scale: "x" }, { scale: -1 }]) {
         await writeFile(path.join(dir, "adapter_config.json"), JSON.stringify({ ...config, [k]: v }));

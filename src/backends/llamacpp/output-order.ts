@@ -45,9 +45,9 @@ export function guardOutputOrder(context: LlamaContext): boolean {
   // The batch being filled.
   let outputs = 0;
   let multiToken = false;
-  // After a decode: whether its rows may need reordering, and the sample that does it.
-  let reorderPending = false;
-  let first: Promise<unknown> | undefined;
+  // After a decode whose rows may be out of order: true until a first sample starts, then that
+  // sample until it has ended (it has put the rows in order); false when reads may run in parallel.
+  let reorder: boolean | Promise<unknown> = false;
 
   const wrapped: NativeContext = {
     initBatch: (size) => {
@@ -62,25 +62,21 @@ export function guardOutputOrder(context: LlamaContext): boolean {
       return indexes;
     },
     decodeBatch: async () => {
-      reorderPending = false;
-      first = undefined;
+      reorder = false;
       await decode();
-      reorderPending = outputs >= 2 && multiToken;
+      reorder = outputs >= 2 && multiToken;
     },
-    sampleToken: (batchLogitIndex, sampler, ...rest) => {
-      if (!reorderPending) return sample(batchLogitIndex, sampler, ...rest);
-      if (first) {
-        const after = () => sample(batchLogitIndex, sampler, ...rest);
-        return first.then(after, after);
-      }
-      const started = sample(batchLogitIndex, sampler, ...rest);
-      first = started;
-      // Once one read has put the rows in order, reads may run in parallel again.
+    sampleToken: (...args) => {
+      if (reorder === false) return sample(...args);
+      const run = () => sample(...args);
+      if (reorder !== true) return reorder.then(run, run);
+      const first = run();
+      reorder = first;
       const done = () => {
-        if (first === started) reorderPending = false;
+        if (reorder === first) reorder = false;
       };
-      started.then(done, done);
-      return started;
+      first.then(done, done);
+      return first;
     },
   };
   // The native methods are read-only properties of its prototype: the wrappers become the

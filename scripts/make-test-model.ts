@@ -4,7 +4,7 @@
 // softmax over the classifier's labels) with pooling_type rank and a `cls.output` head.
 //
 //   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--layers N] [--quiet-from N] [--embedding | --ranking]
-//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3] [--experts N] [--ends-turns] [--out DIR]
+//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3|bert|nomic-bert] [--experts N] [--ends-turns] [--out DIR]
 //
 // Other kinds of models, as other generators make them: `--tokenizer gpt2` is a byte-level BPE
 // tokenizer (tokenizer.ggml.model "gpt2", pre "llama-bpe", merges, Llama 3's <|begin_of_text|> and
@@ -27,15 +27,17 @@
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { encodedChunks, kv, writeGgufCached, type KvEntry, type TensorSpec, type WritableType } from "./gguf-writer.js";
+import { kv, writeGgufCached, type KvEntry, type TensorSpec, type WritableType } from "./gguf-writer.js";
+import { constTensor, randomTensor } from "./random-tensors.js";
+import { BERT_CONTEXT, buildBertModel, NOMIC_CONTEXT, type BertArchitecture } from "./make-bert-model.js";
 import { CHAT_FORMATS, type ChatFormat } from "./chat-templates.js";
 import { buildBpeVocab, buildVocab, SPECIAL_TOKENS, TOKEN_TYPE, UNK_ID } from "./test-vocab.js";
 
 export type ModelShape = "tiny" | "small" | "1b";
 export type Tokenizer = "spm" | "gpt2";
-export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3" | "phi3";
+export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3" | "phi3" | BertArchitecture;
 export const TOKENIZERS: readonly Tokenizer[] = ["spm", "gpt2"];
-export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3"];
+export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "bert", "nomic-bert"];
 export { CHAT_FORMATS, type ChatFormat };
 export type ModelType = WritableType;
 
@@ -61,7 +63,8 @@ export interface MakeModelOptions {
   tied?: boolean;
   /** "llama" (default), "qwen2" (attention biases), "qwen3" (per-head query/key norms),
    *  "gemma", "gemma2", "gemma3" (always tied; see buildModel), or "phi3" (fused q/k/v and
-   *  gate/up matrices). */
+   *  gate/up matrices); "bert" or "nomic-bert": an embedding encoder with a WordPiece tokenizer
+   *  (make-bert-model.ts; the tokenizer and template options do not apply). */
   arch?: Architecture;
   /** A mixture of experts: this many expert MLPs per layer, two used per token (llama: Mixtral's
    *  layout; qwen3: the qwen3moe architecture). */
@@ -195,55 +198,6 @@ function chatTemplateKv(format: ChatFormat): KvEntry[] {
   return t === undefined ? [] : [kv.str("tokenizer.chat_template", t)];
 }
 
-/** FNV-1a over a string, mixed with the seed: per-tensor PRNG seed. */
-function tensorSeed(seed: number, name: string): number {
-  let h = (0x811c9dc5 ^ Math.imul(seed | 0, 0x9e3779b1)) >>> 0;
-  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
-  return h;
-}
-
-/** Uniform weights with standard deviation `std` from a mulberry32 stream; optional per-row scale. */
-function randomTensor(
-  name: string, dims: number[], type: ModelType, seed: number, std: number,
-  rowScale?: (row: number) => number,
-): TensorSpec {
-  const rowLen = dims[0]!;
-  const elements = dims.reduce((a, b) => a * b, 1);
-  return {
-    name, dims, type,
-    data: () => {
-      let state = tensorSeed(seed, name);
-      const k = (std * Math.sqrt(3) * 2) / 65536; // uniform on [-sqrt(3), sqrt(3)) * std
-      return encodedChunks(type, elements, rowLen, (dst, start) => {
-        // mulberry32, two 16-bit uniforms per draw (rows have even length, so chunks stay in step);
-        // a local copy of the state: much faster than a captured variable in this hot loop
-        let st = state;
-        const n = dst.length;
-        for (let i = 0; i < n; i += 2) {
-          st = (st + 0x6d2b79f5) | 0;
-          let t = Math.imul(st ^ (st >>> 15), 1 | st);
-          t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-          t ^= t >>> 14;
-          dst[i] = ((t & 0xffff) - 32767.5) * k;
-          dst[i + 1] = ((t >>> 16) - 32767.5) * k;
-        }
-        state = st;
-        if (rowScale) {
-          for (let r = 0; r < dst.length / rowLen; r++) {
-            const s = rowScale(start / rowLen + r);
-            if (s !== 1) for (let j = r * rowLen; j < (r + 1) * rowLen; j++) dst[j] = dst[j]! * s;
-          }
-        }
-      });
-    },
-  };
-}
-
-function constTensor(name: string, dims: number[], value: number): TensorSpec {
-  const elements = dims.reduce((a, b) => a * b, 1);
-  return { name, dims, type: "F32", data: () => encodedChunks("F32", elements, dims[0]!, (dst) => dst.fill(value)) };
-}
-
 const GEMMA_GAIN = 4;
 
 export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tensors: TensorSpec[] } {
@@ -259,6 +213,15 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   if (embedding && ranking) throw new Error("a model is an embedding model or a reranker, not both");
   const headDim = s.embd / s.heads;
   const kvDim = headDim * s.headsKv;
+  if (opts.arch === "bert" || opts.arch === "nomic-bert") {
+    if (ranking || opts.experts || opts.quietFrom !== undefined) throw new Error(`--arch ${opts.arch} is an embedding model: no --ranking, --experts or --quiet-from`);
+    return buildBertModel({
+      arch: opts.arch, type, fileType: FILE_TYPE[type], seed,
+      shape: { ...s, contextLength: opts.arch === "bert" ? BERT_CONTEXT : NOMIC_CONTEXT },
+      name: `ollamats-test-${shape}${kindTag(opts)}`,
+      extraKvs: [kv.u32("ollamats.test_model_version", GENERATOR_VERSION)],
+    });
+  }
   const tok = tokenizerKvs(tokenizer, template, s.vocab, opts.spacePrefix === true);
   if (ranking && (opts.arch ?? "llama") !== "llama") throw new Error("a reranker is a qwen3 model: --arch does not apply");
   if (!ARCHITECTURES.includes(opts.arch ?? "llama")) throw new Error(`unknown architecture ${opts.arch}`);

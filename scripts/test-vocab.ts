@@ -203,3 +203,34 @@ export function buildBpeVocab(size: number, specials: readonly string[]): BpeVoc
   }
   return { tokens, types, merges, special };
 }
+
+/** BERT's special tokens at their ids in bert-base-uncased's vocab.txt (the defaults llama.cpp
+ *  assumes for a "bert" tokenizer when the GGUF names none). */
+export const WORDPIECE_IDS = { pad: 0, unk: 100, cls: 101, sep: 102, mask: 103 } as const;
+
+/**
+ * A WordPiece vocabulary as llama.cpp's BERT converter stores it ("phantom space"): a piece that
+ * starts a word carries "▁", a continuation ("##ing" in vocab.txt) is stored bare, [BRACKETED]
+ * tokens stay as they are. Layout as bert-base-uncased: [PAD] 0, [unused0..98] 1–99, [UNK] 100,
+ * [CLS] 101, [SEP] 102, [MASK] 103, then every lowercase letter, digit and punctuation mark in both
+ * forms (so any ASCII word can be spelled), then the words, suffixes and filler. Exactly `size`.
+ */
+export function buildWordPieceVocab(size: number): Vocab {
+  if (!Number.isInteger(size) || size < 600) throw new Error(`vocab size ${size} too small (min 600)`);
+  const tokens: string[] = ["[PAD]", ...Array.from({ length: 99 }, (_, i) => `[unused${i}]`), "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
+  const types: number[] = tokens.map((t, i) => (i === WORDPIECE_IDS.unk ? TOKEN_TYPE.unknown : t.startsWith("[unused") ? TOKEN_TYPE.unused : TOKEN_TYPE.control));
+  const seen = new Set(tokens);
+  const add = (piece: string): boolean => {
+    // uncased: the tokenizer lowercases its input, so an uppercase piece could never match
+    if (tokens.length >= size || seen.has(piece) || piece !== piece.toLowerCase()) return false;
+    seen.add(piece);
+    tokens.push(piece);
+    types.push(TOKEN_TYPE.normal);
+    return true;
+  };
+  // punctuation is always a word of its own
+  for (const c of PUNCT) add(SPACE + c);
+  addPieces(SPACE, add, () => tokens.length >= size);
+  if (tokens.length !== size) throw new Error(`vocab builder produced ${tokens.length} tokens, wanted ${size}`);
+  return { tokens, scores: tokens.map(() => 0), types };
+}

@@ -4,7 +4,7 @@
 // softmax over the classifier's labels) with pooling_type rank and a `cls.output` head.
 //
 //   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--layers N] [--quiet-from N] [--embedding | --ranking]
-//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3|bert|nomic-bert] [--experts N] [--ends-turns] [--out DIR]
+//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3|mamba|bert|nomic-bert] [--experts N] [--ends-turns] [--out DIR]
 //
 // Other kinds of models, as other generators make them: `--tokenizer gpt2` is a byte-level BPE
 // tokenizer (tokenizer.ggml.model "gpt2", pre "llama-bpe", merges, Llama 3's <|begin_of_text|> and
@@ -29,15 +29,16 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { kv, writeGgufCached, type KvEntry, type TensorSpec, type WritableType } from "./gguf-writer.js";
 import { constTensor, randomTensor } from "./random-tensors.js";
+import { buildMambaModel } from "./make-mamba-model.js";
 import { BERT_CONTEXT, buildBertModel, NOMIC_CONTEXT, type BertArchitecture } from "./make-bert-model.js";
 import { CHAT_FORMATS, type ChatFormat } from "./chat-templates.js";
 import { buildBpeVocab, buildVocab, SPECIAL_TOKENS, TOKEN_TYPE, UNK_ID } from "./test-vocab.js";
 
 export type ModelShape = "tiny" | "small" | "1b";
 export type Tokenizer = "spm" | "gpt2";
-export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3" | "phi3" | BertArchitecture;
+export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3" | "phi3" | "mamba" | BertArchitecture;
 export const TOKENIZERS: readonly Tokenizer[] = ["spm", "gpt2"];
-export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "bert", "nomic-bert"];
+export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "mamba", "bert", "nomic-bert"];
 export { CHAT_FORMATS, type ChatFormat };
 export type ModelType = WritableType;
 
@@ -64,7 +65,8 @@ export interface MakeModelOptions {
   /** "llama" (default), "qwen2" (attention biases), "qwen3" (per-head query/key norms),
    *  "gemma", "gemma2", "gemma3" (always tied; see buildModel), or "phi3" (fused q/k/v and
    *  gate/up matrices); "bert" or "nomic-bert": an embedding encoder with a WordPiece tokenizer
-   *  (make-bert-model.ts; the tokenizer and template options do not apply). */
+   *  (make-bert-model.ts; the tokenizer and template options do not apply); "mamba": a recurrent
+   *  state-space model without attention (make-mamba-model.ts). */
   arch?: Architecture;
   /** A mixture of experts: this many expert MLPs per layer, two used per token (llama: Mixtral's
    *  layout; qwen3: the qwen3moe architecture). */
@@ -229,6 +231,19 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   if (experts !== 0 && (!Number.isInteger(experts) || experts < 2 || experts > 64 || !["llama", "qwen3"].includes(opts.arch ?? "llama"))) {
     throw new Error("experts must be 2 to 64, for the llama or qwen3 architecture");
   }
+  const head = (arch: string) => [
+    kv.str("general.architecture", arch),
+    kv.str("general.name", `ollamats-test-${shape}${kindTag(opts)}${embedding ? "-embed" : ""}${ranking ? "-rank" : ""}`),
+    kv.u32("general.file_type", FILE_TYPE[type]),
+    kv.u32("general.quantization_version", 2),
+    // bump when the weights or vocabulary change, so cached files are regenerated
+    kv.u32("ollamats.test_model_version", GENERATOR_VERSION),
+  ];
+  const outRows = (row: number) => (opts.endsTurns && tok.turns(row) ? TURN_ROW_SCALE : tok.low(row) ? SPECIAL_ROW_SCALE : 1);
+  if (opts.arch === "mamba") {
+    if (ranking || embedding || experts || opts.quietFrom !== undefined || tied) throw new Error("--arch mamba is a plain generative model: no --ranking, --embedding, --experts, --quiet-from or --tied");
+    return buildMambaModel({ layers: s.layers, embd: s.embd, vocab: s.vocab, type, seed, headKvs: [...head("mamba"), ...tok.kvs], outRows });
+  }
   const arch = ranking ? "qwen3" : experts && opts.arch === "qwen3" ? "qwen3moe" : opts.arch ?? "llama";
   const biases = arch === "qwen2";
   // Gemma: GELU, embeddings scaled by √n_embd, always tied (llama.cpp refuses an output.weight
@@ -238,12 +253,7 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   const tiedOut = tied || gemma;
   const pooling = embedding ? POOLING_MEAN : ranking ? POOLING_RANK : undefined;
   const kvs: KvEntry[] = [
-    kv.str("general.architecture", arch),
-    kv.str("general.name", `ollamats-test-${shape}${kindTag(opts)}${embedding ? "-embed" : ""}${ranking ? "-rank" : ""}`),
-    kv.u32("general.file_type", FILE_TYPE[type]),
-    kv.u32("general.quantization_version", 2),
-    // bump when the weights or vocabulary change, so cached files are regenerated
-    kv.u32("ollamats.test_model_version", GENERATOR_VERSION),
+    ...head(arch),
     kv.u32(`${arch}.context_length`, s.contextLength),
     kv.u32(`${arch}.embedding_length`, s.embd),
     kv.u32(`${arch}.block_count`, s.layers),
@@ -267,7 +277,6 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   const inStd = 1 / Math.sqrt(s.embd);
   // logits std ~3: peaked enough to be word-like, varied enough not to loop on one token
   const outStd = 3 / Math.sqrt(s.embd);
-  const outRows = (row: number) => (opts.endsTurns && tok.turns(row) ? TURN_ROW_SCALE : tok.low(row) ? SPECIAL_ROW_SCALE : 1);
   // tied: the embeddings are the output matrix too, so they get its scale (RMS norm makes the
   // input side indifferent to it)
   const tensors: TensorSpec[] = [

@@ -1,0 +1,97 @@
+// A recurrent model (Mamba: no attention, no KV cache): each sequence's state summarises every
+// token so far and cannot be cut back to an earlier position, so everything the runner does with
+// cached prompts (prefix reuse, a shorter prompt than what is cached, a prompt shared by slots, the
+// prefix kept over an unload) has to fall back to evaluating again instead. Every answer is
+// compared with plain node-llama-cpp on a fresh sequence, greedy.
+import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestModel } from "../../scripts/make-test-model.js";
+import { createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+
+let d: TestDaemon;
+let llama: Llama;
+let model: LlamaModel;
+let engine: LlamaContext;
+
+const OPTIONS = { temperature: 0, num_predict: 12, repeat_penalty: 1 };
+
+beforeAll(async () => {
+  d = await startDaemon({ OLLAMA_NUM_PARALLEL: "2", OLLAMA_KEEP_ALIVE: "30s" });
+  const file = await makeTestModel({ arch: "mamba" });
+  const r = await createModelFromFile(d.url, "mamba", file);
+  expect(r.status, await r.text()).toBe(200);
+  llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+  model = await llama.loadModel({ modelPath: file });
+  // one thread: node-llama-cpp's default spins more threads than a busy 2-core machine has free
+  // (3 s a answer here instead of 10 ms); the arithmetic is the same
+  engine = await model.createContext({ contextSize: 512, threads: 1 });
+}, 60_000);
+
+afterAll(async () => {
+  await d?.stop();
+  await llama?.dispose();
+});
+
+async function generate(prompt: string, extra: Record<string, unknown> = {}): Promise<{ response: string; prompt_eval_count: number }> {
+  const r = await fetch(`${d.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "mamba", prompt, raw: true, stream: false, options: OPTIONS, ...extra }) });
+  const text = await r.text();
+  expect(r.status, text).toBe(200);
+  return JSON.parse(text);
+}
+
+async function direct(prompt: string | Token[]): Promise<string> {
+  const sequence = engine.getSequence();
+  try {
+    return await new LlamaCompletion({ contextSequence: sequence }).generateCompletion(prompt, { maxTokens: OPTIONS.num_predict, temperature: 0, repeatPenalty: false });
+  } finally {
+    sequence.dispose();
+  }
+}
+
+describe("a Mamba model", () => {
+  it("is a completion model of its family", async () => {
+    const r = await fetch(`${d.url}/api/show`, { method: "POST", body: JSON.stringify({ model: "mamba" }) });
+    const show = (await r.json()) as { capabilities: string[]; details: { family: string } };
+    expect(show.capabilities).toEqual(["completion"]);
+    expect(show.details.family).toBe("mamba");
+  });
+
+  it("answers as the engine does on a fresh sequence, whatever the runner has cached", async () => {
+    const asked: string[] = [];
+    const check = async (prompt: string, extra: Record<string, unknown> = {}) => {
+      const got = await generate(prompt, extra);
+      expect(got.response, JSON.stringify(prompt)).toBe(await direct(prompt));
+      asked.push(prompt);
+      return got;
+    };
+    // each prompt extends the last answer (what a client's next turn is)
+    let prompt = "Hello there";
+    for (let turn = 0; turn < 4; turn++) prompt += (await check(prompt)).response + " and then";
+    // shorter than what is cached: a state cannot be cut back, so all of it is evaluated again
+    const again = await check("Hello there");
+    expect(again.prompt_eval_count).toBeGreaterThan(1);
+    await check("Hello th");
+    // over an unload and a load
+    await check(prompt, { keep_alive: 0 });
+    await check(`${prompt} again`);
+    // two slots at once, with shared beginnings
+    const together = ["Hello there my", "Hello there your", prompt, "Hello"];
+    const answers = await Promise.all(together.map((p) => generate(p)));
+    for (const [i, p] of together.entries()) expect(answers[i]!.response, p).toBe(await direct(p));
+    expect(new Set(asked).size).toBeGreaterThan(6);
+  });
+
+  it("holds a conversation (chat turns after turns)", async () => {
+    const messages: { role: string; content: string }[] = [{ role: "user", content: "Hello there" }];
+    for (let turn = 0; turn < 3; turn++) {
+      const r = await fetch(`${d.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: "mamba", messages, stream: false, options: OPTIONS }) });
+      const body = (await r.json()) as { message: { role: string; content: string }; prompt_eval_count: number; eval_count: number };
+      expect(r.status).toBe(200);
+      expect(body.eval_count).toBeGreaterThan(0);
+      // the whole ChatML conversation so far is what the model was given
+      const rendered = messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join("") + "<|im_start|>assistant\n";
+      expect(body.message.content).toBe(await direct([model.tokens.bos!, ...model.tokenize(rendered, true)]));
+      messages.push(body.message, { role: "user", content: `more ${turn}` });
+    }
+  });
+});

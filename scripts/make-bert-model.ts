@@ -77,10 +77,13 @@ export function buildBertModel(o: BertOptions): { kvs: KvEntry[]; tensors: Tenso
   const std = 1 / Math.sqrt(s.embd);
   const bias = (name: string, n: number) => randomTensor(name, [n], "F32", seed, 0.02);
   const norm = (name: string) => [constTensor(`${name}.weight`, [s.embd], 1), constTensor(`${name}.bias`, [s.embd], 0)];
+  // the position table stays unquantized, as converters keep it; the token-type rows must be F32
+  // (llama.cpp adds one to F32 activations, and its CPU add has no F16 operand)
+  const table = type === "F32" ? "F32" : "F16";
   const tensors: TensorSpec[] = [
     randomTensor("token_embd.weight", [s.embd, s.vocab], type, seed, 1),
     randomTensor("token_types.weight", [s.embd, 2], "F32", seed, 0.1),
-    ...(nomic ? [] : [randomTensor("position_embd.weight", [s.embd, s.contextLength], "F32", seed, 0.5)]),
+    ...(nomic ? [] : [randomTensor("position_embd.weight", [s.embd, s.contextLength], table, seed, 0.5)]),
     ...norm("token_embd_norm"),
   ];
   for (let i = 0; i < s.layers; i++) {

@@ -7,7 +7,8 @@ import { CreateError, uploadedBlob } from "./create-files.js";
 import { progressLines, writeDerivedBlob } from "./derived-blob.js";
 import type { GgufInfo } from "./gguf.js";
 import { planAdapterConversion } from "./hf-adapter.js";
-import { ConvertError, planConversion, writeConversion, type ConvertPlan } from "./hf-convert.js";
+import { planConversion, writeConversion } from "./hf-convert.js";
+import { ConvertError, type ConvertPlan } from "./hf-source.js";
 import type { Store } from "./store.js";
 
 /** The converted model as the one GGUF file of the create; its digest joins `written`. */

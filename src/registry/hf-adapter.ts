@@ -8,7 +8,7 @@
 // alpha_pattern) or mlx-lm's direct `scale` gets the difference folded into its B values.
 import type { GgufInfo } from "./gguf.js";
 import { kv } from "./gguf-write.js";
-import { ConvertError, count, num, readJson, readSources, type ConvertPlan, type PlannedTensor, type Source } from "./hf-convert.js";
+import { ConvertError, count, num, readJson, readSources, type ConvertPlan, type PlannedTensor, type Source } from "./hf-source.js";
 import { obj } from "./hf-tokenizer.js";
 
 /** Base architectures whose llama.cpp tensors are Hugging Face's projections by another name. */

@@ -3,23 +3,20 @@
 // (LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM), Qwen2 and Qwen3 (Qwen2ForCausalLM,
 // Qwen3ForCausalLM, Qwen3MoeForCausalLM),
 // Gemma 1–3 text models (GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM) and Phi-3 / Phi-4
-// (Phi3ForCausalLM).
+// (Phi3ForCausalLM), and BERT encoders for embeddings (BertModel: hf-convert-bert.ts).
 // Tensors are renamed to llama.cpp's names, Llama's q/k rows reordered from Hugging Face's
 // rotate-half layout to llama.cpp's interleaved one (Qwen's rope is already Hugging Face's),
 // matrices written as F16 and vectors (norms, biases) as F32; the
 // metadata comes from config.json and the tokenizer files (hf-tokenizer.ts). Everything is read
 // and checked before the first byte is written, so a bad directory is a 400, not a broken model.
-import { open, readFile, type FileHandle } from "node:fs/promises";
+import { open, type FileHandle } from "node:fs/promises";
 import { readFullyAt } from "../fs/read-at.js";
 import { decode, encode } from "./ggml-encode.js";
 import { ggmlType } from "./gguf.js";
 import { kv, writeGgufAt, type KvEntry, type StreamedTensorSpec } from "./gguf-write.js";
-import { obj, tokenizerKvs, TokenizerError } from "./hf-tokenizer.js";
-import { readSafetensors, SafetensorsError, type SafetensorsTensor } from "./safetensors.js";
-
-export class ConvertError extends Error {
-  override name = "ConvertError";
-}
+import { BERT_ARCHITECTURES, planBertConversion } from "./hf-convert-bert.js";
+import { ConvertError, count, modelNameOf, num, readJson, readSources, readTokenizer, type ConvertPlan, type PlannedTensor, type Source } from "./hf-source.js";
+import { obj } from "./hf-tokenizer.js";
 
 type Arch = "llama" | "qwen2" | "qwen3" | "qwen3moe" | "gemma" | "gemma2" | "gemma3" | "phi3";
 const ARCHITECTURES: Readonly<Record<string, Arch>> = {
@@ -95,81 +92,6 @@ const PER_LAYER: Readonly<Record<Arch, string[]>> = {
   phi3: ["attn_norm", "attn_qkv", "attn_output", "ffn_norm", "ffn_up", "ffn_down"].map((n) => `${n}.weight`),
 };
 
-const MAX_JSON = 64 << 20;
-const MAX_TOKENIZER = 128 << 20; // the largest real tokenizer.json files are ~35 MB
-
-async function readLimited(file: string, name: string, limit: number): Promise<Buffer> {
-  const fh = await open(file, "r");
-  try {
-    const size = (await fh.stat()).size;
-    if (size > limit) throw new ConvertError(`${name} is ${size} bytes, more than the ${limit} this file can be`);
-    return await readFile(fh);
-  } finally {
-    await fh.close();
-  }
-}
-
-export async function readJson(files: Map<string, string>, name: string, limit = MAX_JSON): Promise<unknown> {
-  const file = files.get(name);
-  if (!file) return undefined;
-  try {
-    return JSON.parse((await readLimited(file, name, limit)).toString("utf8"));
-  } catch (e) {
-    if (e instanceof ConvertError) throw e;
-    throw new ConvertError(`${name} is not valid JSON`);
-  }
-}
-
-export const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
-export const count = (v: unknown): number | undefined => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : undefined);
-
-export interface Source {
-  name: string;
-  file: string;
-  tensor: SafetensorsTensor;
-}
-
-/** The tensors of every .safetensors file in `files` (headers checked, data not read yet). */
-export async function readSources(files: Map<string, string>): Promise<Source[]> {
-  const sources: Source[] = [];
-  for (const [name, file] of [...files].filter(([n]) => n.endsWith(".safetensors")).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    try {
-      for (const t of await readSafetensors(file, name)) sources.push({ name: t.name, file, tensor: t });
-    } catch (e) {
-      if (e instanceof SafetensorsError) throw new ConvertError(e.message);
-      throw e;
-    }
-  }
-  return sources;
-}
-
-export interface ConvertPlan {
-  kvs: KvEntry[];
-  tensors: PlannedTensor[];
-  /** Bytes of weights read (for progress). */
-  totalBytes: number;
-}
-
-export interface PlannedTensor {
-  name: string;
-  /** GGUF dims (innermost first). */
-  dims: number[];
-  type: "F16" | "F32";
-  source?: Source;
-  /** Several sources written one after another (a layer's experts, stacked). */
-  sources?: Source[];
-  /** Reorder rows per head, Llama's q/k (applied last). */
-  repackHeads?: number;
-  /** The source holds the transpose (read whole; adapters only, whose tensors are small). */
-  transposed?: boolean;
-  /** Multiply every value (an adapter's per-module scale folded into its B matrix). */
-  scale?: number;
-  /** Add to every value (Gemma's norms, which Hugging Face stores as w for a scale of 1 + w). */
-  add?: number;
-  /** Values made here instead of read (rope frequency factors). */
-  values?: Float32Array;
-}
-
 /** As llama.cpp's Gemma converters: no space prefix, and the turn and fill-in-the-middle tokens. */
 const GEMMA_TOKENS = { spacePrefix: false, named: { eot: "<end_of_turn>", prefix: "<|fim_prefix|>", middle: "<|fim_middle|>", suffix: "<|fim_suffix|>" } };
 
@@ -178,10 +100,11 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   const config = (await readJson(files, "config.json")) as Record<string, unknown> | undefined;
   if (!config || typeof config !== "object") throw new ConvertError("config.json is missing: a safetensors model directory needs its config.json");
   const archName = Array.isArray(config.architectures) ? String(config.architectures[0]) : undefined;
+  if (archName && BERT_ARCHITECTURES.has(archName)) return planBertConversion(files, config);
   const arch = archName ? ARCHITECTURES[archName] : undefined;
   if (!arch) {
     throw new ConvertError(
-      `unsupported architecture ${JSON.stringify(archName ?? "")}: ollamats converts ${Object.keys(ARCHITECTURES).join(", ")}; convert other models to GGUF with llama.cpp's convert_hf_to_gguf.py`,
+      `unsupported architecture ${JSON.stringify(archName ?? "")}: ollamats converts ${[...Object.keys(ARCHITECTURES), ...BERT_ARCHITECTURES].join(", ")}; convert other models to GGUF with llama.cpp's convert_hf_to_gguf.py`,
     );
   }
   const hidden = count(config.hidden_size);
@@ -264,36 +187,18 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   if (out && out.dims[1] !== vocabRows) throw new ConvertError(`lm_head.weight has ${out.dims[1]} rows, model.embed_tokens.weight ${vocabRows}`);
 
   // tokenizer: as many tokens as the embedding has rows (padded when it has fewer, as Ollama pads)
-  const embd = plan.tensors.find((t) => t.name === "token_embd.weight")!;
-  const rows = embd.dims[1] ?? 0;
-  let tok;
-  try {
-    const model = files.get("tokenizer.model");
-    tok = tokenizerKvs({
-      tokenizerJson: await readJson(files, "tokenizer.json", MAX_TOKENIZER),
-      tokenizerModel: model ? await readLimited(model, "tokenizer.model", MAX_TOKENIZER) : undefined,
-      tokenizerConfig: await readJson(files, "tokenizer_config.json"),
-      generationConfig: await readJson(files, "generation_config.json"),
-      addedTokensJson: await readJson(files, "added_tokens.json"),
-    }, rows, isGemma(arch) ? GEMMA_TOKENS : {});
-  } catch (e) {
-    if (e instanceof TokenizerError) throw new ConvertError(e.message);
-    throw e;
-  }
-  if (tok.vocabSize !== rows) throw new ConvertError(`the tokenizer has ${tok.vocabSize} tokens but model.embed_tokens.weight has ${rows} rows`);
+  const rows = plan.tensors.find((t) => t.name === "token_embd.weight")!.dims[1] ?? 0;
+  const tokenizer = await readTokenizer(files, rows, isGemma(arch) ? GEMMA_TOKENS : {});
 
   const p = (k: string) => `${arch}.${k}`;
-  // The model's name, as llama.cpp's converter writes it: llama.cpp reads some families' token
-  // attributes by it (Phi-3's special tokens strip the newline after them).
-  const nameOrPath = typeof config._name_or_path === "string" ? config._name_or_path.trim().replace(/\/+$/, "") : "";
-  const modelName = nameOrPath.split("/").pop()!.slice(0, 256);
+  const modelName = modelNameOf(config);
   const kvs: KvEntry[] = [
     kv.str("general.architecture", arch),
     ...(modelName ? [kv.str("general.name", modelName)] : []),
     kv.u32("general.file_type", 1),
     kv.u32("general.quantization_version", 2),
-    ...tok.kvs,
-    kv.u32(p("vocab_size"), tok.vocabSize),
+    ...tokenizer,
+    kv.u32(p("vocab_size"), rows),
     kv.u32(p("block_count"), layers),
     kv.u32(p("embedding_length"), hidden),
     kv.u32(p("feed_forward_length"), ffn),

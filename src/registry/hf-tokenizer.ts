@@ -2,7 +2,8 @@
 // it (convert/tokenizer.go): a SentencePiece `tokenizer.model` when there is one ("llama"
 // vocabulary: pieces, scores, types), else `tokenizer.json`'s byte-level BPE ("gpt2": tokens by
 // id, merges, the pre-tokenizer named from its Split patterns); special tokens and the chat
-// template from `tokenizer_config.json`, extra end-of-sequence ids from `generation_config.json`.
+// template from `tokenizer_config.json`, extra end-of-sequence ids from `generation_config.json`;
+// or `tokenizer.json`'s WordPiece (BERT's, "bert").
 import { createHash } from "node:crypto";
 import { kv, type KvEntry } from "./gguf-write.js";
 
@@ -22,7 +23,7 @@ export interface TokenizerFiles {
 }
 
 interface Vocabulary {
-  model: "llama" | "gpt2";
+  model: "llama" | "gpt2" | "bert";
   tokens: string[];
   scores: number[];
   types: number[];
@@ -143,28 +144,30 @@ function preTokenizer(tj: Json): string {
   return PRE_BY_DIGEST[h.digest("hex")] ?? "default";
 }
 
-function byteLevelBpe(tj: Json, added: AddedToken[]): Vocabulary {
-  const model = obj(tj.model);
-  if (model?.type !== "BPE") throw new TokenizerError(`tokenizer.json: a ${String(model?.type ?? "missing")} model; ollamats converts byte-level BPE tokenizers (or a SentencePiece tokenizer.model)`);
-  const vocab = obj(model.vocab);
-  if (!vocab) throw new TokenizerError("tokenizer.json: model.vocab is missing");
-  if (model.byte_fallback === true) {
-    throw new TokenizerError("tokenizer.json: a SentencePiece-style BPE (byte fallback) without its tokenizer.model; add tokenizer.model to the directory");
-  }
+/** tokenizer.json's model.vocab with the added tokens over it, by id; a hole in the ids gets an
+ *  unused placeholder, so the ids after it stay in place. */
+function tokensById(vocab: Json, added: AddedToken[]): Array<{ content: string; type: number }> {
   const byId = new Map<number, { content: string; type: number }>();
   for (const [content, id] of Object.entries(vocab)) {
     if (!Number.isSafeInteger(id) || (id as number) < 0) throw new TokenizerError(`tokenizer.json: token ${JSON.stringify(content)} has an invalid id`);
     byId.set(id as number, { content, type: TYPE.normal });
   }
   for (const a of added) byId.set(a.id, { content: a.content, type: a.special ? TYPE.control : TYPE.userDefined });
-  const count = Math.max(...byId.keys()) + 1;
+  const count = byId.size === 0 ? 0 : Math.max(...byId.keys()) + 1;
   if (count > 4_000_000) throw new TokenizerError(`tokenizer.json: token id ${count - 1} is out of range`);
-  const v: Vocabulary = { model: "gpt2", tokens: [], scores: [], types: [], merges: [], pre: preTokenizer(tj) };
-  for (let id = 0; id < count; id++) {
-    // a hole in the ids gets an unused placeholder, so the ids after it stay in place
-    const t = byId.get(id) ?? { content: `[UNUSED${id}]`, type: TYPE.unused };
-    push(v, t.content, id, t.type);
+  return Array.from({ length: count }, (_, id) => byId.get(id) ?? { content: `[UNUSED${id}]`, type: TYPE.unused });
+}
+
+function byteLevelBpe(tj: Json, added: AddedToken[]): Vocabulary {
+  const model = obj(tj.model);
+  if (model?.type !== "BPE") throw new TokenizerError(`tokenizer.json: a ${String(model?.type ?? "missing")} model; ollamats converts byte-level BPE and WordPiece tokenizers (or a SentencePiece tokenizer.model)`);
+  const vocab = obj(model.vocab);
+  if (!vocab) throw new TokenizerError("tokenizer.json: model.vocab is missing");
+  if (model.byte_fallback === true) {
+    throw new TokenizerError("tokenizer.json: a SentencePiece-style BPE (byte fallback) without its tokenizer.model; add tokenizer.model to the directory");
   }
+  const v: Vocabulary = { model: "gpt2", tokens: [], scores: [], types: [], merges: [], pre: preTokenizer(tj) };
+  tokensById(vocab, added).forEach((t, id) => push(v, t.content, id, t.type));
   const merges = Array.isArray(model.merges) ? (model.merges as unknown[]) : [];
   for (const m of merges) {
     if (typeof m === "string") v.merges.push(m);
@@ -172,6 +175,39 @@ function byteLevelBpe(tj: Json, added: AddedToken[]): Vocabulary {
     else throw new TokenizerError("tokenizer.json: could not parse the merges (expected strings or pairs of strings)");
   }
   return v;
+}
+
+/**
+ * BERT's WordPiece vocabulary as llama.cpp keeps it ("bert", "phantom space"): a piece that starts
+ * a word gets "▁" in front, a continuation loses its "##", special ([CLS], [SEP], …) and unused
+ * tokens stay as they are. llama.cpp's tokenizer lowercases and splits on punctuation itself.
+ */
+function wordPiece(tj: Json, added: AddedToken[]): Vocabulary {
+  const model = obj(tj.model)!;
+  const vocab = obj(model.vocab);
+  if (!vocab) throw new TokenizerError("tokenizer.json: model.vocab is missing");
+  const prefix = typeof model.continuing_subword_prefix === "string" && model.continuing_subword_prefix !== "" ? model.continuing_subword_prefix : "##";
+  const v: Vocabulary = { model: "bert", tokens: [], scores: [], types: [], merges: [], pre: "default" };
+  tokensById(vocab, added).forEach((t, id) => {
+    const kept = t.type === TYPE.control || t.type === TYPE.unused || /^\[.*\]$/.test(t.content);
+    push(v, kept ? t.content : t.content.startsWith(prefix) ? t.content.slice(prefix.length) : `\u2581${t.content}`, id, t.type);
+  });
+  if (v.tokens.length === 0) throw new TokenizerError("tokenizer.json: model.vocab is empty");
+  return v;
+}
+
+/**
+ * BERT's tokenizer_config names [CLS] and [SEP] but no bos/eos: llama.cpp's converter makes [CLS]
+ * the start-of-text token (added to every input) and [SEP] the end, as the engine expects; a
+ * directory without tokenizer_config.json names them in tokenizer.json's post-processor.
+ */
+function bertSpecials(tc: Json | undefined, tj: Json): Json {
+  const post = obj(tj.post_processor);
+  const fromPost = (k: string) => (Array.isArray(post?.[k]) && typeof (post[k] as unknown[])[0] === "string" ? ((post[k] as unknown[])[0] as string) : undefined);
+  const cls = tc?.cls_token ?? fromPost("cls") ?? "[CLS]";
+  const sep = tc?.sep_token ?? fromPost("sep") ?? "[SEP]";
+  const unk = tc?.unk_token ?? obj(tj.model)?.unk_token;
+  return { ...tc, cls_token: cls, sep_token: sep, unk_token: unk, bos_token: tc?.bos_token ?? cls, eos_token: tc?.eos_token ?? sep, add_bos_token: tc?.add_bos_token ?? true };
 }
 
 // ---- special tokens and template ---------------------------------------------------------------
@@ -231,7 +267,7 @@ export function tokenizerKvs(f: TokenizerFiles, vocabSize?: number, family: Fami
     v = sentencePiece(f.tokenizerModel);
     addTokens(v, added, f.addedTokensJson);
   } else if (tj) {
-    v = byteLevelBpe(tj, added);
+    v = obj(tj.model)?.type === "WordPiece" ? wordPiece(tj, added) : byteLevelBpe(tj, added);
   } else {
     throw new TokenizerError("no tokenizer: the directory needs tokenizer.json or tokenizer.model");
   }
@@ -248,7 +284,7 @@ export function tokenizerKvs(f: TokenizerFiles, vocabSize?: number, family: Fami
   if (v.merges.length > 0) kvs.push(kv.strs("tokenizer.ggml.merges", v.merges));
   const spacePrefix = family.spacePrefix ?? v.addSpacePrefix;
   if (spacePrefix !== undefined) kvs.push(kv.bool("tokenizer.ggml.add_space_prefix", spacePrefix));
-  const tc = obj(f.tokenizerConfig);
+  const tc = v.model === "bert" && tj ? bertSpecials(obj(f.tokenizerConfig), tj) : obj(f.tokenizerConfig);
   const template = chatTemplate(tc);
   if (template) kvs.push(kv.str("tokenizer.chat_template", template));
 

@@ -29,8 +29,8 @@ export interface SafetensorsTensor {
   bytes: number;
 }
 
-/** The tensors of one .safetensors file (`label` names it in errors). */
-export async function readSafetensors(file: string, label: string): Promise<SafetensorsTensor[]> {
+/** The tensors of one .safetensors file (`label` names it in errors), but those `skip` names. */
+export async function readSafetensors(file: string, label: string, skip?: (tensor: string) => boolean): Promise<SafetensorsTensor[]> {
   const fh = await open(file, "r");
   try {
     const size = (await fh.stat()).size;
@@ -52,7 +52,7 @@ export async function readSafetensors(file: string, label: string): Promise<Safe
     const dataSize = size - dataStart;
     const out: SafetensorsTensor[] = [];
     for (const [name, v] of Object.entries(table as Record<string, unknown>)) {
-      if (name === "__metadata__") continue;
+      if (name === "__metadata__" || skip?.(name)) continue;
       const e = v as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
       if (!e || typeof e !== "object") throw new SafetensorsError(`${label}: tensor ${name}: not an object`);
       if (typeof e.dtype !== "string" || !DTYPES.has(e.dtype)) {

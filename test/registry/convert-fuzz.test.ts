@@ -11,8 +11,10 @@ import { makeTestAdapter } from "../../scripts/make-test-adapter.js";
 import { makeTestModel } from "../../scripts/make-test-model.js";
 import { readGgufInfo } from "../../src/registry/gguf.js";
 import { planAdapterConversion } from "../../src/registry/hf-adapter.js";
-import { ConvertError, planConversion } from "../../src/registry/hf-convert.js";
+import { planConversion } from "../../src/registry/hf-convert.js";
+import { ConvertError } from "../../src/registry/hf-source.js";
 import { exportHfModel, exportLoraAdapter } from "../helpers/hf-export.js";
+import { exportHfBert } from "../helpers/hf-export-bert.js";
 
 let home: string | undefined;
 afterAll(async () => {
@@ -85,6 +87,34 @@ it("tokenizer files: every value of every key of tokenizer_config.json, generati
       }
       if (original) await writeFile(file, original);
     }
+  }
+  expect(bad).toEqual([]);
+}, 120_000);
+
+it("a BERT checkpoint: every value of every key of config.json, modules.json, its Pooling config and the WordPiece tokenizer files is planned or refused with a ConvertError", async () => {
+  home ??= await mkdtemp(path.join(os.tmpdir(), "ollamats-convert-fuzz-"));
+  const bad: string[] = [];
+  const dir = path.join(home, "bert");
+  await exportHfBert(await makeTestModel({ arch: "bert", type: "F16", seed: 21 }), dir, { pooling: "mean" });
+  const files = await filesOf(dir);
+  files.set("1_Pooling/config.json", path.join(dir, "1_Pooling", "config.json"));
+  expect((await planConversion(files)).tensors.length).toBe(5 + 2 * 16); // the untouched checkpoint plans
+  for (const name of ["config.json", "modules.json", "1_Pooling/config.json", "tokenizer.json", "tokenizer_config.json"]) {
+    const file = files.get(name)!;
+    const original = await readFile(file);
+    const doc = JSON.parse(original.toString("utf8")) as Record<string, unknown>;
+    const keys = Array.isArray(doc) ? ["0", "1", "2"] : [...Object.keys(doc), "type_vocab_size", "continuing_subword_prefix", "post_processor"];
+    for (const k of keys) {
+      for (const v of [...VALUES, { type: "WordPiece", vocab: { a: -1 } }, { type: "WordPiece", vocab: { "##": 0 } }, { type: "sentence_transformers.models.Pooling", path: "../x" }, { cls: [5, 1], sep: "x" }]) {
+        await writeFile(file, JSON.stringify(Array.isArray(doc) ? Object.assign([...doc], { [k]: v }) : { ...doc, [k]: v }));
+        await planned(() => planConversion(files), `bert ${name} ${k}=${JSON.stringify(v)}`, bad);
+      }
+    }
+    for (const v of VALUES) {
+      await writeFile(file, JSON.stringify(v));
+      await planned(() => planConversion(files), `bert ${name}=${JSON.stringify(v)}`, bad);
+    }
+    await writeFile(file, original);
   }
   expect(bad).toEqual([]);
 }, 120_000);

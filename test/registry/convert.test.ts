@@ -197,7 +197,7 @@ describe("a directory that cannot be converted gets a 400 that says why", () => 
   const shard = () => Object.keys(good).find((n) => n.endsWith(".safetensors"))!;
 
   it("an architecture it does not convert, or no config.json", async () => {
-    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
+    await refuse({ ...good, "config.json": await file("config.json", JSON.stringify({ architectures: ["GPT2LMHeadModel"] })) }, /^unsupported architecture "GPT2LMHeadModel": ollamats converts LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, BertModel, BertForMaskedLM; convert other models to GGUF with llama\.cpp's convert_hf_to_gguf\.py$/);
     const { ["config.json"]: _drop, ...noConfig } = good;
     await refuse(noConfig, /^config\.json is missing/);
   });

@@ -59,6 +59,18 @@ describe("tokenizer metadata", () => {
     expect(pre("\\s+")).toBe("default");
   });
 
+  it("WordPiece: phantom-space pieces (word starts get ▁, continuations lose ##), [CLS] as the start and [SEP] as the end of every input", () => {
+    const wordPiece = { added_tokens: [{ id: 0, content: "[PAD]", special: true }, { id: 1, content: "[CLS]", special: true }, { id: 2, content: "[SEP]", special: true }, { id: 3, content: "[UNK]", special: true }], post_processor: { type: "BertProcessing", sep: ["[SEP]", 2], cls: ["[CLS]", 1] }, model: { type: "WordPiece", unk_token: "[UNK]", continuing_subword_prefix: "##", vocab: { "[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[UNK]": 3, hello: 4, "##lo": 5, "[unused0]": 6, ",": 7 } } };
+    const m = kvMap(tokenizerKvs({ tokenizerJson: wordPiece, tokenizerConfig: { cls_token: "[CLS]", sep_token: "[SEP]", unk_token: "[UNK]", pad_token: "[PAD]" } }).kvs);
+    expect(m["tokenizer.ggml.model"]).toBe("bert");
+    expect(m["tokenizer.ggml.tokens"]).toEqual(["[PAD]", "[CLS]", "[SEP]", "[UNK]", "\u2581hello", "lo", "[unused0]", "\u2581,"]);
+    expect(m["tokenizer.ggml.token_type"]).toEqual([3, 3, 3, 3, 1, 1, 1, 1]);
+    expect(m).toMatchObject({ "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.add_bos_token": true, "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.cls_token_id": 1, "tokenizer.ggml.seperator_token_id": 2, "tokenizer.ggml.unknown_token_id": 3, "tokenizer.ggml.padding_token_id": 0 });
+    // without tokenizer_config.json: the post-processor names [CLS] and [SEP], the model its [UNK]
+    const bare = kvMap(tokenizerKvs({ tokenizerJson: wordPiece }).kvs);
+    expect(bare).toMatchObject({ "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.unknown_token_id": 3 });
+  });
+
   it("SentencePiece: pieces, scores and types from the protobuf, the leading-space setting, added tokens after the pieces", () => {
     const model = sentencePieceModel(["<unk>", "<s>", "</s>", "▁hi", "<0x0A>"], [0, 0, 0, -1.5, 0], [2, 3, 3, 1, 6], false);
     const { kvs } = tokenizerKvs({ tokenizerModel: model, tokenizerConfig: { bos_token: "<s>", eos_token: "</s>", add_bos_token: true }, addedTokensJson: { "<extra>": 6 } });
@@ -74,7 +86,8 @@ describe("tokenizer metadata", () => {
   it("refuses what it cannot turn into a llama.cpp vocabulary", () => {
     expect(() => tokenizerKvs({})).toThrow("no tokenizer: the directory needs tokenizer.json or tokenizer.model");
     expect(() => tokenizerKvs({ tokenizerJson: bpe({ model: { type: "BPE", byte_fallback: true, vocab: { a: 0 } } }) })).toThrow(/SentencePiece-style BPE .* add tokenizer\.model/);
-    expect(() => tokenizerKvs({ tokenizerJson: bpe({ model: { type: "WordPiece", vocab: { a: 0 } } }) })).toThrow(/a WordPiece model/);
+    expect(() => tokenizerKvs({ tokenizerJson: bpe({ model: { type: "Unigram", vocab: [["a", 0]] } }) })).toThrow(/a Unigram model; ollamats converts byte-level BPE and WordPiece tokenizers/);
+    expect(() => tokenizerKvs({ tokenizerJson: { model: { type: "WordPiece", vocab: {} } } })).toThrow(/model\.vocab is empty/);
     expect(() => tokenizerKvs({ tokenizerModel: Buffer.from([0x0a, 0xff]) })).toThrow(/tokenizer\.model: truncated/);
   });
 });

@@ -25,8 +25,9 @@ export interface BertShape {
   contextLength: number;
 }
 
-/** llama.cpp's LLAMA_POOLING_TYPE_MEAN and _CLS. */
-export const BERT_POOLING = { mean: 1, cls: 2 } as const;
+/** llama.cpp's LLAMA_POOLING_TYPE_MEAN, _CLS and _RANK (a cross-encoder: [CLS] through the
+ *  pooler's dense + tanh, then a one-score classifier, as bge-reranker and ms-marco MiniLM are). */
+export const BERT_POOLING = { mean: 1, cls: 2, rank: 4 } as const;
 
 export interface BertOptions {
   arch: BertArchitecture;
@@ -105,6 +106,15 @@ export function buildBertModel(o: BertOptions): { kvs: KvEntry[]; tensors: Tenso
       randomTensor(`${p}ffn_down.weight`, [s.ffn, s.embd], type, seed, 1 / Math.sqrt(s.ffn)),
       ...(nomic ? [] : [bias(`${p}ffn_down.bias`, s.embd)]),
       ...norm(`${p}layer_output_norm`),
+    );
+  }
+  if (o.pooling === "rank") {
+    tensors.push(
+      randomTensor("cls.weight", [s.embd, s.embd], "F32", seed, std),
+      constTensor("cls.bias", [s.embd], 0),
+      // scores of a few units, so the relevance (a sigmoid of it) varies between documents
+      randomTensor("cls.output.weight", [s.embd, 1], "F32", seed, 3 / Math.sqrt(s.embd)),
+      constTensor("cls.output.bias", [1], 0),
     );
   }
   return { kvs, tensors };

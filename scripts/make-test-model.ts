@@ -216,16 +216,17 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   const headDim = s.embd / s.heads;
   const kvDim = headDim * s.headsKv;
   if (opts.arch === "bert" || opts.arch === "nomic-bert") {
-    if (ranking || opts.experts || opts.quietFrom !== undefined) throw new Error(`--arch ${opts.arch} is an embedding model: no --ranking, --experts or --quiet-from`);
+    if (opts.experts || opts.quietFrom !== undefined || (ranking && opts.arch !== "bert")) throw new Error(`--arch ${opts.arch} is an encoder: no --experts or --quiet-from (and --ranking for bert only)`);
     return buildBertModel({
       arch: opts.arch, type, fileType: FILE_TYPE[type], seed,
       shape: { ...s, contextLength: opts.arch === "bert" ? BERT_CONTEXT : NOMIC_CONTEXT },
-      name: `ollamats-test-${shape}${kindTag(opts)}`,
+      name: `ollamats-test-${shape}${kindTag(opts)}${ranking ? "-rank" : ""}`,
+      ...(ranking ? { pooling: "rank" as const } : {}),
       extraKvs: [kv.u32("ollamats.test_model_version", GENERATOR_VERSION)],
     });
   }
   const tok = tokenizerKvs(tokenizer, template, s.vocab, opts.spacePrefix === true);
-  if (ranking && (opts.arch ?? "llama") !== "llama") throw new Error("a reranker is a qwen3 model: --arch does not apply");
+  if (ranking && (opts.arch ?? "llama") !== "llama") throw new Error("a reranker is a qwen3 or bert model: --arch does not apply but bert");
   if (!ARCHITECTURES.includes(opts.arch ?? "llama")) throw new Error(`unknown architecture ${opts.arch}`);
   const experts = opts.experts ?? 0;
   if (experts !== 0 && (!Number.isInteger(experts) || experts < 2 || experts > 64 || !["llama", "qwen3"].includes(opts.arch ?? "llama"))) {

@@ -252,6 +252,9 @@ export interface LoadedInfo {
   flashAttention?: boolean;
   kvCacheTypeK?: string;
   kvCacheTypeV?: string;
+  /** An embedding model's: the tokens the engine adds around every input (BOS/[CLS], EOS/[SEP]),
+   *  counted on the loaded model; they take room in the context like the text's own tokens. */
+  inputSpecials?: number;
   /** Fallbacks the runner had to make, for the daemon's log. */
   warnings?: string[];
 }

@@ -6,7 +6,11 @@
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeTestModel, type Architecture } from "../../scripts/make-test-model.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { kv, writeGgufCached } from "../../scripts/gguf-writer.js";
+import { buildModel, makeTestModel, type Architecture, type MakeModelOptions } from "../../scripts/make-test-model.js";
 import { BERT_CONTEXT, NOMIC_CONTEXT } from "../../scripts/make-bert-model.js";
 import { createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 
@@ -119,5 +123,35 @@ describe.each([
     const chat = await post("/api/chat", { model: name, messages: [{ role: "user", content: "hi" }] });
     expect(chat.status).toBe(400);
     expect(chat.json.error).toBe(`"${name}" does not support chat`);
+  });
+});
+
+describe("a long input is cut to what the context holds with the tokens the engine adds", () => {
+  // A byte-level BPE file without tokenizer.ggml.add_bos_token: the engine still adds BOS (its
+  // default for the vocabulary), which the file's flags alone do not say.
+  const noBosFlag = (kvs: ReturnType<typeof buildModel>["kvs"]) => kvs.filter((e) => e.key !== "tokenizer.ggml.add_bos_token");
+  const addEos = (kvs: ReturnType<typeof buildModel>["kvs"]) => kvs.map((e) => (e.key === "tokenizer.ggml.add_eos_token" ? kv.bool(e.key, true) : e));
+  it.each([
+    { label: "BPE, no add_bos_token key", opts: { embedding: true, tokenizer: "gpt2", template: "llama3" }, edit: noBosFlag },
+    { label: "BPE, add_eos_token", opts: { embedding: true, tokenizer: "gpt2", template: "llama3" }, edit: addEos },
+    { label: "WordPiece", opts: { arch: "bert" }, edit: (k: ReturnType<typeof buildModel>["kvs"]) => k },
+  ] as Array<{ label: string; opts: MakeModelOptions; edit: (k: ReturnType<typeof buildModel>["kvs"]) => ReturnType<typeof buildModel>["kvs"] }>)("$label", async ({ label, opts, edit }) => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "ollamats-embed-fit-"));
+    try {
+      const { kvs, tensors } = buildModel(opts);
+      const file = await writeGgufCached(path.join(dir, "model.gguf"), edit(kvs), tensors);
+      const name = `fit-${label.replace(/\W+/g, "-").toLowerCase()}`;
+      const r = await createModelFromFile(d.url, name, file);
+      expect(r.status, await r.text()).toBe(200);
+      const long = "word ".repeat(400);
+      const cut = await post("/api/embed", { model: name, input: long, options: { num_ctx: 256 } });
+      expect(cut.status, cut.text).toBe(200);
+      // the most the engine takes: one position short of the context, its own tokens included
+      expect(cut.json.prompt_eval_count).toBe(255);
+      const refused = await post("/api/embed", { model: name, input: long, truncate: false, options: { num_ctx: 256 } });
+      expect([refused.status, refused.json.error]).toEqual([400, "the input length exceeds the context length"]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -149,7 +149,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
       ...(Number.isFinite(this.config.loadTimeoutMs) ? { loadTimeoutMs: this.config.loadTimeoutMs } : {}),
     };
     const runner = await this.start(p.source.path, p.opts, plan, signal);
-    runner.embedAllowance = specialTokenAllowance(p.source.gguf.metadata);
+    runner.embedAllowance = runner.info.inputSpecials ?? specialTokenAllowance(p.source.gguf.metadata);
     return runner;
   }
 

@@ -30,3 +30,11 @@ export async function embedInputs(model: LlamaModel, context: LlamaEmbeddingCont
   }
   return { embeddings, promptEvalCount };
 }
+
+/** The tokens `context` adds around an input, as it adds them (the vocabulary's own rules, which
+ *  the GGUF's add_bos/add_eos flags and tokenizer type only partly say). */
+export function inputSpecials(model: LlamaModel, context: LlamaEmbeddingContext): number | undefined {
+  const probe = model.tokenize("hello world");
+  // a copy: the count is taken by adding the tokens to the list it is given
+  return probe.length === 0 ? undefined : context.calculateInputLength([...probe]) - probe.length;
+}

@@ -18,7 +18,7 @@ import {
 } from "node-llama-cpp";
 import type { EmbedResult, GenerateStats, RankResult, RunnerStats } from "../backend.js";
 import { EngineError } from "../errors.js";
-import { embeddingContextOptions, embedInputs } from "./embed.js";
+import { embeddingContextOptions, embedInputs, inputSpecials } from "./embed.js";
 import { isRankingModel, rankDocuments } from "./rank.js";
 import { SPARE_ARG, type ChildMessage, type GpuProbe, type HostMessage, type LoadOptions, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
 import { boundJob, boundLoadOptions } from "../option-ranges.js";
@@ -277,6 +277,7 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
       sizeBytes: full ? usage.gpuVram : Math.max(usage.cpuRam + usage.gpuVram, model.size + (speculation?.draftBytes ?? 0)),
       vramBytes: usage.gpuVram,
       threads,
+      ...(embedder ? { inputSpecials: inputSpecials(model, embedder) } : {}),
       ...(context
         ? {
             flashAttention: context.flashAttention === true,

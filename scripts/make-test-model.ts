@@ -4,7 +4,7 @@
 // softmax over the classifier's labels) with pooling_type rank and a `cls.output` head.
 //
 //   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--layers N] [--quiet-from N] [--embedding | --ranking]
-//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3|mamba|bert|nomic-bert] [--experts N] [--ends-turns] [--out DIR]
+//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3|mamba|jamba|bert|nomic-bert] [--experts N] [--ends-turns] [--out DIR]
 //
 // Other kinds of models, as other generators make them: `--tokenizer gpt2` is a byte-level BPE
 // tokenizer (tokenizer.ggml.model "gpt2", pre "llama-bpe", merges, Llama 3's <|begin_of_text|> and
@@ -36,9 +36,9 @@ import { buildBpeVocab, buildVocab, SPECIAL_TOKENS, TOKEN_TYPE, UNK_ID } from ".
 
 export type ModelShape = "tiny" | "small" | "1b";
 export type Tokenizer = "spm" | "gpt2";
-export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3" | "phi3" | "mamba" | BertArchitecture;
+export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3" | "phi3" | "mamba" | "jamba" | BertArchitecture;
 export const TOKENIZERS: readonly Tokenizer[] = ["spm", "gpt2"];
-export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "mamba", "bert", "nomic-bert"];
+export const ARCHITECTURES: readonly Architecture[] = ["llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3", "mamba", "jamba", "bert", "nomic-bert"];
 export { CHAT_FORMATS, type ChatFormat };
 export type ModelType = WritableType;
 
@@ -66,7 +66,8 @@ export interface MakeModelOptions {
    *  "gemma", "gemma2", "gemma3" (always tied; see buildModel), or "phi3" (fused q/k/v and
    *  gate/up matrices); "bert" or "nomic-bert": an embedding encoder with a WordPiece tokenizer
    *  (make-bert-model.ts; the tokenizer and template options do not apply); "mamba": a recurrent
-   *  state-space model without attention (make-mamba-model.ts). */
+   *  state-space model without attention, "jamba": Mamba and attention layers in turn
+   *  (make-mamba-model.ts). */
   arch?: Architecture;
   /** A mixture of experts: this many expert MLPs per layer, two used per token (llama: Mixtral's
    *  layout; qwen3: the qwen3moe architecture). */
@@ -241,9 +242,11 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
     kv.u32("ollamats.test_model_version", GENERATOR_VERSION),
   ];
   const outRows = (row: number) => (opts.endsTurns && tok.turns(row) ? TURN_ROW_SCALE : tok.low(row) ? SPECIAL_ROW_SCALE : 1);
-  if (opts.arch === "mamba") {
-    if (ranking || embedding || experts || opts.quietFrom !== undefined || tied) throw new Error("--arch mamba is a plain generative model: no --ranking, --embedding, --experts, --quiet-from or --tied");
-    return buildMambaModel({ layers: s.layers, embd: s.embd, vocab: s.vocab, type, seed, headKvs: [...head("mamba"), ...tok.kvs], outRows });
+  if (opts.arch === "mamba" || opts.arch === "jamba") {
+    if (ranking || embedding || experts || opts.quietFrom !== undefined || tied) throw new Error(`--arch ${opts.arch} is a plain generative model: no --ranking, --embedding, --experts, --quiet-from or --tied`);
+    // jamba: every other layer attention, the rest Mamba
+    const hybrid = opts.arch === "jamba" ? { attentionEvery: 2, heads: s.heads, headsKv: s.headsKv, ffn: s.ffn } : {};
+    return buildMambaModel({ layers: s.layers, embd: s.embd, vocab: s.vocab, type, seed, headKvs: [...head(opts.arch), ...tok.kvs], outRows, ...hybrid });
   }
   const arch = ranking ? "qwen3" : experts && opts.arch === "qwen3" ? "qwen3moe" : opts.arch ?? "llama";
   const biases = arch === "qwen2";

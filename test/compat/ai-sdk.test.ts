@@ -1,10 +1,11 @@
-// The AI SDK (`ai`) with ollama-ai-provider-v2 against the daemon. The provider validates every
+// The AI SDK (`ai`) with ollama-ai-provider-v2, and with @ai-sdk/openai's Responses provider, against the daemon. The provider validates every
 // NDJSON line with a zod schema and silently drops lines that fail it, so a wrong field shows up
 // here as missing text, finishReason "other" or missing usage. Sampling goes through
 // providerOptions.ollama.options (the provider's top-level temperature/max_output_tokens are
 // fields Ollama ignores). Structured output and tools exercise the completion layer's event
 // stream (format grammar, tool-call parser).
 import { embed, embedMany, generateObject, generateText, jsonSchema, Output, streamText, tool } from "ai";
+import { createOpenAI } from "@ai-sdk/openai";
 import { createOllama } from "ollama-ai-provider-v2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestDaemon } from "../helpers/daemon.js";
@@ -104,5 +105,32 @@ describe("ai + ollama-ai-provider-v2", () => {
     // Its sampling fields are top-level (ignored, as by Ollama): the length comes from PARAMETERs.
     const r = await generateText({ model: ollama.completion(MODELS.short), prompt: "Once upon a time", maxRetries: 0 });
     expect(r.text.length).toBeGreaterThan(0);
+  });
+});
+
+describe("ai + @ai-sdk/openai, Responses API (openai.responses)", () => {
+  const openai = () => createOpenAI({ baseURL: `${d.url}/v1`, apiKey: "ollama" });
+
+  it("a conversation as the SDK sends it by default: earlier answers by item_reference to the stored response", async () => {
+    const model = openai().responses(MODELS.chat);
+    const first = await generateText({ model, prompt: "Hello there", temperature: 0, maxOutputTokens: 6, maxRetries: 0 });
+    expect(first.text.length).toBeGreaterThan(0);
+    // the SDK stores by default, so its next request names the assistant message by id
+    const messages = [{ role: "user" as const, content: "Hello there" }, ...first.response.messages, { role: "user" as const, content: "And then?" }];
+    const second = await generateText({ model, messages, temperature: 0, maxOutputTokens: 6, maxRetries: 0 });
+    expect(second.text.length).toBeGreaterThan(0);
+    expect(second.usage.inputTokens).toBeGreaterThan(first.usage.inputTokens! + first.usage.outputTokens!);
+    // …which is the same prompt as the conversation sent whole
+    const whole = await generateText({ model, messages, temperature: 0, maxOutputTokens: 6, maxRetries: 0, providerOptions: { openai: { store: false } } });
+    expect(whole.usage.inputTokens).toBe(second.usage.inputTokens);
+  });
+
+  it("a cut-off answer finishes with reason length, streamed or not", async () => {
+    const model = openai().responses(MODELS.chat);
+    const r = await generateText({ model, prompt: "Tell me a long story", temperature: 0, maxOutputTokens: 2, maxRetries: 0 });
+    expect([r.finishReason, r.usage.outputTokens]).toEqual(["length", 2]);
+    const s = streamText({ model, prompt: "Tell me a long story", temperature: 0, maxOutputTokens: 2, maxRetries: 0 });
+    for await (const _ of s.textStream);
+    expect(await s.finishReason).toBe("length");
   });
 });

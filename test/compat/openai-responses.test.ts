@@ -30,12 +30,24 @@ async function rendered(body: Record<string, unknown>): Promise<string> {
   return ((await r.json()) as { _debug_info: { rendered_template: string } })._debug_info.rendered_template;
 }
 
+/** Finished one way or the other, consistently: cut off at `max` tokens is "incomplete" (reason
+ *  max_output_tokens), a natural end "completed". */
+function expectFinished(r: OpenAI.Responses.Response, max: number): void {
+  if (r.status === "incomplete") {
+    expect(r.incomplete_details).toEqual({ reason: "max_output_tokens" });
+    expect(r.usage?.output_tokens).toBe(max);
+  } else {
+    expect(r.status).toBe("completed");
+    expect(r.incomplete_details).toBeNull();
+  }
+}
+
 describe("openai: responses", () => {
   it("non-streamed: a response with one message item, output_text and usage; instructions are the system prompt", async () => {
     const r = await client.responses.create({ model: MODELS.chat, instructions: "You are terse.", input: "Hello!", ...sampling });
     expect(r.object).toBe("response");
     expect(r.id).toMatch(/^resp_[0-9a-f]+$/);
-    expect(r.status).toBe("completed");
+    expectFinished(r, 12);
     expect(r.model).toBe(MODELS.chat);
     expect(r.instructions).toBe("You are terse.");
     expect(r.max_output_tokens).toBe(12);
@@ -70,16 +82,18 @@ describe("openai: responses", () => {
     expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
     const kinds = events.map((e) => e.type);
     expect(kinds.slice(0, 4)).toEqual(["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"]);
-    expect(kinds.slice(-4)).toEqual(["response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"]);
+    expect(kinds.slice(-4, -1)).toEqual(["response.output_text.done", "response.content_part.done", "response.output_item.done"]);
     let deltas = "";
     for (const e of events) if (e.type === "response.output_text.delta") deltas += e.delta;
     expect(deltas).toBe(whole.output_text);
     const done = events.find((e) => e.type === "response.output_text.done");
     expect(done?.type === "response.output_text.done" && done.text).toBe(whole.output_text);
+    expectFinished(whole, 12);
     const completed = events.at(-1)!;
-    if (completed.type !== "response.completed") throw new Error("no response.completed");
+    expect(completed.type).toBe(whole.status === "incomplete" ? "response.incomplete" : "response.completed");
+    if (completed.type !== "response.completed" && completed.type !== "response.incomplete") throw new Error("no final event");
     const final = completed.response;
-    expect(final.status).toBe("completed");
+    expect([final.status, final.incomplete_details]).toEqual([whole.status, whole.incomplete_details]);
     expect(final.id).toBe((events[0] as OpenAI.Responses.ResponseCreatedEvent).response.id);
     const message = final.output[0];
     expect(message?.type === "message" && message.content[0]?.type === "output_text" && message.content[0].text).toBe(whole.output_text);
@@ -91,7 +105,8 @@ describe("openai: responses", () => {
     helper.on("response.output_text.delta", (e) => (helped += e.delta));
     const rebuilt = await helper.finalResponse();
     expect(helped).toBe(whole.output_text);
-    expect(rebuilt.status).toBe("completed");
+    // (the SDK's helper takes its final snapshot from response.completed only)
+    if (whole.status === "completed") expect(rebuilt.status).toBe("completed");
     const rebuiltMessage = rebuilt.output[0];
     expect(rebuiltMessage?.type === "message" && rebuiltMessage.content[0]?.type === "output_text" && rebuiltMessage.content[0].text).toBe(whole.output_text);
   });
@@ -215,6 +230,45 @@ describe("openai: responses", () => {
     const gzipped = await ask({ body: gzipSync(body), headers: { "content-encoding": "gzip" } });
     expect(text(gzipped)).toBe(text(plain));
     expect(text(plain)?.length).toBeGreaterThan(0);
+  });
+});
+
+describe("openai: responses, stored and cut off", () => {
+  it("a response cut off by max_output_tokens is incomplete, streamed (response.incomplete) or not", async () => {
+    const r = await client.responses.create({ model: MODELS.chat, input: "Tell me a long story.", temperature: 0, max_output_tokens: 2 });
+    expect([r.status, r.incomplete_details, r.usage?.output_tokens]).toEqual(["incomplete", { reason: "max_output_tokens" }, 2]);
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const e of await client.responses.create({ model: MODELS.chat, input: "Tell me a long story.", temperature: 0, max_output_tokens: 2, stream: true })) events.push(e);
+    expect(events.at(-1)).toMatchObject({ type: "response.incomplete", response: { status: "incomplete", incomplete_details: { reason: "max_output_tokens" } } });
+  });
+
+  it("stored responses: previous_response_id goes on from one, item_reference names its items, retrieve / input items / delete", async () => {
+    const first = await client.responses.create({ model: MODELS.chat, instructions: "You are terse.", input: "Hello!", ...sampling });
+    expect([(first as unknown as { store: boolean }).store, first.previous_response_id]).toEqual([true, null]);
+    const next = { model: MODELS.chat, input: "And again?", ...sampling };
+    // the same conversation three ways: continued, sent whole, sent with the answer by reference
+    const continued = await rendered({ ...next, previous_response_id: first.id });
+    const whole = await rendered({ ...next, input: [{ role: "user", content: "Hello!" }, { role: "assistant", content: first.output_text }, { role: "user", content: "And again?" }] });
+    const byRef = await rendered({ ...next, input: [{ role: "user", content: "Hello!" }, { type: "item_reference", id: first.output[0]!.id }, { role: "user", content: "And again?" }] });
+    expect(continued).toBe(whole);
+    expect(byRef).toBe(whole);
+    expect(whole).not.toContain("You are terse."); // instructions are not carried over
+    const second = await client.responses.create({ ...next, previous_response_id: first.id });
+    expect(second.previous_response_id).toBe(first.id);
+    // a chain: the third turn sees the first two
+    expect(await rendered({ ...next, input: "Third", previous_response_id: second.id })).toContain(`${second.output_text}<|im_end|>\n<|im_start|>user\nThird`);
+
+    expect((await client.responses.retrieve(first.id)).output_text).toBe(first.output_text);
+    const items = await client.responses.inputItems.list(first.id);
+    expect(items.data).toHaveLength(1);
+    expect(items.data[0]).toMatchObject({ type: "message", role: "user", id: expect.stringMatching(/^msg_/) });
+    expect(await client.responses.delete(first.id)).toEqual({ id: first.id, object: "response", deleted: true });
+    await expect(client.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(client.responses.create({ ...next, previous_response_id: first.id })).rejects.toMatchObject({ status: 400, message: expect.stringContaining(`Previous response with id '${first.id}' not found`) });
+    // store: false is answered, not kept
+    const unstored = await client.responses.create({ model: MODELS.chat, input: "Hello!", store: false, ...sampling });
+    expect((unstored as unknown as { store: boolean }).store).toBe(false);
+    await expect(client.responses.retrieve(unstored.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 });
 

@@ -15,6 +15,7 @@ import {
   type ResponseMeta,
 } from "../../src/daemon/routes/openai/responses.js";
 import { KEEP_ALIVE, namedSseResponse, type NamedEvent } from "../../src/daemon/routes/openai/sse.js";
+import { ResponseStore } from "../../src/daemon/services/response-store.js";
 import { fails } from "../helpers/api-error.js";
 import { done, from } from "../helpers/completion-events.js";
 
@@ -197,7 +198,7 @@ describe("translateResponsesRequest", () => {
     expect(bad({ input: 42 })).toEqual({ status: 400, message: "Invalid type for 'input': expected one of a string or array of input items, but got an integer instead." });
     expect(bad({ input: [{ content: "no role, no type" }] }).message).toBe("Missing required parameter: 'input[0].type'.");
     expect(bad({ input: [{ type: "unknown_type" }] }).message).toBe(
-      "Invalid value: 'unknown_type'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', and 'web_search_call'.",
+      "Invalid value: 'unknown_type'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', 'web_search_call', and 'item_reference'.",
     );
     expect(bad({ input: [{ role: "wizard", content: "hi" }] }).message).toBe("Invalid value: 'wizard'. Supported values are: 'user', 'assistant', 'system', and 'developer'.");
     expect(bad({ input: [{ role: "user", content: 5 }] }).message).toBe(
@@ -213,7 +214,57 @@ describe("translateResponsesRequest", () => {
     expect(bad({ input: "x", tools: [{ type: "function", description: "no name" }] }).message).toBe("Missing required parameter: 'tools[0].name'.");
     expect(bad({ input: "x", max_output_tokens: "ten" }).message).toBe("Invalid type for 'max_output_tokens': expected an integer, but got a string instead.");
     expect(bad({ input: "x", text: { format: { type: "yaml" } } }).message).toBe("Invalid value: 'yaml'. Supported values are: 'text', 'json_schema', and 'json_object'.");
-    expect(bad({ input: "x", previous_response_id: "resp_1" }).message).toMatch(/^'previous_response_id' is not supported: responses are not stored/);
+    expect(bad({ input: "x", previous_response_id: "resp_1" }).message).toMatch(/^Previous response with id 'resp_1' not found \(stored responses are kept in this daemon's memory/);
+    expect(bad({ input: [{ type: "item_reference", id: "msg_1" }] }).message).toMatch(/^Item with id 'msg_1' not found/);
+    expect(bad({ input: "x", conversation: "conv_1" }).message).toMatch(/^'conversation' is not supported/);
+  });
+
+  it("continues a stored response: previous_response_id brings its conversation (not its instructions), item_reference an item of it", () => {
+    const store = new ResponseStore();
+    const first = translateResponsesRequest({ model: "m", instructions: "Be brief", input: "What is 2+2?" }, store);
+    expect(first.echo).toMatchObject({ store: true, previous_response_id: null });
+    const answer = { id: "msg_a", type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text: "4" }] };
+    store.save("resp_a", { response: { id: "resp_a", output: [answer] }, input: first.input, conversation: [...first.prior, ...first.input, answer] });
+
+    const next = translateResponsesRequest({ model: "m", previous_response_id: "resp_a", input: "And 3+3?" }, store);
+    expect(next.native.messages).toEqual([
+      { role: "user", content: "What is 2+2?" },
+      { role: "assistant", content: "4" },
+      { role: "user", content: "And 3+3?" },
+    ]);
+    expect(next.echo.previous_response_id).toBe("resp_a");
+    // the AI SDK's way: the whole history again, earlier answers by reference
+    const byRef = translateResponsesRequest({ model: "m", input: [{ role: "user", content: "What is 2+2?" }, { type: "item_reference", id: "msg_a" }, { role: "user", content: "And 3+3?" }] }, store);
+    expect(byRef.native.messages).toEqual(next.native.messages);
+    // store: false is answered but not kept
+    expect(translateResponsesRequest({ model: "m", input: "x", store: false }, store).echo.store).toBe(false);
+  });
+});
+
+describe("ResponseStore", () => {
+  const entry = (id: string, text: string) => ({ response: { id }, input: [], conversation: [{ id: `msg_${id}`, type: "message", role: "assistant", content: text }] });
+
+  it("keeps the newest responses within its count and byte budget, and finds an item through an older holder", () => {
+    const store = new ResponseStore(3, 1 << 20);
+    for (const id of ["a", "b", "c", "d"]) store.save(id, entry(id, id));
+    expect(["a", "b", "c", "d"].map((id) => store.get(id) !== undefined)).toEqual([false, true, true, true]);
+    expect(store.item("msg_a")).toBeUndefined();
+    expect(store.item("msg_c")).toMatchObject({ content: "c" });
+    // a later turn repeats an earlier item; dropping the later one leaves the earlier one's copy
+    store.save("e", { response: { id: "e" }, input: [], conversation: [{ id: "msg_c", type: "message", role: "assistant", content: "c" }, { id: "msg_e", type: "message", role: "user", content: "e" }] });
+    expect(store.delete("e")).toBe(true);
+    expect(store.item("msg_c")).toMatchObject({ content: "c" });
+    expect(store.delete("e")).toBe(false);
+
+    const small = new ResponseStore(100, 4000);
+    for (let i = 0; i < 10; i++) small.save(`r${i}`, entry(`r${i}`, "x".repeat(500)));
+    const kept = Array.from({ length: 10 }, (_, i) => small.get(`r${i}`) !== undefined);
+    expect(kept.at(-1)).toBe(true);
+    expect(kept.filter(Boolean).length).toBeLessThan(5);
+    // one that alone exceeds the budget is not kept (nor does it push the others out)
+    small.save("huge", entry("huge", "x".repeat(10_000)));
+    expect(small.get("huge")).toBeUndefined();
+    expect(small.get("r9")).toBeDefined();
   });
 });
 
@@ -387,6 +438,14 @@ describe("response encoders", () => {
     expect(output).toHaveLength(2);
     expect(output[0]).toMatchObject({ type: "reasoning", summary: [{ type: "summary_text", text: "Analyzing..." }], encrypted_content: "Analyzing..." });
     expect(output[1]).toMatchObject({ type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text: "The answer is 42", annotations: [], logprobs: [] }] });
+  });
+
+  it("a response cut off by max_output_tokens is incomplete: its status, incomplete_details and final event say so", async () => {
+    const cut = await responseObject(from([{ type: "content", text: "Hel" }, done("length")]), new ResponseEncoder(meta(false)));
+    expect(cut).toMatchObject({ status: "incomplete", incomplete_details: { reason: "max_output_tokens" } });
+    const events = await streamed([{ type: "content", text: "Hel" }, done("length")]);
+    expect(events.at(-1)).toMatchObject({ type: "response.incomplete", response: { status: "incomplete", incomplete_details: { reason: "max_output_tokens" } } });
+    expect((await responseObject(from([done()]), new ResponseEncoder(meta(false)))).status).toBe("completed");
   });
 
   it("non-stream: an empty answer still has a (empty) message item; a tool call answer has none", async () => {

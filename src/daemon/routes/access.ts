@@ -40,6 +40,8 @@ const EXACT: Readonly<Record<string, RouteAccess>> = {
 const PREFIXES: readonly [string, RouteAccess, string][] = [
   ["/api/blobs/", "management", "/api/blobs/:digest"],
   ["/v1/models/", "inference", "/v1/models/:model"],
+  // a stored response, its input items (GET), its removal (DELETE)
+  ["/v1/responses/", "inference", "/v1/responses/:id"],
 ];
 
 /** Who may use `path`; undefined for a path no route serves (it answers 404). */

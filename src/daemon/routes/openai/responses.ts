@@ -2,8 +2,10 @@
 // middleware/openai.go's ResponsesMiddleware). The request's input items become a native /api/chat
 // body (as FromResponsesRequest builds it), run on the shared completion, and the completion's
 // events are encoded as one `response` object or as named server-sent events (response.created …
-// response.completed, each with a sequence_number). Nothing is stored: previous_response_id is
-// refused, and Ollama's web_search tool (a search on ollama.com) is not offered to the model.
+// response.completed, each with a sequence_number). Beyond Ollama, which stores nothing, responses
+// are kept (unless `store: false`) so that `previous_response_id` and `item_reference` work, and
+// GET / DELETE /v1/responses/{id} answer (response-store.ts). Ollama's web_search tool (a search on
+// ollama.com) is not offered to the model.
 import { randomBytes } from "node:crypto";
 import { Hono } from "hono";
 import { z } from "zod";
@@ -11,8 +13,9 @@ import type { Message, ToolCall } from "../../../api/types.js";
 import { encodeBatches, flatten, type Batches } from "../../../backends/batches.js";
 import { parseBody } from "../../body.js";
 import type { Deps } from "../../deps.js";
-import { badRequest, toApiError } from "../../errors.js";
+import { ApiError, badRequest, toApiError } from "../../errors.js";
 import { nowNs } from "../../services/completion.js";
+import type { ResponseStore, StoredResponse } from "../../services/response-store.js";
 import { jsonResponse } from "../../stream.js";
 import { argumentsFromJson, imageFromUrl, openaiToolCalls, thinkFromEffort } from "./chat.js";
 import type { CompletionEvent } from "./events.js";
@@ -20,7 +23,7 @@ import { startNativeChat } from "./native.js";
 import { KEEP_ALIVE, namedSseResponse, type NamedEvent } from "./sse.js";
 import { field, invalidType, invalidValue, isObject, missingParameter, modelOf, requestObject, type Obj } from "./validate.js";
 
-const ITEM_TYPES = ["message", "function_call", "function_call_output", "reasoning", "web_search_call"] as const;
+const ITEM_TYPES = ["message", "function_call", "function_call_output", "reasoning", "web_search_call", "item_reference"] as const;
 const MESSAGE_ROLES = ["user", "assistant", "system", "developer"] as const;
 const CONTENT_TYPES = ["input_text", "input_image", "output_text", "input_file"] as const;
 const FORMAT_TYPES = ["text", "json_schema", "json_object"] as const;
@@ -37,6 +40,8 @@ export interface RequestEcho {
   max_output_tokens: number | null;
   truncation: string;
   background: boolean;
+  store: boolean;
+  previous_response_id: string | null;
 }
 
 export interface ResponsesTranslation {
@@ -45,7 +50,13 @@ export interface ResponsesTranslation {
   /** The /api/chat body Ollama's middleware would build. */
   native: Record<string, unknown>;
   echo: RequestEcho;
+  /** The request's input items, references resolved, and the stored conversation they follow. */
+  input: Obj[];
+  prior: Obj[];
 }
+
+/** What a request can continue from: stored responses and their items. */
+export type ResponseHistory = Pick<ResponseStore, "get" | "item">;
 
 /** Content parts: text concatenated with no separator and images decoded, as Ollama does. */
 function contentOf(parts: unknown[], path: string): { text: string; images: string[] } {
@@ -170,6 +181,8 @@ function conversation(items: unknown[]): Message[] {
         return;
       case "web_search_call":
         return; // history metadata: the assistant message after it holds what the search gave
+      case "item_reference":
+        throw badRequest(`${path}: an item_reference inside a stored item`); // resolved before this
       default:
         throw invalidValue(type, ITEM_TYPES);
     }
@@ -234,26 +247,39 @@ function formatOf(text: Obj | undefined): { format?: "json" | Obj; echo: Obj } {
   }
 }
 
+/** Where stored responses are (in this daemon's memory), for the errors that say one is gone. */
+const NOT_KEPT = "stored responses are kept in this daemon's memory, the oldest dropped first and all of them at a restart; send the conversation as input instead";
+
+/** The input as items: a string is one user message; an item_reference is the item it names. */
+function inputItems(input: unknown, history: ResponseHistory | undefined): Obj[] {
+  if (typeof input === "string") return input === "" ? [] : [{ type: "message", role: "user", content: [{ type: "input_text", text: input }] }];
+  if (input === undefined || input === null) return [];
+  if (!Array.isArray(input)) throw invalidType("input", "one of a string or array of input items", input);
+  return input.map((raw, i) => {
+    if (!isObject(raw) || raw.type !== "item_reference") return raw as Obj;
+    const id = field.string(raw, "id", `input[${i}].id`);
+    if (id === undefined) throw missingParameter(`input[${i}].id`);
+    const item = history?.item(id);
+    if (!item) throw badRequest(`Item with id '${id}' not found (${NOT_KEPT}).`);
+    return item;
+  });
+}
+
 /** The Responses request → the native /api/chat body (FromResponsesRequest), with OpenAI's checks. */
-export function translateResponsesRequest(body: unknown): ResponsesTranslation {
+export function translateResponsesRequest(body: unknown, history?: ResponseHistory): ResponsesTranslation {
   const o = requestObject(body);
   const model = modelOf(o);
-  // Responses are not stored, so there is nothing to continue from: refused rather than ignored,
-  // which would answer without the context the client believes it sent.
-  for (const key of ["previous_response_id", "conversation"]) {
-    if (o[key] !== undefined && o[key] !== null) throw badRequest(`'${key}' is not supported: responses are not stored, send the whole conversation as input`);
-  }
+  // The Conversations API is not served: refused rather than ignored, which would answer without
+  // the context the client believes it sent.
+  if (o.conversation !== undefined && o.conversation !== null) throw badRequest("'conversation' is not supported: continue with previous_response_id, or send the whole conversation as input");
+  const previous = field.string(o, "previous_response_id");
+  const prior = previous ? history?.get(previous)?.conversation : [];
+  if (!prior) throw badRequest(`Previous response with id '${previous}' not found (${NOT_KEPT}).`);
 
+  // Instructions are the request's own: a previous response's are not carried over (as OpenAI).
   const instructions = field.string(o, "instructions");
-  const messages: Message[] = instructions ? [{ role: "system", content: instructions }] : [];
-  const input = o.input;
-  if (typeof input === "string") {
-    if (input !== "") messages.push({ role: "user", content: input });
-  } else if (Array.isArray(input)) {
-    messages.push(...conversation(input));
-  } else if (input !== undefined && input !== null) {
-    throw invalidType("input", "one of a string or array of input items", input);
-  }
+  const input = inputItems(o.input, history);
+  const messages: Message[] = [...(instructions ? [{ role: "system", content: instructions }] : []), ...conversation([...prior, ...input])];
 
   const temperature = field.number(o, "temperature");
   const topP = field.number(o, "top_p");
@@ -295,8 +321,10 @@ export function translateResponsesRequest(body: unknown): ResponsesTranslation {
     max_output_tokens: maxOutputTokens ?? null,
     truncation: field.string(o, "truncation") ?? "disabled",
     background: field.boolean(o, "background") ?? false,
+    store: (field.boolean(o, "store") ?? true) && history !== undefined,
+    previous_response_id: previous ?? null,
   };
-  return { model, stream, native, echo };
+  return { model, stream, native, echo, input, prior };
 }
 
 // ---------- encoding ----------
@@ -309,6 +337,8 @@ export interface ResponseMeta {
   echo: RequestEcho;
   /** A non-streamed response always has a message item when it has no function call (Ollama's ToResponse). */
   stream: boolean;
+  /** Told the final response object (stored from there). */
+  onCompleted?: (response: Obj) => void;
 }
 
 export type ResponseEvent = NamedEvent & { sequence_number: number } & Obj;
@@ -369,7 +399,7 @@ export class ResponseEncoder {
       status,
       incomplete_details: null,
       model: this.meta.model,
-      previous_response_id: null,
+      previous_response_id: e.previous_response_id,
       instructions: e.instructions,
       output,
       error: null,
@@ -387,7 +417,7 @@ export class ResponseEncoder {
       usage,
       max_output_tokens: e.max_output_tokens,
       max_tool_calls: null,
-      store: false,
+      store: e.store,
       background: e.background,
       service_tier: "default",
       metadata: {},
@@ -417,9 +447,16 @@ export class ResponseEncoder {
         if (!this.meta.stream && !this.output.some((i) => i.type === "message" || i.type === "function_call")) {
           this.output.push(messageItem(newItemId("msg"), ""));
         }
-        const response = { ...this.response("completed", [...this.output], usageOf(ev)), completed_at: Math.floor(Date.now() / 1000) };
+        // cut off by max_output_tokens (or the context): "incomplete", with its own final event
+        const cut = ev.doneReason === "length";
+        const response = {
+          ...this.response(cut ? "incomplete" : "completed", [...this.output], usageOf(ev)),
+          ...(cut ? { incomplete_details: { reason: "max_output_tokens" } } : {}),
+          completed_at: Math.floor(Date.now() / 1000),
+        };
         this.completed = response;
-        out.push(this.event("response.completed", { response }));
+        this.meta.onCompleted?.(response);
+        out.push(this.event(cut ? "response.incomplete" : "response.completed", { response }));
         return true;
       }
     }
@@ -519,19 +556,45 @@ export async function* responseEvents(events: Batches<CompletionEvent>, enc: Res
   }
 }
 
-export function responsesRoutes(deps: Deps): Hono {
+/** What a finished response is stored as: its input (every item given an id, as OpenAI lists
+ *  input items) and the conversation it ends. */
+function stored(response: Obj, t: ResponsesTranslation): StoredResponse {
+  const input = t.input.map((item) => (typeof item.id === "string" ? item : { id: newItemId("msg"), ...item }));
+  const output = Array.isArray(response.output) ? (response.output as Obj[]) : [];
+  return { response, input, conversation: [...t.prior, ...input, ...output] };
+}
+
+export function responsesRoutes(deps: Deps, store: ResponseStore): Hono {
   const app = new Hono();
   app.post("/v1/responses", async (c) => {
     const startedAt = nowNs();
-    const t = translateResponsesRequest(await parseBody(c, z.unknown()));
+    const t = translateResponsesRequest(await parseBody(c, z.unknown()), store);
     const { started, ac } = await startNativeChat(deps, c, t.native, startedAt);
-    const enc = new ResponseEncoder({ id: newItemId("resp"), createdAt: Math.floor(Date.now() / 1000), model: t.model, echo: t.echo, stream: t.stream });
+    const id = newItemId("resp");
+    const onCompleted = t.echo.store ? (response: Obj) => store.save(id, stored(response, t)) : undefined;
+    const enc = new ResponseEncoder({ id, createdAt: Math.floor(Date.now() / 1000), model: t.model, echo: t.echo, stream: t.stream, onCompleted });
     if (started.kind === "debug") return jsonResponse({ ...enc.response("completed", [], null), _debug_info: started.debugInfo });
     if (!t.stream) return jsonResponse(await responseObject(flatten(started.batches), enc));
     return namedSseResponse(c, responseEvents(started.batches, enc), () => {
       ac.abort();
       started.cancel();
     });
+  });
+  const found = (id: string): StoredResponse => {
+    const r = store.get(id);
+    if (!r) throw new ApiError("not_found", `Response with id '${id}' not found (${NOT_KEPT}).`);
+    return r;
+  };
+  app.get("/v1/responses/:id", (c) => jsonResponse(found(c.req.param("id")).response));
+  app.get("/v1/responses/:id/input_items", (c) => {
+    const data = found(c.req.param("id")).input;
+    return jsonResponse({ object: "list", data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: false });
+  });
+  app.delete("/v1/responses/:id", (c) => {
+    const id = c.req.param("id");
+    found(id);
+    store.delete(id);
+    return jsonResponse({ id, object: "response", deleted: true });
   });
   return app;
 }

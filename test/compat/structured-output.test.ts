@@ -18,6 +18,8 @@ const Profile = z.object({
   age: z.int().min(0).max(120),
   email: z.email(),
   id: z.uuid(),
+  site: z.url(),
+  host: z.hostname(),
   joined: z.iso.date(),
   role: z.enum(["admin", "user"]),
   score: z.number().gt(0).lte(1),

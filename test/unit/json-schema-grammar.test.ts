@@ -234,9 +234,16 @@ describe("formats", () => {
     expect(oracle.accepts(g, '"ab@c-.org"')).toBe(false); // the pattern allows it, the format does not
     expect(oracle.accepts(g, '"ab@cd.o"')).toBe(false); // the format allows it, the pattern does not
   });
+  it("uri, hostname, ipv6 and duration generate only valid values", async () => {
+    expect(await sound({ type: "string", format: "uri" }, ['"https://example.com"', '"http://a.example.org/path/to?q=1&r=x"', '"https://example.com/"', '"not a uri"', '"https://"', '"ftp://x.org"'])).toBe(3);
+    expect(await sound({ type: "string", format: "uri-reference" }, ['"https://example.com/a"'])).toBe(1);
+    expect(await sound({ type: "string", format: "hostname" }, ['"localhost"', '"a.example.com"', '"-bad.com"', '"a..b"'])).toBe(2);
+    expect(await sound({ type: "string", format: "ipv6" }, ['"2001:db8:0:0:0:0:0:1"', '"fe80:0:0:0:1:2:3:4"', '"::1"', '"1:2:3:4:5:6:7"', '"12345::"'])).toBe(2);
+    expect(await sound({ type: "string", format: "duration" }, ['"P1D"', '"PT1S"', '"P3DT4H5M6S"', '"PT2H30S"', '"P"', '"PT"', '"1D"'])).toBe(4);
+  });
   it("unknown formats are not enforced", async () => {
-    const g = await compile({ type: "string", format: "uri" });
-    expect(oracle.accepts(g, '"not a uri"')).toBe(true);
+    const g = await compile({ type: "string", format: "iri" });
+    expect(oracle.accepts(g, '"not an iri"')).toBe(true);
   });
 });
 

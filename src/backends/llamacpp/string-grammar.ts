@@ -1,5 +1,6 @@
-// JSON strings under a schema's string keywords: `pattern`, `format` (date, time, date-time, uuid,
-// email, ipv4: written here as patterns), `minLength`/`maxLength`. A pattern and a format are both
+// JSON strings under a schema's string keywords: `pattern`, `format` (date, time, date-time,
+// duration, uuid, email, hostname, ipv4, ipv6, uri, uri-reference: written here as patterns),
+// `minLength`/`maxLength`. A pattern and a format are both
 // honoured (their intersection); lengths narrow the pattern's counts. What cannot be honoured is
 // dropped, the rest kept: an unsupported pattern leaves the format and lengths, lengths that
 // contradict the pattern leave the pattern.
@@ -19,6 +20,11 @@ const DATE = `([0-9]{4}-((0[13578]|1[02])-${DAY31}|(0[469]|11)-${DAY30}|02-${DAY
 const TIME = "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
 const LABEL = "[a-zA-Z0-9]([a-zA-Z0-9-]{0,20}[a-zA-Z0-9])?";
 const OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+/** A domain name: labels, then a top-level label of letters. */
+const DOMAIN = `(${LABEL}\\.){1,3}[a-zA-Z]{2,12}`;
+/** An http(s) URL of a domain, a path and a query of plain characters: what every URI validator
+ *  and WHATWG URL parser (zod's z.url()) accepts. */
+const HTTP_URL = `https?://${DOMAIN}(/[a-zA-Z0-9._~-]{1,24}){0,4}/?(\\?[a-zA-Z0-9_.~-]{1,16}=[a-zA-Z0-9_.~-]{0,16}(&[a-zA-Z0-9_.~-]{1,16}=[a-zA-Z0-9_.~-]{0,16}){0,3})?`;
 
 /** Formats as anchored patterns; other formats are not enforced (ignored, as Ollama does). */
 const FORMATS: Record<string, string> = {
@@ -27,8 +33,15 @@ const FORMATS: Record<string, string> = {
   "date-time": `^${DATE}T${TIME}$`,
   uuid: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
   // The common subset of what validators accept: dot-separated atoms, a domain of labels.
-  email: `^[a-zA-Z0-9_+-]{1,24}(\\.[a-zA-Z0-9_+-]{1,24}){0,2}@(${LABEL}\\.){1,3}[a-zA-Z]{2,12}$`,
+  email: `^[a-zA-Z0-9_+-]{1,24}(\\.[a-zA-Z0-9_+-]{1,24}){0,2}@${DOMAIN}$`,
   ipv4: `^(${OCTET}\\.){3}${OCTET}$`,
+  // the full form, eight groups (no "::" shortening)
+  ipv6: "^([0-9a-f]{1,4}:){7}[0-9a-f]{1,4}$",
+  hostname: `^(${LABEL}\\.){0,3}${LABEL}$`,
+  uri: `^${HTTP_URL}$`,
+  "uri-reference": `^${HTTP_URL}$`,
+  // ISO 8601: days, or a time of hours, minutes and seconds, or both
+  duration: "^P(([1-9][0-9]{0,3}D)(T([1-9][0-9]{0,2}H)?([1-9][0-9]{0,2}M)?([1-9][0-9]{0,2}S))?|T([1-9][0-9]{0,2}H)?([1-9][0-9]{0,2}M)?[1-9][0-9]{0,2}S)$",
 };
 
 export interface StringKeywords {

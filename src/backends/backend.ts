@@ -111,7 +111,10 @@ export interface SamplingOptions {
 }
 
 /** `format` as the client sent it, shape-checked: any JSON, or a JSON Schema object. */
-export type StructuredOutput = { kind: "json" } | { kind: "schema"; schema: Record<string, unknown> };
+export type StructuredOutput =
+  | { kind: "json" }
+  /** `prefix`: text the output starts with before the value (a tool call's tag, tool_choice). */
+  | { kind: "schema"; schema: Record<string, unknown>; prefix?: string };
 /** `format` in the form one engine needs (a grammar, a response_format, …); opaque above. */
 export type CompiledFormat = { readonly backend: string; readonly value: unknown };
 
@@ -173,6 +176,8 @@ export interface MessagesJob extends JobCommon {
   tools?: Array<Record<string, unknown>>;
   /** The request's think, as sent (undefined: the engine's default). */
   think?: boolean | string;
+  /** The answer must be a call: to some tool ("required") or to the one named. */
+  toolChoice?: "required" | { name: string };
   /**
    * The request was a completion (/api/generate): the same conversation as its prompt and
    * system, for engines with such an endpoint of their own (Ollama's, which returns `context`).

@@ -59,6 +59,8 @@ export const chatSchema = z.object({
   model: z.string().default(""),
   messages: z.array(messageSchema).nullish().transform((m) => m ?? []),
   tools: z.unknown().optional(),
+  /** Beyond Ollama: "auto", "none", "required" or a function by name (prompt/tool-choice.ts). */
+  tool_choice: z.unknown().optional(),
   stream: z.boolean().nullish(),
   format,
   keep_alive: keepAlive,

@@ -9,7 +9,7 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { createOllama } from "ollama-ai-provider-v2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestDaemon } from "../helpers/daemon.js";
-import { ANSWER_SCHEMA, CALL_FORMAT, CITIES, EMBED_DIM, expectAnswer, MODELS, norm, startCompatDaemon, WEATHER_TOOL } from "./helpers.js";
+import { ANSWER_SCHEMA, CALL_FORMAT, CITIES, EMBED_DIM, expectAnswer, FINITE_TOOLS, MODELS, norm, startCompatDaemon, WEATHER_TOOL } from "./helpers.js";
 
 let d: TestDaemon;
 let ollama: ReturnType<typeof createOllama>;
@@ -123,6 +123,17 @@ describe("ai + @ai-sdk/openai, Responses API (openai.responses)", () => {
     // …which is the same prompt as the conversation sent whole
     const whole = await generateText({ model, messages, temperature: 0, maxOutputTokens: 6, maxRetries: 0, providerOptions: { openai: { store: false } } });
     expect(whole.usage.inputTokens).toBe(second.usage.inputTokens);
+  });
+
+  it("toolChoice required / a named tool makes the answer a call (beyond Ollama, which ignores tool_choice)", async () => {
+    const tools = Object.fromEntries(FINITE_TOOLS.map((t) => [t.function.name, tool({ description: t.function.description, inputSchema: jsonSchema<Record<string, string>>(t.function.parameters as never) })]));
+    const model = openai().responses(MODELS.tools);
+    const r = await generateText({ model, prompt: "Hello there", tools, toolChoice: "required", maxOutputTokens: 128, maxRetries: 0 });
+    expect(r.finishReason).toBe("tool-calls");
+    expect(["get_weather", "get_time"]).toContain(r.toolCalls[0]!.toolName);
+    const named = await generateText({ model: openai().chat(MODELS.tools), prompt: "Hello there", tools, toolChoice: { type: "tool", toolName: "get_time" }, maxOutputTokens: 128, maxRetries: 0 });
+    expect([named.finishReason, named.toolCalls[0]?.toolName]).toEqual(["tool-calls", "get_time"]);
+    expect(["UTC", "CET"]).toContain((named.toolCalls[0]!.input as { zone: string }).zone);
   });
 
   it("a cut-off answer finishes with reason length, streamed or not", async () => {

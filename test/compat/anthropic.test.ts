@@ -6,7 +6,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDaemon, type TestDaemon } from "../helpers/daemon.js";
-import { ANSWER_SCHEMA, CALL_FORMAT, CITIES, expectAnswer, MODELS, startCompatDaemon } from "./helpers.js";
+import { ANSWER_SCHEMA, CALL_FORMAT, CITIES, expectAnswer, FINITE_TOOLS, MODELS, startCompatDaemon } from "./helpers.js";
 
 let d: TestDaemon;
 let client: Anthropic;
@@ -82,6 +82,16 @@ describe("anthropic: messages", () => {
       greedy({ model: MODELS.chat, max_tokens: 48, messages: [{ role: "user" as const, content: "Answer in JSON" }], output_config: { format: { type: "json_schema" as const, schema: ANSWER_SCHEMA } } }),
     );
     expectAnswer(JSON.parse(textOf(m)));
+  });
+
+  it("tool_choice any / tool (beyond Ollama, which ignores it) makes the answer a tool_use", async () => {
+    const tools = FINITE_TOOLS.map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters as Anthropic.Tool.InputSchema }));
+    const any = await client.messages.create({ model: MODELS.tools, max_tokens: 128, tools, tool_choice: { type: "any" }, messages: [{ role: "user", content: "Hello there" }] });
+    expect(any.stop_reason).toBe("tool_use");
+    const named = await client.messages.create({ model: MODELS.tools, max_tokens: 128, tools, tool_choice: { type: "tool", name: "get_time" }, messages: [{ role: "user", content: "Hello there" }] });
+    const use = named.content.find((b): b is Anthropic.ToolUseBlock => b.type === "tool_use");
+    expect([named.stop_reason, use?.name]).toEqual(["tool_use", "get_time"]);
+    expect(["UTC", "CET"]).toContain((use?.input as { zone: string }).zone);
   });
 
   it("tools: a tool_use block with stop_reason tool_use, streamed as input_json_delta; its tool_result goes back", async () => {

@@ -54,6 +54,13 @@ export const CALL_FORMAT = {
   required: ["name", "parameters"],
 };
 
+/** Tools whose arguments are finite (an enum), so a call that tool_choice forces ends: the
+ *  random test model writes strings that go on until num_predict. */
+export const FINITE_TOOLS = [
+  { type: "function" as const, function: { name: "get_weather", description: "Get the current weather in a city", parameters: { type: "object", properties: { city: { enum: CITIES } }, required: ["city"] } } },
+  { type: "function" as const, function: { name: "get_time", description: "Get the time in a zone", parameters: { type: "object", properties: { zone: { enum: ["UTC", "CET"] } }, required: ["zone"] } } },
+];
+
 /** A structured answer with finite values: the grammar keeps the output short and parseable. */
 export const ANSWER_SCHEMA = {
   type: "object",

@@ -5,7 +5,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestDaemon } from "../helpers/daemon.js";
-import { ANSWER_SCHEMA, CALL_FORMAT, CITIES, EMBED_DIM, expectAnswer, MODELS, norm, startCompatDaemon, WEATHER_TOOL } from "./helpers.js";
+import { ANSWER_SCHEMA, CALL_FORMAT, CITIES, EMBED_DIM, expectAnswer, FINITE_TOOLS, MODELS, norm, startCompatDaemon, WEATHER_TOOL } from "./helpers.js";
 
 let d: TestDaemon;
 let client: OpenAI;
@@ -126,6 +126,31 @@ describe("openai: chat completions", () => {
     expect(final.choices[0]!.finish_reason).toBe("tool_calls");
     const streamed = final.choices[0]!.message.tool_calls?.[0];
     expect(streamed?.type === "function" && streamed.function.name).toBe("get_weather");
+  });
+
+  it("tool_choice (beyond Ollama, which ignores it): required makes the answer a call, a named function that one; none sends no tools", async () => {
+    const ask = (tool_choice: OpenAI.ChatCompletionToolChoiceOption, seed: number) =>
+      client.chat.completions.create({ model: MODELS.tools, messages: [{ role: "user", content: "Hello there" }], tools: FINITE_TOOLS, tool_choice, seed, temperature: 1, max_tokens: 128 });
+    const names = new Set<string>();
+    for (const seed of [1, 2, 3]) {
+      const r = await ask("required", seed);
+      expect(r.choices[0]!.finish_reason).toBe("tool_calls");
+      const call = r.choices[0]!.message.tool_calls?.[0];
+      if (call?.type !== "function") throw new Error("no function call");
+      names.add(call.function.name);
+      const args = JSON.parse(call.function.arguments) as Record<string, string>;
+      expect(call.function.name === "get_weather" ? CITIES : ["UTC", "CET"]).toContain(Object.values(args)[0]);
+      const named = await ask({ type: "function", function: { name: "get_time" } }, seed);
+      const namedCall = named.choices[0]!.message.tool_calls?.[0];
+      expect(namedCall?.type === "function" && namedCall.function.name).toBe("get_time");
+    }
+    expect([...names].every((n) => n === "get_weather" || n === "get_time")).toBe(true);
+    // streamed, the helper assembles the forced call
+    const final = await client.chat.completions.stream({ model: MODELS.tools, messages: [{ role: "user", content: "Hello there" }], tools: FINITE_TOOLS, tool_choice: "required", max_tokens: 128 }).finalChatCompletion();
+    expect(final.choices[0]!.finish_reason).toBe("tool_calls");
+    const none = await client.chat.completions.create({ model: MODELS.tools, messages: [{ role: "user", content: "Hello there" }], tools: FINITE_TOOLS, tool_choice: "none", max_tokens: 8 });
+    expect(none.choices[0]!.message.tool_calls ?? []).toEqual([]);
+    await expect(ask({ type: "function", function: { name: "nope" } }, 1)).rejects.toMatchObject({ status: 400, message: expect.stringContaining('tool_choice names the function "nope"') });
   });
 
   it("reasoning: a thinking model's thinking comes back as message.reasoning; reasoning_effort none turns it off", async () => {

@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { EngineError, INVALID_SCHEMA_PREFIX } from "../errors.js";
-import type { FormatReply } from "./format-worker.js";
+import type { FormatReply, FormatRequest } from "./format-worker.js";
 import { compileLlamaFormat } from "./json-schema.js";
 import type { GrammarSpec } from "./protocol.js";
 
@@ -24,8 +24,8 @@ export class FormatCompiler {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
 
-  compile(schema: Record<string, unknown>): Promise<GrammarSpec> | GrammarSpec {
-    if (!existsSync(WORKER)) return compileLlamaFormat({ kind: "schema", schema });
+  compile(schema: Record<string, unknown>, prefix?: string): Promise<GrammarSpec> | GrammarSpec {
+    if (!existsSync(WORKER)) return compileLlamaFormat({ kind: "schema", schema, ...(prefix ? { prefix } : {}) });
     const worker = this.start();
     const id = this.nextId++;
     return new Promise<GrammarSpec>((resolve, reject) => {
@@ -36,7 +36,7 @@ export class FormatCompiler {
         reject(new EngineError("invalid_schema", `${INVALID_SCHEMA_PREFIX}the schema takes too long to compile; simplify it`));
       }, COMPILE_TIMEOUT_MS);
       this.pending.set(id, { resolve, reject, timer });
-      worker.postMessage({ id, schema });
+      worker.postMessage({ id, schema, ...(prefix ? { prefix } : {}) } satisfies FormatRequest);
     });
   }
 

@@ -5,6 +5,7 @@ import { compileLlamaFormat } from "./json-schema.js";
 export interface FormatRequest {
   id: number;
   schema: Record<string, unknown>;
+  prefix?: string;
 }
 
 export type FormatReply = { id: number; grammar: string } | { id: number; error: { message: string; invalidSchema: boolean } };
@@ -12,7 +13,7 @@ export type FormatReply = { id: number; grammar: string } | { id: number; error:
 parentPort?.on("message", (req: FormatRequest) => {
   let reply: FormatReply;
   try {
-    const spec = compileLlamaFormat({ kind: "schema", schema: req.schema });
+    const spec = compileLlamaFormat({ kind: "schema", schema: req.schema, ...(req.prefix ? { prefix: req.prefix } : {}) });
     reply = { id: req.id, grammar: spec.kind === "gbnf" ? spec.grammar : "" };
   } catch (err) {
     const e = err as { code?: unknown; message?: unknown };

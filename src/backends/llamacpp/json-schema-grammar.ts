@@ -319,8 +319,10 @@ class Compiler {
 }
 
 /** The GBNF grammar (root rule first) of a JSON Schema; throws InvalidSchemaError. */
-export function jsonSchemaGrammar(schema: unknown): string {
+export function jsonSchemaGrammar(schema: unknown, prefix?: string): string {
   const c = new Compiler(schema);
-  c.rules.named("root", c.visit(schema, "root", 0));
+  const body = c.visit(schema, "root", 0);
+  // No rule refers to root (a $ref gets a rule of its own), so the prefix is written once.
+  c.rules.named("root", prefix ? `${gbnfLiteral(prefix)} (${body})` : body);
   return c.rules.text();
 }

@@ -81,6 +81,9 @@ export class RemoteBackend implements Backend<RemotePlacement, UpstreamAddress[]
 
   /** Upstreams take the JSON Schema itself (Ollama's `format`, OpenAI's response_format). */
   compileFormat(format: StructuredOutput): CompiledFormat {
+    // An upstream is sent the schema as its own structured-output field: it has no way to be told
+    // a text to start with (tool_choice's tag), so that is the upstream's to decide.
+    if (format.kind === "schema" && format.prefix !== undefined) throw new EngineError("unsupported", "an upstream engine cannot be made to start its answer with a given text");
     return { backend: this.name, value: format };
   }
 

@@ -29,7 +29,8 @@ export class OllamaDialect implements Dialect {
     }
     return {
       url: `${this.base}/api/chat`,
-      body: { ...common, messages: job.messages, ...(job.tools?.length ? { tools: job.tools } : {}), ...(job.think !== undefined ? { think: job.think } : {}) },
+      // tool_choice: an ollamats upstream makes the answer a call; Ollama ignores the field
+      body: { ...common, messages: job.messages, ...(job.tools?.length ? { tools: job.tools } : {}), ...(job.toolChoice ? { tool_choice: job.toolChoice } : {}), ...(job.think !== undefined ? { think: job.think } : {}) },
     };
   }
 

@@ -129,7 +129,13 @@ export class OpenAIDialect implements Dialect {
       job.think === undefined ? {} : typeof job.think === "boolean" ? { chat_template_kwargs: { enable_thinking: job.think } } : { reasoning_effort: job.think, chat_template_kwargs: { enable_thinking: true } };
     return {
       url: `${this.base}/chat/completions`,
-      body: { ...body, messages: openaiMessages(job.messages), ...(job.tools?.length ? { tools: job.tools } : {}), ...think },
+      body: {
+        ...body,
+        messages: openaiMessages(job.messages),
+        ...(job.tools?.length ? { tools: job.tools } : {}),
+        ...(job.toolChoice ? { tool_choice: job.toolChoice === "required" ? "required" : { type: "function", function: { name: job.toolChoice.name } } } : {}),
+        ...think,
+      },
     };
   }
 

@@ -5,6 +5,7 @@ import type { Deps } from "../deps.js";
 import { badRequest } from "../errors.js";
 import { resolveOptions } from "../options.js";
 import { parseFormat } from "../prompt/format.js";
+import { parseToolChoice, toolCallFormat } from "../prompt/tool-choice.js";
 import { renderPrompt, type RenderMessage } from "../prompt/render.js";
 import { stripHistoryThinking } from "../prompt/thinking.js";
 import { ToolValidationError, validateTools } from "../prompt/tools.js";
@@ -66,6 +67,8 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
     if (err instanceof ToolValidationError) throw badRequest(err.message);
     throw err;
   }
+  const toolChoice = parseToolChoice(body.tool_choice);
+  if (toolChoice === "none") tools = [];
   if (body.model === "") throw badRequest("model is required");
   const spec = await resolveSpec(deps, body.model);
   if (opts.relaxThink && body.think != null && body.think !== false && !spec.capabilities.includes("thinking")) body = { ...body, think: undefined };
@@ -96,6 +99,9 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
 
   // Only a prompt runner's conversation is templated here (and the debug render).
   const template = features.messages ? undefined : templateFor(spec);
+  // A call the client must get (tool_choice), unless it asked for a format of its own; an engine
+  // that templates the conversation itself is left to decide (as Ollama leaves every model).
+  const callFormat = !format && template ? await compileFormat(deps, spec, toolCallFormat(toolChoice, tools, template)) : undefined;
   const input = {
     messages,
     tools: tools.length > 0 ? tools : undefined,
@@ -105,7 +111,8 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
   };
   // An engine that templates the conversation itself gets it as it is, think as the client sent it.
   const sentThink = typeof body.think === "boolean" || typeof body.think === "string" ? { think: body.think } : {};
-  const conversation = { messages, ...(tools.length > 0 ? { tools } : {}), ...sentThink };
+  const mustCall = tools.length > 0 && toolChoice !== undefined && toolChoice !== "auto" && toolChoice !== "none" ? { toolChoice } : {};
+  const conversation = { messages, ...(tools.length > 0 ? { tools } : {}), ...sentThink, ...mustCall };
   if (body._debug_render_only) {
     const rendered = template ? renderPrompt(template, input) : await renderWithRunner(deps.scheduler, { spec, options, keepAliveMs, signal }, conversation);
     return {
@@ -122,7 +129,7 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
     startedAt,
     prompt: template ? { template, input } : conversation,
     wantContext: false,
-    format,
+    format: format ?? callFormat,
     tools: tools.length > 0 ? tools : undefined,
     think: think.enabled,
     truncate: body.truncate ?? true,

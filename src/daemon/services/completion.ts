@@ -58,7 +58,7 @@ export interface CompletionRequest {
   prompt:
     | { text: string }
     | { template: PromptTemplate; input: RenderInput }
-    | { messages: JobMessage[]; tools?: Array<Record<string, unknown>>; think?: boolean | string; completion?: MessagesJob["completion"] };
+    | Pick<MessagesJob, "messages" | "tools" | "think" | "toolChoice" | "completion">;
   prefixTokens?: number[];
   wantContext: boolean;
   /** Template whose thinking/tool tags apply when `prompt` is ready text (default: none). */
@@ -270,8 +270,15 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     try {
       let prompt = "";
       if (conversation) {
-        const { messages, tools, think, completion: asCompletion } = conversation;
-        const job: MessagesJob = { messages, ...(tools ? { tools } : {}), ...(think !== undefined ? { think } : {}), ...(asCompletion ? { completion: asCompletion } : {}), ...common(req.format) };
+        const { messages, tools, think, toolChoice, completion: asCompletion } = conversation;
+        const job: MessagesJob = {
+          messages,
+          ...(tools ? { tools } : {}),
+          ...(think !== undefined ? { think } : {}),
+          ...(toolChoice ? { toolChoice } : {}),
+          ...(asCompletion ? { completion: asCompletion } : {}),
+          ...common(req.format),
+        };
         logCompletionRequest(scheduler.log, req.spec.shortName, o, undefined, messages.length);
         gen = new Generation(l, job, req.signal);
       } else {

@@ -127,6 +127,18 @@ function convertMessage(raw: unknown, path: string): Message[] {
   return role === "user" ? [...results, ...own] : [...own, ...results];
 }
 
+/** Anthropic's tool_choice as the native one: "any" must call some tool, "tool" the one named
+ *  (beyond Ollama, which ignores it); "auto" and "none" need nothing here. */
+function toolChoiceOf(o: Obj): "required" | { name: string } | undefined {
+  const choice = field.object(o, "tool_choice");
+  const type = choice && field.string(choice, "type", "tool_choice.type");
+  if (type === "any") return "required";
+  if (type !== "tool") return undefined;
+  const name = field.string(choice!, "name", "tool_choice.name");
+  if (!name) throw missingParameter("tool_choice.name");
+  return { name };
+}
+
 /** Custom tools as native function tools. Anthropic's server tools (web search and the like, a
  *  `type` other than "custom") need Anthropic's servers: they are left out. */
 function toolsOf(o: Obj): Array<Record<string, unknown>> | undefined {
@@ -205,6 +217,7 @@ export function translateMessagesRequest(body: unknown, countOnly = false): Mess
   if (stops && stops.length > 0) options.stop = stops;
 
   const tools = toolsOf(o);
+  const toolChoice = tools && tools.length > 0 ? toolChoiceOf(o) : undefined;
   const think = thinkOf(o);
   const format = formatOf(o);
   const stream = field.boolean(o, "stream") ?? false;
@@ -212,7 +225,16 @@ export function translateMessagesRequest(body: unknown, countOnly = false): Mess
   return {
     model,
     stream,
-    native: { model, messages, stream, options, ...(tools && tools.length > 0 ? { tools } : {}), ...(think !== undefined ? { think } : {}), ...(format ? { format } : {}) },
+    native: {
+      model,
+      messages,
+      stream,
+      options,
+      ...(tools && tools.length > 0 ? { tools } : {}),
+      ...(toolChoice ? { tool_choice: toolChoice } : {}),
+      ...(think !== undefined ? { think } : {}),
+      ...(format ? { format } : {}),
+    },
     estimatedInputTokens: Math.max(estimated > 0 ? 1 : 0, Math.floor(estimated / 4)),
   };
 }

@@ -277,6 +277,8 @@ export function translateChatRequest(body: unknown): ChatTranslation {
     options,
     ...(format !== undefined ? { format } : {}),
     ...(tools && tools.length > 0 ? { tools } : {}),
+    // beyond Ollama, which ignores it: "required" or a named function makes the answer a call
+    ...(tools && tools.length > 0 && toolChoice !== undefined && toolChoice !== null && toolChoice !== "none" ? { tool_choice: toolChoice } : {}),
     ...(think !== undefined ? { think } : {}),
     ...(logprobs ? { logprobs } : {}),
     ...(topLogprobs ? { top_logprobs: topLogprobs } : {}),

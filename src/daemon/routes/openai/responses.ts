@@ -40,6 +40,7 @@ export interface RequestEcho {
   max_output_tokens: number | null;
   truncation: string;
   background: boolean;
+  tool_choice: unknown;
   store: boolean;
   previous_response_id: string | null;
 }
@@ -297,8 +298,10 @@ export function translateResponsesRequest(body: unknown, history?: ResponseHisto
   const { format, echo: formatEcho } = formatOf(field.object(o, "text"));
   const toolList = field.array(o, "tools") ?? [];
   const declared = nativeTools(toolList, "tools");
-  // Ollama ignores tool_choice; "none" is honoured as /v1/chat/completions does, by sending no tools.
+  // "none" sends no tools; "required" or a function by name makes the answer a call (beyond
+  // Ollama, which ignores tool_choice: prompt/tool-choice.ts).
   const tools = o.tool_choice === "none" ? [] : declared;
+  const toolChoice = tools.length > 0 && o.tool_choice !== undefined && o.tool_choice !== null ? o.tool_choice : undefined;
   const stream = field.boolean(o, "stream") ?? false;
 
   const native: Record<string, unknown> = {
@@ -308,6 +311,7 @@ export function translateResponsesRequest(body: unknown, history?: ResponseHisto
     options,
     ...(format !== undefined ? { format } : {}),
     ...(tools.length > 0 ? { tools } : {}),
+    ...(toolChoice !== undefined ? { tool_choice: toolChoice } : {}),
     ...(think !== undefined ? { think } : {}),
     ...(o._debug_render_only === true ? { _debug_render_only: true } : {}),
   };
@@ -321,6 +325,7 @@ export function translateResponsesRequest(body: unknown, history?: ResponseHisto
     max_output_tokens: maxOutputTokens ?? null,
     truncation: field.string(o, "truncation") ?? "disabled",
     background: field.boolean(o, "background") ?? false,
+    tool_choice: o.tool_choice ?? "auto",
     store: (field.boolean(o, "store") ?? true) && history !== undefined,
     previous_response_id: previous ?? null,
   };
@@ -404,7 +409,7 @@ export class ResponseEncoder {
       output,
       error: null,
       tools: e.tools,
-      tool_choice: "auto",
+      tool_choice: e.tool_choice,
       truncation: e.truncation,
       parallel_tool_calls: true,
       text: e.text,

@@ -1,0 +1,59 @@
+// tool_choice: OpenAI's "required" or a named function, Anthropic's "any" or "tool". Ollama
+// ignores it, so a client that must have a call (the AI SDK's toolChoice, LangChain's
+// withStructuredOutput by function calling) got text. Here such a choice makes the answer a call:
+// a grammar lets the model write only the template's tool-call tag and then one call, as JSON
+// naming a tool it may call with arguments that fit that tool's parameters; the usual tool-call
+// parser then reads it as any call. "none" sends no tools; "auto" leaves the model free.
+import type { StructuredOutput } from "../../backends/backend.js";
+import { badRequest } from "../errors.js";
+import type { PromptTemplate } from "./render.js";
+import { toolCallTag } from "./tools.js";
+
+export type ToolChoice = "auto" | "none" | "required" | { name: string };
+
+/** The body's tool_choice in any of the shapes clients send; undefined for none given. */
+export function parseToolChoice(v: unknown): ToolChoice | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (v === "auto" || v === "none" || v === "required") return v;
+  if (typeof v === "object" && !Array.isArray(v)) {
+    const o = v as Record<string, unknown>;
+    // {"type":"function","function":{"name"}} (chat completions), {"type":"function","name"} (responses)
+    const fn = o.function;
+    const name = typeof fn === "object" && fn !== null && typeof (fn as Record<string, unknown>).name === "string" ? (fn as Record<string, unknown>).name : o.name;
+    if (typeof name === "string" && name !== "") return { name };
+  }
+  throw badRequest(`invalid tool_choice: ${JSON.stringify(v)}; expected "auto", "none", "required" or a function by name`);
+}
+
+interface ToolDef {
+  function?: { name?: unknown; parameters?: unknown };
+}
+
+/**
+ * The format that makes the answer one call, when `choice` asks for one; undefined otherwise.
+ * The arguments' key is the one the template shows ("parameters" in Llama 3.x's, else
+ * "arguments"); the parser takes either.
+ */
+export function toolCallFormat(choice: ToolChoice | undefined, tools: readonly ToolDef[], template: PromptTemplate | undefined): StructuredOutput | undefined {
+  if (choice === undefined || choice === "auto" || choice === "none" || tools.length === 0) return undefined;
+  const named = typeof choice === "object" ? choice.name : undefined;
+  const offered = tools.filter((t) => typeof t.function?.name === "string" && (named === undefined || t.function.name === named));
+  if (offered.length === 0) throw badRequest(`tool_choice names the function "${named}", which is not among the request's tools`);
+  const source = template && template.kind !== "default" ? template.source : "";
+  const key = source.includes('"parameters"') ? "parameters" : "arguments";
+  const calls = offered.map((t) => ({
+    type: "object",
+    properties: { name: { const: t.function!.name }, [key]: isSchema(t.function!.parameters) ? t.function!.parameters : { type: "object" } },
+    required: ["name", key],
+    additionalProperties: false,
+  }));
+  const tag = template ? toolCallTag(template) : "{";
+  // A tag of its own ("<tool_call>", "[TOOL_CALLS]") goes first; "{" means the call is bare JSON.
+  const word = tag === "{" || tag === "[" ? "" : (tag.split(/\s+/)[0] ?? "");
+  const prefix = word === "" ? undefined : word.startsWith("<") ? `${word}\n` : word;
+  return { kind: "schema", schema: calls.length === 1 ? calls[0]! : { anyOf: calls }, ...(prefix ? { prefix } : {}) };
+}
+
+function isSchema(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length > 0;
+}

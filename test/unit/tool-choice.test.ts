@@ -1,0 +1,84 @@
+// tool_choice (prompt/tool-choice.ts): the shapes clients send it in, and the format that makes
+// an answer one call in the template's own syntax (its tag first, then JSON naming an offered
+// tool with arguments that fit it), which the grammar enforces and the tool-call parser reads.
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from "node-llama-cpp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestModel } from "../../scripts/make-test-model.js";
+import { jsonSchemaGrammar } from "../../src/backends/llamacpp/json-schema-grammar.js";
+import { selectTemplate } from "../../src/daemon/prompt/render.js";
+import { parseToolChoice, toolCallFormat } from "../../src/daemon/prompt/tool-choice.js";
+import { toolCallTag, ToolCallParser } from "../../src/daemon/prompt/tools.js";
+import { fails } from "../helpers/api-error.js";
+import { REPO } from "../helpers/daemon.js";
+import { GrammarOracle } from "../helpers/grammar-oracle.js";
+
+const TOOLS = [
+  { type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { enum: ["Paris", "Rome"] } }, required: ["city"] } } },
+  { type: "function", function: { name: "get_time", parameters: {} } },
+];
+
+const template = async (file: string) => selectTemplate(await readFile(path.join(REPO, "test/fixtures/templates", file), "utf8"), undefined, "", "");
+
+let llama: Llama;
+let model: LlamaModel;
+let oracle: GrammarOracle;
+beforeAll(async () => {
+  llama = await getLlama({ build: "never", gpu: false, logLevel: LlamaLogLevel.error, maxThreads: 1 });
+  model = await llama.loadModel({ modelPath: await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 }) });
+  oracle = new GrammarOracle(llama, model);
+}, 60_000);
+afterAll(async () => {
+  await model?.dispose();
+  await llama?.dispose();
+});
+
+describe("tool_choice", () => {
+  it("is read in the shapes of chat completions, responses and the native body; anything else is a 400", () => {
+    expect(["auto", "none", "required", undefined, null].map(parseToolChoice)).toEqual(["auto", "none", "required", undefined, undefined]);
+    expect(parseToolChoice({ type: "function", function: { name: "f" } })).toEqual({ name: "f" });
+    expect(parseToolChoice({ type: "function", name: "f" })).toEqual({ name: "f" });
+    expect(fails(() => parseToolChoice("always"))).toEqual({ status: 400, message: 'invalid tool_choice: "always"; expected "auto", "none", "required" or a function by name' });
+    expect(fails(() => parseToolChoice({ type: "function" })).status).toBe(400);
+  });
+
+  it("auto, none and no tools leave the answer free; a name not offered is a 400", async () => {
+    const t = await template("llama3.2.gotmpl");
+    for (const c of ["auto", "none", undefined] as const) expect(toolCallFormat(c, TOOLS, t)).toBeUndefined();
+    expect(toolCallFormat("required", [], t)).toBeUndefined();
+    expect(fails(() => toolCallFormat({ name: "nope" }, TOOLS, t))).toEqual({ status: 400, message: 'tool_choice names the function "nope", which is not among the request\'s tools' });
+  });
+
+  it("Llama 3.2 (bare JSON, key 'parameters'): the grammar takes exactly a call of an offered tool, which the parser reads", async () => {
+    const t = await template("llama3.2.gotmpl");
+    const f = toolCallFormat("required", TOOLS, t);
+    expect(f).toMatchObject({ kind: "schema" });
+    expect(f && "prefix" in f).toBe(false);
+    const g = await oracle.grammar(jsonSchemaGrammar(f!.kind === "schema" ? f!.schema : {}));
+    const call = '{"name": "get_weather", "parameters": {"city": "Rome"}}';
+    expect(oracle.accepts(g, call)).toBe(true);
+    expect(oracle.accepts(g, '{"name": "get_time", "parameters": {}}')).toBe(true);
+    expect(oracle.accepts(g, '{"name": "get_weather", "parameters": {"city": "Oslo"}}')).toBe(false);
+    expect(oracle.accepts(g, '{"name": "other", "parameters": {}}')).toBe(false);
+    expect(oracle.accepts(g, "Sure, let me check.")).toBe(false);
+    const parser = new ToolCallParser(toolCallTag(t), TOOLS);
+    expect(parser.add(call).calls.map((c) => [c.function.name, c.function.arguments])).toEqual([["get_weather", { city: "Rome" }]]);
+  });
+
+  it("Qwen 2.5 (<tool_call> tag, key 'arguments'): the tag first, then the named function's call", async () => {
+    const t = await template("qwen2.5.gotmpl");
+    const f = toolCallFormat({ name: "get_weather" }, TOOLS, t);
+    if (f?.kind !== "schema") throw new Error("no format");
+    expect(f.prefix).toBe("<tool_call>\n");
+    const g = await oracle.grammar(jsonSchemaGrammar(f.schema, f.prefix));
+    const text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}';
+    expect(oracle.accepts(g, text)).toBe(true);
+    expect(oracle.accepts(g, '{"name": "get_weather", "arguments": {"city": "Paris"}}')).toBe(false);
+    expect(oracle.accepts(g, '<tool_call>\n{"name": "get_time", "arguments": {}}')).toBe(false);
+    const parser = new ToolCallParser(toolCallTag(t), TOOLS);
+    const step = parser.add(text);
+    const calls = [...step.calls, ...parser.flush().calls];
+    expect(calls.map((c) => c.function.name)).toEqual(["get_weather"]);
+  });
+});

@@ -2,7 +2,9 @@
 // the test model's byte tokens (`<0xNN>`, ids 5..260 in scripts/test-vocab.ts) through a grammar
 // evaluation state, then the end-of-generation token must be allowed. node-llama-cpp exposes the
 // two calls this needs only on its bindings, so they are reached through its internal fields.
-import { LlamaGrammarEvaluationState, type Llama, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
+import { getLlama, LlamaGrammarEvaluationState, LlamaLogLevel, type Llama, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
+import { afterAll, beforeAll } from "vitest";
+import { makeTestModel } from "../../scripts/make-test-model.js";
 
 interface SamplerBindings {
   canBeNextTokenForGrammarEvaluationState(state: unknown, token: Token): boolean;
@@ -36,4 +38,26 @@ export class GrammarOracle {
     }
     return this.bindings.canBeNextTokenForGrammarEvaluationState(state, EOS);
   }
+}
+
+/** An oracle on the tiny test model for the tests of this file: made before them, disposed after. */
+export function testGrammarOracle(): { readonly oracle: GrammarOracle } {
+  const holder: { oracle?: GrammarOracle } = {};
+  let llama: Llama | undefined;
+  let model: LlamaModel | undefined;
+  beforeAll(async () => {
+    llama = await getLlama({ build: "never", gpu: false, logLevel: LlamaLogLevel.error, maxThreads: 1 });
+    model = await llama.loadModel({ modelPath: await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 }) });
+    holder.oracle = new GrammarOracle(llama, model);
+  }, 60_000);
+  afterAll(async () => {
+    await model?.dispose();
+    await llama?.dispose();
+  });
+  return {
+    get oracle() {
+      if (!holder.oracle) throw new Error("the grammar oracle is made in beforeAll");
+      return holder.oracle;
+    },
+  };
 }

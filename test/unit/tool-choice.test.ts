@@ -3,16 +3,14 @@
 // tool with arguments that fit it), which the grammar enforces and the tool-call parser reads.
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from "node-llama-cpp";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeTestModel } from "../../scripts/make-test-model.js";
+import { describe, expect, it } from "vitest";
 import { jsonSchemaGrammar } from "../../src/backends/llamacpp/json-schema-grammar.js";
 import { selectTemplate } from "../../src/daemon/prompt/render.js";
 import { parseToolChoice, toolCallFormat } from "../../src/daemon/prompt/tool-choice.js";
 import { toolCallTag, ToolCallParser } from "../../src/daemon/prompt/tools.js";
 import { fails } from "../helpers/api-error.js";
 import { REPO } from "../helpers/daemon.js";
-import { GrammarOracle } from "../helpers/grammar-oracle.js";
+import { testGrammarOracle } from "../helpers/grammar-oracle.js";
 
 const TOOLS = [
   { type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { enum: ["Paris", "Rome"] } }, required: ["city"] } } },
@@ -21,18 +19,7 @@ const TOOLS = [
 
 const template = async (file: string) => selectTemplate(await readFile(path.join(REPO, "test/fixtures/templates", file), "utf8"), undefined, "", "");
 
-let llama: Llama;
-let model: LlamaModel;
-let oracle: GrammarOracle;
-beforeAll(async () => {
-  llama = await getLlama({ build: "never", gpu: false, logLevel: LlamaLogLevel.error, maxThreads: 1 });
-  model = await llama.loadModel({ modelPath: await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 }) });
-  oracle = new GrammarOracle(llama, model);
-}, 60_000);
-afterAll(async () => {
-  await model?.dispose();
-  await llama?.dispose();
-});
+const oracles = testGrammarOracle();
 
 describe("tool_choice", () => {
   it("is read in the shapes of chat completions, responses and the native body; anything else is a 400", () => {
@@ -55,13 +42,13 @@ describe("tool_choice", () => {
     const f = toolCallFormat("required", TOOLS, t);
     expect(f).toMatchObject({ kind: "schema" });
     expect(f && "prefix" in f).toBe(false);
-    const g = await oracle.grammar(jsonSchemaGrammar(f!.kind === "schema" ? f!.schema : {}));
+    const g = await oracles.oracle.grammar(jsonSchemaGrammar(f!.kind === "schema" ? f!.schema : {}));
     const call = '{"name": "get_weather", "parameters": {"city": "Rome"}}';
-    expect(oracle.accepts(g, call)).toBe(true);
-    expect(oracle.accepts(g, '{"name": "get_time", "parameters": {}}')).toBe(true);
-    expect(oracle.accepts(g, '{"name": "get_weather", "parameters": {"city": "Oslo"}}')).toBe(false);
-    expect(oracle.accepts(g, '{"name": "other", "parameters": {}}')).toBe(false);
-    expect(oracle.accepts(g, "Sure, let me check.")).toBe(false);
+    expect(oracles.oracle.accepts(g, call)).toBe(true);
+    expect(oracles.oracle.accepts(g, '{"name": "get_time", "parameters": {}}')).toBe(true);
+    expect(oracles.oracle.accepts(g, '{"name": "get_weather", "parameters": {"city": "Oslo"}}')).toBe(false);
+    expect(oracles.oracle.accepts(g, '{"name": "other", "parameters": {}}')).toBe(false);
+    expect(oracles.oracle.accepts(g, "Sure, let me check.")).toBe(false);
     const parser = new ToolCallParser(toolCallTag(t), TOOLS);
     expect(parser.add(call).calls.map((c) => [c.function.name, c.function.arguments])).toEqual([["get_weather", { city: "Rome" }]]);
   });
@@ -71,11 +58,11 @@ describe("tool_choice", () => {
     const f = toolCallFormat({ name: "get_weather" }, TOOLS, t);
     if (f?.kind !== "schema") throw new Error("no format");
     expect(f.prefix).toBe("<tool_call>\n");
-    const g = await oracle.grammar(jsonSchemaGrammar(f.schema, f.prefix));
+    const g = await oracles.oracle.grammar(jsonSchemaGrammar(f.schema, f.prefix));
     const text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}';
-    expect(oracle.accepts(g, text)).toBe(true);
-    expect(oracle.accepts(g, '{"name": "get_weather", "arguments": {"city": "Paris"}}')).toBe(false);
-    expect(oracle.accepts(g, '<tool_call>\n{"name": "get_time", "arguments": {}}')).toBe(false);
+    expect(oracles.oracle.accepts(g, text)).toBe(true);
+    expect(oracles.oracle.accepts(g, '{"name": "get_weather", "arguments": {"city": "Paris"}}')).toBe(false);
+    expect(oracles.oracle.accepts(g, '<tool_call>\n{"name": "get_time", "arguments": {}}')).toBe(false);
     const parser = new ToolCallParser(toolCallTag(t), TOOLS);
     const step = parser.add(text);
     const calls = [...step.calls, ...parser.flush().calls];

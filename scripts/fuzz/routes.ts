@@ -88,6 +88,7 @@ export const ROUTES: readonly RouteSpec[] = [
     body: (rng, fx) => obj({
       model: fx.base, messages: messages(rng), stream: rng.chance(0.5), options: options(rng),
       tools: maybe(rng, 0.2, () => [TOOL]), format: maybe(rng, 0.1, () => rng.pick<JsonTree>(["json", SCHEMA])),
+      tool_choice: maybe(rng, 0.1, () => toolChoice(rng)),
       keep_alive: maybe(rng, 0.1, () => "5m"), think: maybe(rng, 0.05, () => false),
     }),
   },
@@ -143,6 +144,7 @@ export const ROUTES: readonly RouteSpec[] = [
       stream_options: maybe(rng, 0.2, () => ({ include_usage: true })),
       response_format: maybe(rng, 0.15, () => rng.pick<JsonTree>([{ type: "json_object" }, { type: "json_schema", json_schema: { name: "a", schema: SCHEMA } }])),
       tools: maybe(rng, 0.15, () => [TOOL]), stop: maybe(rng, 0.2, () => ["\n"]), seed: maybe(rng, 0.2, () => 3),
+      tool_choice: maybe(rng, 0.1, () => toolChoice(rng)),
       reasoning_effort: maybe(rng, 0.05, () => "none"),
     }),
   },
@@ -166,9 +168,14 @@ export const ROUTES: readonly RouteSpec[] = [
             ...(rng.chance(0.3)
               ? [{ type: "function_call", call_id: "c1", name: "get_weather", arguments: '{"city":"Paris"}' }, { type: "function_call_output", call_id: "c1", output: "sunny" }]
               : []),
+            // a stored item that is not there: a 400 that says so
+            ...(rng.chance(0.05) ? [{ type: "item_reference", id: "msg_missing" }] : []),
           ],
       text: maybe(rng, 0.15, () => ({ format: { type: "json_schema", name: "a", schema: SCHEMA } })),
       tools: maybe(rng, 0.15, () => [{ type: "function", name: "get_weather", parameters: TOOL_PARAMETERS }]),
+      tool_choice: maybe(rng, 0.1, () => rng.pick<JsonTree>(["auto", "none", "required", { type: "function", name: "get_weather" }])),
+      store: maybe(rng, 0.3, () => rng.chance(0.5)),
+      previous_response_id: maybe(rng, 0.05, () => "resp_missing"),
     }),
   },
   {
@@ -193,6 +200,11 @@ export const ROUTES: readonly RouteSpec[] = [
     }),
   },
 ];
+
+/** tool_choice in the shapes clients send (the native body takes them all). */
+function toolChoice(rng: Rng): JsonTree {
+  return rng.pick<JsonTree>(["auto", "none", "required", { type: "function", function: { name: "get_weather" } }]);
+}
 
 const REMOTE_FIELDS: Record<string, readonly string[]> = { "/api/pull": ["model", "name"], "/api/push": ["model", "name"] };
 

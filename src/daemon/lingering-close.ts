@@ -8,7 +8,13 @@
 // So such a socket half-closes (FIN), keeps reading and discarding, and closes once the request
 // has arrived or the client has closed its side — bounded in bytes and time, so a client that
 // never stops sending cannot hold it open.
-import type { IncomingMessage, Server } from "node:http";
+//
+// The same goes for bytes after a request that are no HTTP (a body longer than its
+// Content-Length, garbage on a kept-alive connection): Node answers its parse error by destroying
+// the socket at once, which could cut off the answer to the request before them. Here the answer
+// in flight is finished first (or a bare 400 written when there is none), then the connection
+// lingers as above.
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
 export interface LingerBounds {
@@ -19,16 +25,58 @@ export interface LingerBounds {
 const defaults: LingerBounds = { maxBytes: 64 << 20, maxMs: 5_000 };
 
 const CURRENT = Symbol("current request");
-type TrackedSocket = Socket & { [CURRENT]?: IncomingMessage };
+const ANSWER = Symbol("current answer");
+const BROKEN = Symbol("no HTTP after this");
+type TrackedSocket = Socket & { [CURRENT]?: IncomingMessage; [ANSWER]?: ServerResponse; [BROKEN]?: true };
 
-/** Every connection of `server` lingers when it closes with its request unread. */
+/** Every connection of `server` lingers when it closes with its request unread, or with bytes
+ *  after its last request that are no HTTP. */
 export function lingerOnClose(server: Server, bounds: LingerBounds = defaults): void {
-  server.on("request", (req: IncomingMessage) => {
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket as TrackedSocket | null;
     if (!socket) return;
     if (!(CURRENT in socket)) install(socket, bounds);
     socket[CURRENT] = req;
+    socket[ANSWER] = res;
   });
+  server.on("clientError", (err: NodeJS.ErrnoException, raw: Socket) => {
+    const socket = raw as TrackedSocket;
+    if (socket[BROKEN]) return; // the parser reports every later chunk too
+    socket[BROKEN] = true;
+    if (err.code === "ECONNRESET" || socket.destroyed || !socket.writable) return socket.destroy();
+    // Node's parser is done with this connection: what still comes is read here, and dropped.
+    socket.removeAllListeners("data");
+    const answer = socket[ANSWER];
+    const answering = answer !== undefined && !answer.writableFinished;
+    if (!answering) socket.write(`HTTP/1.1 ${PARSE_ERROR_STATUS[err.code ?? ""] ?? "400 Bad Request"}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    const linger = () => drainThenClose(socket, bounds);
+    if (answering) answer.once("finish", linger).once("close", linger);
+    else linger();
+  });
+}
+
+/** The statuses Node's own parse-error answer gives (its default clientError handler). */
+const PARSE_ERROR_STATUS: Readonly<Record<string, string>> = {
+  HPE_HEADER_OVERFLOW: "431 Request Header Fields Too Large",
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: "413 Content Too Large",
+  ERR_HTTP_REQUEST_TIMEOUT: "408 Request Timeout",
+};
+
+/** Half-closes once the written answer is flushed, reads and drops what the client still sends,
+ *  and closes when it stops (its FIN) or the bounds are reached. */
+function drainThenClose(socket: Socket, bounds: LingerBounds): void {
+  if (socket.destroyed || socket.writableEnded) return;
+  const timer = setTimeout(() => socket.destroy(), bounds.maxMs);
+  timer.unref();
+  socket.once("close", () => clearTimeout(timer));
+  let discarded = 0;
+  socket.on("data", (chunk: Buffer) => {
+    discarded += chunk.byteLength;
+    if (discarded > bounds.maxBytes) socket.destroy();
+  });
+  socket.once("end", () => socket.destroy());
+  socket.resume();
+  socket.end();
 }
 
 function install(socket: TrackedSocket, bounds: LingerBounds): void {

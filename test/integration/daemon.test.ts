@@ -198,6 +198,48 @@ describe("bad input", () => {
     expect(answer).toContain(`request body too large (limit ${64 << 20} bytes)`);
   });
 
+  it("bytes after a request that are no HTTP (a body longer than its Content-Length) do not cut off its answer (fuzz seed 20 case 888)", async () => {
+    const net = await import("node:net");
+    const { port } = new URL(d.url);
+    const once = () =>
+      new Promise<string>((resolve, reject) => {
+        let got = "";
+        const sock = net.connect(Number(port), "127.0.0.1", () => {
+          sock.pause(); // read nothing until the server has answered and its parser has failed
+          sock.write("POST /api/pull HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n");
+          sock.write(`{"model":"x","insecure":${'{"a":'.repeat(200_000)}`);
+          setTimeout(() => {
+            sock.setEncoding("utf8");
+            sock.on("data", (t: string) => (got += t));
+            sock.resume();
+          }, 300);
+        });
+        sock.on("error", (e) => reject(new Error(`${e.message} after reading ${JSON.stringify(got)}`)));
+        sock.on("end", () => {
+          sock.destroy();
+          resolve(got);
+        });
+        setTimeout(() => reject(new Error(`no end after ${JSON.stringify(got)}`)), 20_000).unref();
+      });
+    for (let i = 0; i < 5; i++) {
+      const answer = await once();
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).toContain('{"error":"missing request body"}');
+    }
+    // garbage alone on a connection: a bare 400, and a header too large: 431, as Node answers them
+    const raw = (text: string) =>
+      new Promise<string>((resolve) => {
+        let got = "";
+        const sock = net.connect(Number(port), "127.0.0.1", () => sock.write(text));
+        sock.setEncoding("utf8");
+        sock.on("data", (t: string) => (got += t));
+        sock.on("error", () => resolve(got));
+        sock.on("end", () => (sock.destroy(), resolve(got)));
+      });
+    expect(await raw("NOT HTTP AT ALL\r\n\r\n")).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(await raw(`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`)).toMatch(/^HTTP\/1\.1 431 /);
+  });
+
   it("an answer written before the body arrived reaches a client that asked to close (GET / with 16 MB, fuzz case 2555)", async () => {
     const http = await import("node:http");
     const body = Buffer.alloc(16 << 20, 0x20);

@@ -66,17 +66,23 @@ const PARSE_ERROR_STATUS: Readonly<Record<string, string>> = {
  *  and closes when it stops (its FIN) or the bounds are reached. */
 function drainThenClose(socket: Socket, bounds: LingerBounds): void {
   if (socket.destroyed || socket.writableEnded) return;
+  discardBounded(socket, socket, bounds);
+  socket.once("end", () => socket.destroy());
+  socket.end();
+}
+
+/** Reads and drops what `input` (the socket, or the request on it) still brings; the socket is
+ *  destroyed past the bounds in bytes or time. */
+function discardBounded(socket: Socket, input: NodeJS.ReadableStream, bounds: LingerBounds): void {
   const timer = setTimeout(() => socket.destroy(), bounds.maxMs);
   timer.unref();
   socket.once("close", () => clearTimeout(timer));
   let discarded = 0;
-  socket.on("data", (chunk: Buffer) => {
+  input.on("data", (chunk: Buffer) => {
     discarded += chunk.byteLength;
     if (discarded > bounds.maxBytes) socket.destroy();
   });
-  socket.once("end", () => socket.destroy());
-  socket.resume();
-  socket.end();
+  input.resume();
 }
 
 function install(socket: TrackedSocket, bounds: LingerBounds): void {
@@ -90,18 +96,10 @@ function install(socket: TrackedSocket, bounds: LingerBounds): void {
     lingering = true;
     // Destroy only after our answer has been flushed, as destroySoon would.
     const close = () => (this.writableFinished ? this.destroy() : this.once("finish", () => this.destroy()));
-    const timer = setTimeout(() => this.destroy(), bounds.maxMs);
-    timer.unref();
-    this.once("close", () => clearTimeout(timer));
-    let discarded = 0;
-    req.on("data", (chunk: Buffer) => {
-      discarded += chunk.byteLength;
-      if (discarded > bounds.maxBytes) this.destroy();
-    });
     req.on("error", () => undefined); // a reset ends the lingering; nothing to report
+    discardBounded(this, req, bounds);
     req.once("end", close); // everything the client sent has been read: closing sends no RST
     this.once("end", close); // the client closed its side
-    req.resume();
     if (this.writable) this.end();
   };
 }

@@ -24,6 +24,32 @@ afterAll(async () => {
   await d?.stop();
 });
 
+/** A raw connection that sends with `send`, reads nothing for 300 ms (the server answers and
+ *  closes its side meanwhile), then `later` and reads everything until the server's end. */
+async function readLate(send: (sock: import("node:net").Socket) => void, later?: (sock: import("node:net").Socket) => void): Promise<string> {
+  const net = await import("node:net");
+  const { port } = new URL(d.url);
+  return new Promise<string>((resolve, reject) => {
+    let got = "";
+    const sock = net.connect(Number(port), "127.0.0.1", () => {
+      sock.pause();
+      send(sock);
+      setTimeout(() => {
+        later?.(sock);
+        sock.setEncoding("utf8");
+        sock.on("data", (t: string) => (got += t));
+        sock.resume();
+      }, 300);
+    });
+    sock.on("error", (e) => reject(new Error(`${e.message} after reading ${JSON.stringify(got)}`)));
+    sock.on("end", () => {
+      sock.destroy();
+      resolve(got);
+    });
+    setTimeout(() => reject(new Error(`no end after ${JSON.stringify(got)}`)), 20_000).unref();
+  });
+}
+
 describe("generate", () => {
   it("answers non-streamed with content and stats", async () => {
     const r = await ollama.generate({ model: "tiny", prompt: "Tell me a story", options: opts, stream: false });
@@ -171,28 +197,13 @@ describe("bad input", () => {
   });
 
   it("the 400 for a refused body survives a client that keeps sending and reads late (lingering close, no RST)", async () => {
-    const net = await import("node:net");
-    const { port } = new URL(d.url);
-    const answer = await new Promise<string>((resolve, reject) => {
-      let got = "";
-      const sock = net.connect(Number(port), "127.0.0.1", () => {
-        sock.pause(); // read nothing until the server has answered and closed its side
+    const answer = await readLate(
+      (sock) => {
         sock.write(`POST /api/generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${100 << 20}\r\n\r\n`);
         sock.write(Buffer.alloc(4 << 20, 0x20));
-        setTimeout(() => {
-          sock.write(Buffer.alloc(1 << 20, 0x20), () => undefined);
-          sock.setEncoding("utf8");
-          sock.on("data", (t: string) => (got += t));
-          sock.resume();
-        }, 300);
-      });
-      sock.on("error", (e) => reject(new Error(`${e.message} after reading ${JSON.stringify(got)}`)));
-      sock.on("end", () => {
-        sock.destroy();
-        resolve(got);
-      });
-      setTimeout(() => reject(new Error("no answer")), 20_000).unref();
-    });
+      },
+      (sock) => sock.write(Buffer.alloc(1 << 20, 0x20), () => undefined),
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer).toMatch(/connection: close/i);
     expect(answer).toContain(`request body too large (limit ${64 << 20} bytes)`);
@@ -201,28 +212,11 @@ describe("bad input", () => {
   it("bytes after a request that are no HTTP (a body longer than its Content-Length) do not cut off its answer (fuzz seed 20 case 888)", async () => {
     const net = await import("node:net");
     const { port } = new URL(d.url);
-    const once = () =>
-      new Promise<string>((resolve, reject) => {
-        let got = "";
-        const sock = net.connect(Number(port), "127.0.0.1", () => {
-          sock.pause(); // read nothing until the server has answered and its parser has failed
-          sock.write("POST /api/pull HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n");
-          sock.write(`{"model":"x","insecure":${'{"a":'.repeat(200_000)}`);
-          setTimeout(() => {
-            sock.setEncoding("utf8");
-            sock.on("data", (t: string) => (got += t));
-            sock.resume();
-          }, 300);
-        });
-        sock.on("error", (e) => reject(new Error(`${e.message} after reading ${JSON.stringify(got)}`)));
-        sock.on("end", () => {
-          sock.destroy();
-          resolve(got);
-        });
-        setTimeout(() => reject(new Error(`no end after ${JSON.stringify(got)}`)), 20_000).unref();
-      });
     for (let i = 0; i < 5; i++) {
-      const answer = await once();
+      const answer = await readLate((sock) => {
+        sock.write("POST /api/pull HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n");
+        sock.write(`{"model":"x","insecure":${'{"a":'.repeat(200_000)}`);
+      });
       expect(answer).toMatch(/^HTTP\/1\.1 400 /);
       expect(answer).toContain('{"error":"missing request body"}');
     }

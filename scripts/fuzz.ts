@@ -1,6 +1,7 @@
 // `npm run fuzz`: the seeded request and GGUF fuzzer (docs/fuzzing.md).
 //
 //   tsx scripts/fuzz.ts [--cases 10000] [--seed 1] [--from 0] [--only gguf|request] [--url http://127.0.0.1:11434]
+//                       [--base ARCH]   crafted GGUFs made from another test model (mamba, jamba, bert, qwen3, …)
 //                       [--skip K,K,...] [--deadline-ms 30000] [--json report.json]
 //   tsx scripts/fuzz.ts --case K [--seed 1]    rerun case K alone and print exactly what was sent
 //
@@ -10,7 +11,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { REPO_ROOT } from "./make-test-model.js";
+import { ARCHITECTURES, REPO_ROOT, type Architecture } from "./make-test-model.js";
 import { findingClasses, formatClasses, formatDesigned } from "./fuzz/report.js";
 import { runFuzz, type FuzzOptions } from "./fuzz/run.js";
 
@@ -31,11 +32,13 @@ const { values: v } = parseArgs({
     url: { type: "string" },
     "deadline-ms": { type: "string" },
     json: { type: "string" },
+    base: { type: "string" },
   },
 });
 
 try {
   if (v.only !== undefined && v.only !== "gguf" && v.only !== "request") throw new Error("--only must be gguf or request");
+  if (v.base !== undefined && !ARCHITECTURES.includes(v.base as Architecture)) throw new Error(`--base must be one of ${ARCHITECTURES.join(", ")}`);
   const one = v.case !== undefined ? int("case", v.case, 0) : undefined;
   const seed = int("seed", v.seed, 1);
   const opts: FuzzOptions = {
@@ -45,6 +48,7 @@ try {
     deadlineMs: int("deadline-ms", v["deadline-ms"], 30_000),
     ...(v.url ? { url: v.url } : {}),
     ...(v.only ? { only: v.only as "gguf" | "request" } : {}),
+    ...(v.base ? { base: v.base as Architecture } : {}),
     ...(v.skip ? { skip: new Set(v.skip.split(",").map((x) => int("skip", x.trim(), 0))) } : {}),
     ...(one !== undefined ? { verbose: true, dumpDir: path.join(REPO_ROOT, ".cache", "fuzz", `seed-${seed}`) } : {}),
   };

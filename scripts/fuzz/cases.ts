@@ -49,15 +49,19 @@ function ggufPlan(rng: Rng, k: number, base: GgufDoc): CasePlan {
     { label: "upload", req: { method: "POST", path: `/api/blobs/${digest}`, headers: { "content-length": String(m.bytes.length) }, body: m.bytes } },
     { label: "create", onlyIfOk: true, req: json("POST", "/api/create", { model, files: { "model.gguf": digest }, stream: false }) },
   ];
-  // keep_alive 0: the crafted model's runner goes as soon as it answered
-  const run = rng.pick(["generate", "chat"] as const);
+  // keep_alive 0: the crafted model's runner goes as soon as it answered; an embedding model's
+  // (a pooling type in the base) is run by embedding
+  const embeds = base.kvs.some((e) => e.key.toString("utf8").endsWith(".pooling_type"));
+  const run = embeds ? "embed" : rng.pick(["generate", "chat"] as const);
   steps.push({
     label: run,
     onlyIfOk: true,
     designed5xx: LOAD_ERROR,
-    req: run === "generate"
-      ? json("POST", "/api/generate", { model, prompt: "hi", stream: false, keep_alive: 0, options: { num_predict: 2 } })
-      : json("POST", "/api/chat", { model, messages: [{ role: "user", content: "hi" }], stream: false, keep_alive: 0, options: { num_predict: 2 } }),
+    req: run === "embed"
+      ? json("POST", "/api/embed", { model, input: ["hi", "hello there"], keep_alive: 0 })
+      : run === "generate"
+        ? json("POST", "/api/generate", { model, prompt: "hi", stream: false, keep_alive: 0, options: { num_predict: 2 } })
+        : json("POST", "/api/chat", { model, messages: [{ role: "user", content: "hi" }], stream: false, keep_alive: 0, options: { num_predict: 2 } }),
   });
   if (rng.chance(0.3)) steps.push({ label: "show", onlyIfOk: true, req: json("POST", "/api/show", { model, verbose: true }) });
   return { k, kind: "gguf", title: "gguf", edits: m.edits, steps, uploads: new Set([digest]), touchesRunner: true };

@@ -5,6 +5,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { readRssMiB } from "../bench-plan.js";
+import type { Architecture } from "../make-test-model.js";
 import { planCase, type CaseKind, type CasePlan } from "./cases.js";
 import { baseModel } from "./gguf-doc.js";
 import { send, type Answer } from "./http.js";
@@ -30,6 +31,8 @@ export interface FuzzOptions {
   healthWaitMs?: number;
   /** Run only the cases of this kind (the others are skipped, numbers unchanged). */
   only?: CaseKind;
+  /** The architecture of the test model crafted GGUFs are made from (default: llama). */
+  base?: Architecture;
   /** Case numbers not to run (a known crasher, or a case that would swamp a shared machine). */
   skip?: ReadonlySet<number>;
   /** Print every request and answer (what --case does). */
@@ -192,7 +195,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const log = opts.log ?? ((l: string) => console.log(l));
   const o = { deadlineMs: 30_000, stallMs: 1000, rssSlackMiB: 64, settleMs: 20_000, healthWaitMs: 30_000, ...opts };
   const t0 = Date.now();
-  const base = (await baseModel()).doc;
+  const base = (await baseModel({ shape: "tiny", type: "Q8_0", seed: 1, ...(o.base ? { arch: o.base } : {}) })).doc;
   const started = await begin(o, log);
   const ctx: Ctx = { ...started, o, log };
   const report: FuzzReport = { seed: o.seed, from: o.from, ran: 0, findings: [], designed: [], restarts: 0, statuses: {}, ms: 0 };

@@ -97,6 +97,12 @@ describe("translateChatRequest", () => {
     const tools = [{ type: "function", function: { name: "f", parameters: { type: "object", properties: {} } } }];
     expect(translateChatRequest({ model: "m", messages: user, tools }).native.tools).toEqual(tools);
     expect(translateChatRequest({ model: "m", messages: user, tools, tool_choice: "none" }).native.tools).toBeUndefined();
+    // required / a named function go on to the completion (which makes the answer a call)
+    expect(translateChatRequest({ model: "m", messages: user, tools, tool_choice: "required" }).native.tool_choice).toBe("required");
+    const named = { type: "function", function: { name: "f" } };
+    expect(translateChatRequest({ model: "m", messages: user, tools, tool_choice: named }).native.tool_choice).toEqual(named);
+    expect(fails(() => translateChatRequest({ model: "m", messages: user, tools, tool_choice: "always" })).message).toBe("Invalid value: 'always'. Supported values are: 'none', 'auto', and 'required'.");
+    expect(fails(() => translateChatRequest({ model: "m", messages: user, tools, tool_choice: { type: "function" } })).message).toBe("Missing required parameter: 'tool_choice.function'.");
   });
 
   it("bad input gets OpenAI's status and wording", () => {

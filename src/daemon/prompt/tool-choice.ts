@@ -11,18 +11,23 @@ import { toolCallTag } from "./tools.js";
 
 export type ToolChoice = "auto" | "none" | "required" | { name: string };
 
-/** The body's tool_choice in any of the shapes clients send; undefined for none given. */
+/** The choice's words in OpenAI's and Anthropic's spellings. */
+const WORDS: Readonly<Record<string, ToolChoice>> = { auto: "auto", none: "none", required: "required", any: "required" };
+
+/**
+ * The body's tool_choice in any of the shapes clients send: "auto" / "none" / "required",
+ * {"type":"function","function":{"name"}} (chat completions), {"type":"function","name"}
+ * (responses), {"type":"any"|"tool","name"} (Anthropic). A shape it does not know is ignored, as
+ * Ollama ignores the whole field (the /v1 routes check theirs).
+ */
 export function parseToolChoice(v: unknown): ToolChoice | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (v === "auto" || v === "none" || v === "required") return v;
-  if (typeof v === "object" && !Array.isArray(v)) {
-    const o = v as Record<string, unknown>;
-    // {"type":"function","function":{"name"}} (chat completions), {"type":"function","name"} (responses)
-    const fn = o.function;
-    const name = typeof fn === "object" && fn !== null && typeof (fn as Record<string, unknown>).name === "string" ? (fn as Record<string, unknown>).name : o.name;
-    if (typeof name === "string" && name !== "") return { name };
-  }
-  throw badRequest(`invalid tool_choice: ${JSON.stringify(v)}; expected "auto", "none", "required" or a function by name`);
+  if (typeof v === "string") return WORDS[v];
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
+  const o = v as Record<string, unknown>;
+  const fn = o.function;
+  const name = typeof fn === "object" && fn !== null && typeof (fn as Record<string, unknown>).name === "string" ? (fn as Record<string, unknown>).name : o.name;
+  if (typeof name === "string" && name !== "") return { name };
+  return typeof o.type === "string" ? WORDS[o.type] : undefined;
 }
 
 interface ToolDef {

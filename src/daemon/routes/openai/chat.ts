@@ -258,6 +258,7 @@ export function translateChatRequest(body: unknown): ChatTranslation {
     if (!isObject(t)) throw invalidType(`tools[${i}]`, "an object", t);
   });
   const toolChoice = o.tool_choice;
+  checkToolChoice(toolChoice);
   const tools = toolChoice === "none" ? undefined : toolList;
 
   const reasoning = field.object(o, "reasoning");
@@ -285,6 +286,19 @@ export function translateChatRequest(body: unknown): ChatTranslation {
     ...(o._debug_render_only === true ? { _debug_render_only: true } : {}),
   };
   return { model, stream, includeUsage, native };
+}
+
+/** tool_choice as OpenAI takes it: "none", "auto", "required" or {"type":"function","function":{"name"}}. */
+function checkToolChoice(v: unknown): void {
+  if (v === undefined || v === null) return;
+  if (typeof v === "string") {
+    if (!["none", "auto", "required"].includes(v)) throw invalidValue(v, ["none", "auto", "required"]);
+    return;
+  }
+  if (!isObject(v)) throw invalidType("tool_choice", "one of a string or an object", v);
+  const fn = field.object(v, "function", "tool_choice.function");
+  if (!fn) throw missingParameter("tool_choice.function");
+  if (!field.string(fn, "name", "tool_choice.function.name")) throw missingParameter("tool_choice.function.name");
 }
 
 /** OpenAI's tool call: arguments as a JSON string, a type, an id and an index for stream merging. */

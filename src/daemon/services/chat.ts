@@ -100,7 +100,7 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
   // Only a prompt runner's conversation is templated here (and the debug render).
   const template = features.messages ? undefined : templateFor(spec);
   // A call the client must get (tool_choice), unless it asked for a format of its own; an engine
-  // that templates the conversation itself is left to decide (as Ollama leaves every model).
+  // that templates the conversation itself is told the choice instead (`mustCall` below).
   const callFormat = !format && template ? await compileFormat(deps, spec, toolCallFormat(toolChoice, tools, template)) : undefined;
   const input = {
     messages,

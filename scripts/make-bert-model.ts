@@ -33,11 +33,10 @@ export interface BertOptions {
   arch: BertArchitecture;
   shape: BertShape;
   type: WritableType;
-  fileType: number;
   seed: number;
-  name: string;
+  /** general.* and anything else the file carries before the shape. */
+  headKvs: KvEntry[];
   pooling?: keyof typeof BERT_POOLING;
-  extraKvs?: KvEntry[];
 }
 
 /** The context a tiny BERT was trained for: 512 positions, as all-MiniLM and bge. */
@@ -50,11 +49,7 @@ export function buildBertModel(o: BertOptions): { kvs: KvEntry[]; tensors: Tenso
   const nomic = arch === "nomic-bert";
   const v = buildWordPieceVocab(s.vocab);
   const kvs: KvEntry[] = [
-    kv.str("general.architecture", arch),
-    kv.str("general.name", o.name),
-    kv.u32("general.file_type", o.fileType),
-    kv.u32("general.quantization_version", 2),
-    ...(o.extraKvs ?? []),
+    ...o.headKvs,
     kv.u32(`${arch}.context_length`, s.contextLength),
     kv.u32(`${arch}.embedding_length`, s.embd),
     kv.u32(`${arch}.feed_forward_length`, s.ffn),

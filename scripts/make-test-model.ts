@@ -216,14 +216,20 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   if (embedding && ranking) throw new Error("a model is an embedding model or a reranker, not both");
   const headDim = s.embd / s.heads;
   const kvDim = headDim * s.headsKv;
+  const head = (arch: string) => [
+    kv.str("general.architecture", arch),
+    kv.str("general.name", `ollamats-test-${shape}${kindTag(opts)}${embedding ? "-embed" : ""}${ranking ? "-rank" : ""}`),
+    kv.u32("general.file_type", FILE_TYPE[type]),
+    kv.u32("general.quantization_version", 2),
+    // bump when the weights or vocabulary change, so cached files are regenerated
+    kv.u32("ollamats.test_model_version", GENERATOR_VERSION),
+  ];
   if (opts.arch === "bert" || opts.arch === "nomic-bert") {
     if (opts.experts || opts.quietFrom !== undefined || (ranking && opts.arch !== "bert")) throw new Error(`--arch ${opts.arch} is an encoder: no --experts or --quiet-from (and --ranking for bert only)`);
     return buildBertModel({
-      arch: opts.arch, type, fileType: FILE_TYPE[type], seed,
+      arch: opts.arch, type, seed, headKvs: head(opts.arch),
       shape: { ...s, contextLength: opts.arch === "bert" ? BERT_CONTEXT : NOMIC_CONTEXT },
-      name: `ollamats-test-${shape}${kindTag(opts)}${ranking ? "-rank" : ""}`,
       ...(ranking ? { pooling: "rank" as const } : {}),
-      extraKvs: [kv.u32("ollamats.test_model_version", GENERATOR_VERSION)],
     });
   }
   const tok = tokenizerKvs(tokenizer, template, s.vocab, opts.spacePrefix === true);
@@ -233,14 +239,6 @@ export function buildModel(opts: MakeModelOptions = {}): { kvs: KvEntry[]; tenso
   if (experts !== 0 && (!Number.isInteger(experts) || experts < 2 || experts > 64 || !["llama", "qwen3"].includes(opts.arch ?? "llama"))) {
     throw new Error("experts must be 2 to 64, for the llama or qwen3 architecture");
   }
-  const head = (arch: string) => [
-    kv.str("general.architecture", arch),
-    kv.str("general.name", `ollamats-test-${shape}${kindTag(opts)}${embedding ? "-embed" : ""}${ranking ? "-rank" : ""}`),
-    kv.u32("general.file_type", FILE_TYPE[type]),
-    kv.u32("general.quantization_version", 2),
-    // bump when the weights or vocabulary change, so cached files are regenerated
-    kv.u32("ollamats.test_model_version", GENERATOR_VERSION),
-  ];
   const outRows = (row: number) => (opts.endsTurns && tok.turns(row) ? TURN_ROW_SCALE : tok.low(row) ? SPECIAL_ROW_SCALE : 1);
   if (opts.arch === "mamba" || opts.arch === "jamba") {
     if (ranking || embedding || experts || opts.quietFrom !== undefined || tied) throw new Error(`--arch ${opts.arch} is a plain generative model: no --ranking, --embedding, --experts, --quiet-from or --tied`);

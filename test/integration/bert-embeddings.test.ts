@@ -98,6 +98,10 @@ describe.each([
     const refused = await post("/api/embed", { model: name, input: long, truncate: false, options: { num_ctx: 8192 } });
     expect(refused.status).toBe(400);
     expect(refused.json.error).toBe("the input length exceeds the context length");
+    // The legacy route never truncates, and passes the runner's refusal on as a 500 (as Ollama).
+    const legacy = await post("/api/embeddings", { model: name, prompt: long });
+    expect(legacy.status).toBe(500);
+    expect(legacy.json.error).toBe("the input length exceeds the context length");
     const cut = await post("/api/embed", { model: name, input: long, options: { num_ctx: 8192 } });
     expect(cut.status, cut.text).toBe(200);
     expect(cut.json.prompt_eval_count).toBeLessThanOrEqual(context);

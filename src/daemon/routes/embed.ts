@@ -66,6 +66,7 @@ export function embedRoutes(deps: Deps): Hono {
     const out = await runEmbed(deps, {
       model: body.model,
       inputs: prompt === "" ? [] : [prompt],
+      asRunnerFailure: true,
       truncate: false,
       raw: true,
       keepAlive: body.keep_alive,

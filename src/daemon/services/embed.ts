@@ -50,6 +50,9 @@ export interface EmbedCall {
   /** Raw pooled vectors (legacy /api/embeddings) instead of L2-normalised ones. */
   raw?: boolean;
   dimensions?: number | null;
+  /** Answer what the runner refuses as a 500 with its words: the legacy route's contract (Ollama
+   *  passes the runner's error on as-is there), where /api/embed says 400. */
+  asRunnerFailure?: boolean;
   keepAlive?: number | string;
   options?: Record<string, unknown> | null;
   signal: AbortSignal;
@@ -88,7 +91,9 @@ export async function runEmbed(deps: Deps, call: EmbedCall): Promise<EmbedOutcom
         ...(call.dimensions ? { dimensions: call.dimensions } : {}),
       });
     } catch (err) {
-      throw toApiError(err);
+      const error = toApiError(err);
+      if (call.asRunnerFailure && error.status < 500 && error.code !== "canceled") throw new ApiError("runner_failed", error.message);
+      throw error;
     }
     const embeddings = call.raw ? result.embeddings : result.embeddings.map((v) => applyDimensions(normalize(v), call.dimensions));
     // Ollama reports the tokens evaluated; never 0 when something was embedded (clients require it).

@@ -10,6 +10,7 @@
 // answer at once.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { drainOrClose } from "./drain.js";
 
 export interface FakeScript {
   reasoning?: string[];
@@ -72,7 +73,7 @@ export async function startVllmFake(opts: { model: string; apiKey?: string; port
     while (!res.destroyed && sent < ENDLESS_CAP) {
       sent += block.length;
       state.endlessSent = sent;
-      if (!res.write(block)) await new Promise((r) => (res.once("drain", r), res.once("close", r)));
+      if (!res.write(block)) await drainOrClose(res);
     }
     res.destroy();
   }

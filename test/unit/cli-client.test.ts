@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client, readLines, ResponseError, ServerUnreachableError } from "../../src/api/client.js";
 import type { GenerateResponse, ProgressResponse } from "../../src/api/types.js";
+import { drainOrClose } from "../helpers/drain.js";
 
 type Handler = (req: http.IncomingMessage, body: Buffer, res: http.ServerResponse) => void | Promise<void>;
 const routes = new Map<string, Handler>();
@@ -220,7 +221,7 @@ describe("a server that sends without end", () => {
       const block = Buffer.alloc(1 << 20, "a");
       while (!res.destroyed && counter.sent < 1 << 30) {
         counter.sent += block.length;
-        if (!res.write(block)) await new Promise((r) => (res.once("drain", r), res.once("close", r)));
+        if (!res.write(block)) await drainOrClose(res);
       }
       res.destroy();
     };

@@ -2,7 +2,9 @@
 // template its family ships (the texts are the ones Ollama's template/index.json lists for that
 // family, so Ollama maps each to its Go template), with the special tokens its turns use.
 
-export type ChatFormat = "chatml" | "llama3" | "llama3.2" | "gemma" | "mistral" | "phi3" | "none";
+import { readFileSync } from "node:fs";
+
+export type ChatFormat = "chatml" | "llama3" | "llama3.2" | "gemma" | "mistral" | "phi3" | "harmony" | "none";
 
 export interface ChatFormatSpec {
   /** tokenizer.chat_template; none for "none" (no key at all). */
@@ -50,6 +52,14 @@ export const CHAT_FORMATS: Record<ChatFormat, ChatFormatSpec> = {
     template: "{{ bos_token }}{% for message in messages %}{{'<|' + message['role'] + '|>' + '\n' + message['content'] + '<|end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}",
     tokens: ["<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<|endoftext|>"],
     endOfTurn: "<|end|>",
+  },
+  // gpt-oss-120b's (OpenAI's harmony format: channels, TypeScript-like tool lists, reasoning
+  // levels), as llama.cpp keeps it in models/templates; kept in its own file, being 16 kB.
+  // llama.cpp ends a turn on <|return|> or <|call|> and shows the other tokens as text.
+  harmony: {
+    template: readFileSync(new URL("./templates/gpt-oss.jinja", import.meta.url), "utf8"),
+    tokens: ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>", "<|call|>"],
+    endOfTurn: "<|return|>",
   },
   none: { tokens: [] },
 };

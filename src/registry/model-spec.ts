@@ -204,6 +204,17 @@ export class ModelResolver {
  */
 export function capabilitiesOf(spec: Pick<ModelSpec, "source" | "template" | "config">): string[] {
   if (spec.source.kind === "remote") return remoteCapabilities(spec.config);
+  const caps = templateCapabilities(spec);
+  // Ollama's parser and family rules: the harmony parser reads tool calls and thinking, and a
+  // gpt-oss model always thinks.
+  const add = (c: string) => caps.includes(c) || caps.push(c);
+  if (spec.config.parser === "harmony") ["tools", "thinking"].forEach(add);
+  if (spec.config.model_family === "gptoss" || spec.config.model_family === "gpt-oss") add("thinking");
+  return caps;
+}
+
+function templateCapabilities(spec: Pick<ModelSpec, "source" | "template" | "config">): string[] {
+  if (spec.source.kind === "remote") return [];
   const facts = spec.source.facts;
   const caps: string[] = [];
   caps.push(facts.isEmbedding ? "embedding" : "completion");

@@ -102,7 +102,7 @@ function apiMessage(m: RenderMessage): ApiMessage {
 /**
  * The GGUF's Jinja chat template, with what such templates expect (reference §7.4): OpenAI-shaped
  * messages (tool calls with object arguments, tool results with name and tool_call_id, thinking
- * as reasoning_content), tools, add_generation_prompt, bos/eos text, enable_thinking and
+ * as reasoning_content and thinking), tools, add_generation_prompt, bos/eos text, enable_thinking and
  * reasoning_effort when the request set think.
  */
 function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput): string {
@@ -113,7 +113,8 @@ function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: Rende
       return {
         role: m.role,
         content: m.content,
-        ...(m.thinking ? { reasoning_content: m.thinking } : {}),
+        // reasoning_content in most templates; gpt-oss's reads `thinking`
+        ...(m.thinking ? { reasoning_content: m.thinking, thinking: m.thinking } : {}),
         ...(api.tool_calls
           ? {
               tool_calls: api.tool_calls.map((c) => ({

@@ -7,6 +7,7 @@
 import type { StructuredOutput } from "../../backends/backend.js";
 import { badRequest } from "../errors.js";
 import type { PromptTemplate } from "./render.js";
+import { harmonyCallHeader, type HarmonyNames } from "./harmony.js";
 import { toolCallTag } from "./tools.js";
 
 export type ToolChoice = "auto" | "none" | "required" | { name: string };
@@ -39,11 +40,12 @@ interface ToolDef {
  * The arguments' key is the one the template shows ("parameters" in Llama 3.x's, else
  * "arguments"); the parser takes either.
  */
-export function toolCallFormat(choice: ToolChoice | undefined, tools: readonly ToolDef[], template: PromptTemplate | undefined): StructuredOutput | undefined {
+export function toolCallFormat(choice: ToolChoice | undefined, tools: readonly ToolDef[], template: PromptTemplate | undefined, harmony?: HarmonyNames): StructuredOutput | undefined {
   if (choice === undefined || choice === "auto" || choice === "none" || tools.length === 0) return undefined;
   const named = typeof choice === "object" ? choice.name : undefined;
   const offered = tools.filter((t) => typeof t.function?.name === "string" && (named === undefined || t.function.name === named));
   if (offered.length === 0) throw badRequest(`tool_choice names the function "${named}", which is not among the request's tools`);
+  if (harmony) return harmonyCallFormat(offered, harmony);
   const source = template && template.kind !== "default" ? template.source : "";
   const key = source.includes('"parameters"') ? "parameters" : "arguments";
   const calls = offered.map((t) => ({
@@ -57,6 +59,18 @@ export function toolCallFormat(choice: ToolChoice | undefined, tools: readonly T
   const word = tag === "{" || tag === "[" ? "" : (tag.split(/\s+/)[0] ?? "");
   const prefix = word === "" ? undefined : word.startsWith("<") ? `${word}\n` : word;
   return { kind: "schema", schema: calls.length === 1 ? calls[0]! : { anyOf: calls }, ...(prefix ? { prefix } : {}) };
+}
+
+/**
+ * Harmony (gpt-oss): the call is a message to the tool, its header naming it, its text the
+ * arguments. One grammar has one header, so only a choice that leaves one tool is enforced; with
+ * several the model chooses freely (harmony has no way to say "one of these" before the name).
+ */
+function harmonyCallFormat(offered: readonly ToolDef[], names: HarmonyNames): StructuredOutput | undefined {
+  const name = offered.length === 1 ? names.harmony(offered[0]!.function!.name as string) : undefined;
+  if (name === undefined) return undefined;
+  const params = offered[0]!.function!.parameters;
+  return { kind: "schema", schema: isSchema(params) ? params : { type: "object" }, prefix: harmonyCallHeader(name) };
 }
 
 function isSchema(v: unknown): v is Record<string, unknown> {

@@ -7,6 +7,7 @@ import { resolveOptions } from "../options.js";
 import { parseFormat } from "../prompt/format.js";
 import { parseToolChoice, toolCallFormat } from "../prompt/tool-choice.js";
 import { renderPrompt, type RenderMessage } from "../prompt/render.js";
+import { harmonyLevel, harmonyTools, HarmonyNames, usesHarmony } from "../prompt/harmony.js";
 import { stripHistoryThinking } from "../prompt/thinking.js";
 import { ToolValidationError, validateTools } from "../prompt/tools.js";
 import type { ChatBody } from "../schemas.js";
@@ -99,14 +100,17 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
 
   // Only a prompt runner's conversation is templated here (and the debug render).
   const template = features.messages ? undefined : templateFor(spec);
+  // gpt-oss: the prompt names tools as identifiers, and its answer is read as harmony messages.
+  const harmony = template && usesHarmony(spec.config, template) ? { names: new HarmonyNames(), last: messages.at(-1) } : undefined;
+  const shownTools = harmony ? harmonyTools(tools, harmony.names) : tools;
   // A call the client must get (tool_choice), unless it asked for a format of its own; an engine
   // that templates the conversation itself is told the choice instead (`mustCall` below).
-  const callFormat = !format && template ? await compileFormat(deps, spec, toolCallFormat(toolChoice, tools, template)) : undefined;
+  const callFormat = !format && template ? await compileFormat(deps, spec, toolCallFormat(toolChoice, tools, template, harmony?.names)) : undefined;
   const input = {
     messages,
-    tools: tools.length > 0 ? tools : undefined,
+    tools: shownTools.length > 0 ? shownTools : undefined,
     think: think.enabled,
-    thinkLevel: think.level,
+    thinkLevel: harmony ? harmonyLevel(think.level) : think.level,
     isThinkSet: think.isSet,
   };
   // An engine that templates the conversation itself gets it as it is, think as the client sent it.
@@ -136,7 +140,9 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
     shift: body.shift ?? true,
     heartbeat: body.stream !== false,
     logprobs: logprobsOf(body),
-    formatAfterThinking: true,
+    // A harmony call is no final answer: its grammar applies from the first token.
+    formatAfterThinking: !(harmony && callFormat),
+    ...(harmony ? { harmony } : {}),
   });
   return { kind: "completion", completion };
 }

@@ -19,8 +19,9 @@ import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError, toApiError } from "../errors.js";
 import type { RequestRunOptions } from "../options.js";
 import { renderPrompt, type PromptTemplate, type RenderInput } from "../prompt/render.js";
+import { finalMessageStart, HarmonyParser, type HarmonyNames, type HarmonyPrefill } from "../prompt/harmony.js";
 import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
-import { ToolCallParser, toolCallTag, type ToolDefinition } from "../prompt/tools.js";
+import { ToolCallParser, toolCallId, toolCallTag, type ToolDefinition } from "../prompt/tools.js";
 import type { Lease, Scheduler } from "../scheduler/scheduler.js";
 import { logCompletionRequest, logCompletionTimings } from "./debug-log.js";
 import { currentRequest, noteGeneration } from "../request-context.js";
@@ -77,6 +78,9 @@ export interface CompletionRequest {
   heartbeat?: boolean;
   /** Chat on a thinking model: `format` applies only once thinking ends (Ollama's restart). */
   formatAfterThinking?: boolean;
+  /** The output is harmony messages (gpt-oss): read by the harmony parser instead of the
+   *  template's thinking and tool-call tags; `last` is an assistant message the prompt continues. */
+  harmony?: { names: HarmonyNames; last?: HarmonyPrefill };
   /** Log probabilities of the output, with this many alternatives per token (0..20). */
   logprobs?: number;
 }
@@ -222,7 +226,8 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
   const template = "template" in req.prompt ? req.prompt.template : conversation ? undefined : req.template;
   const tags = req.think && template ? thinkingTags(template) : { open: "", close: "" };
   const thinks = tags.open !== "" && tags.close !== "";
-  const deferFormat = !!(req.format && req.formatAfterThinking && thinks);
+  // Harmony thinks whatever `think` says; `think: false` only makes the format apply at once (Ollama).
+  const deferFormat = !!(req.format && req.formatAfterThinking && (thinks || (req.harmony && req.think)));
 
   const request = currentRequest();
   const requestId = request?.id;
@@ -333,9 +338,10 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
 
   /** The runner's batches as completion events: one batch out per batch in (empty ones dropped). */
   async function* run(s: Started): AsyncGenerator<CompletionEvent[]> {
-    const thinking = thinks ? new ThinkingParser(tags) : undefined;
+    const harmony = req.harmony ? new HarmonyParser(req.harmony.names, req.harmony.last) : undefined;
+    const thinking = thinks && !harmony ? new ThinkingParser(tags) : undefined;
     if (thinking && s.prompt.trimEnd().endsWith(tags.open)) thinking.add(tags.open);
-    const tools = req.tools && req.tools.length > 0 && s.template ? new ToolCallParser(toolCallTag(s.template), req.tools) : undefined;
+    const tools = req.tools && req.tools.length > 0 && s.template && !harmony ? new ToolCallParser(toolCallTag(s.template), req.tools) : undefined;
     let deferring = s.deferFormat;
     let raw = ""; // the text generated so far, for the format restart
 
@@ -367,8 +373,9 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
           raw += ev.text;
           let text = ev.text;
           const evs: CompletionEvent[] = [];
-          if (thinking) {
-            const step = thinking.add(text);
+          const split = harmony ?? thinking;
+          if (split) {
+            const step = split.add(text);
             if (step.thinking) evs.push({ type: "thinking", text: step.thinking });
             text = step.content;
           }
@@ -383,6 +390,8 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
           const rest = thinking?.flush();
           if (rest?.thinking) out.push({ type: "thinking", text: rest.thinking });
           content(out, rest?.content ?? "", true);
+          const calls = harmony?.finish().map((c) => ({ id: toolCallId(), ...c })) ?? [];
+          if (calls.length > 0) out.push({ type: "tool_calls", calls });
           const { type: _t, ...stats } = ev;
           // Once per request, for its metrics and its debug timings (request-context.ts).
           noteGeneration(
@@ -410,8 +419,8 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
         // Thinking is over: generate again from the prompt plus the thinking, constrained (the
         // rest of this generation's batch is dropped with it).
         deferring = false;
-        const cut = raw.indexOf(tags.close);
-        const prefix = cut === -1 ? "" : raw.slice(0, cut + tags.close.length);
+        const cut = harmony ? finalMessageStart(raw) : raw.indexOf(tags.close);
+        const prefix = cut === -1 ? "" : raw.slice(0, harmony ? cut : cut + tags.close.length);
         await gen?.close();
         const next = new Generation(s.lease, job(s.prompt + prefix, req.format), req.signal);
         gen = next;

@@ -4,6 +4,7 @@ import type { Deps } from "../deps.js";
 import { badRequest } from "../errors.js";
 import { resolveOptions } from "../options.js";
 import { parseFormat } from "../prompt/format.js";
+import { harmonyLevel, HarmonyNames, usesHarmony } from "../prompt/harmony.js";
 import { renderPrompt, renderSuffix, type RenderMessage } from "../prompt/render.js";
 import type { GenerateBody } from "../schemas.js";
 import { renderWithRunner, startCompletion, type CompletionRequest, type Prepared } from "./completion.js";
@@ -58,7 +59,9 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
 
   const toEngine = features.messages && !body.raw && !body.template && !body.suffix;
   const template = toEngine ? undefined : templateFor(spec, body.template);
-  const thinkInput = { think: think.enabled, thinkLevel: think.level, isThinkSet: think.isSet };
+  // gpt-oss: the answer is read as harmony messages (the model's own template decides, as in Ollama).
+  const harmony = !body.raw && !toEngine && usesHarmony(spec.config, templateFor(spec)) ? { names: new HarmonyNames() } : undefined;
+  const thinkInput = { think: think.enabled, thinkLevel: harmony ? harmonyLevel(think.level) : think.level, isThinkSet: think.isSet };
   let prompt: CompletionRequest["prompt"];
   if (body.raw) prompt = { text: body.prompt };
   else if (toEngine || !template) {
@@ -100,6 +103,7 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
     shift: body.shift ?? true,
     heartbeat: body.stream !== false,
     logprobs: logprobsOf(body),
+    ...(harmony ? { harmony } : {}),
   });
   return { kind: "completion", completion };
 }

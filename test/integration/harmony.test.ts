@@ -1,0 +1,100 @@
+// gpt-oss's harmony format end to end: a generated model with gpt-oss's chat template and its
+// harmony tokens, created with Ollama's `parser: "harmony"`, answered through /api/chat, /api/generate
+// and the OpenAI route. Its answer is messages on channels (`<|channel|>analysis` is thinking,
+// `final` is content, a message `to=functions.x` a tool call), read by the harmony parser.
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestModel } from "../../scripts/make-test-model.js";
+import { createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+
+let d: TestDaemon;
+const MODEL = "harmony";
+const GREEDY = { temperature: 0, num_predict: 256, repeat_penalty: 1 };
+const WEATHER = {
+  type: "function",
+  function: {
+    name: "get-weather now",
+    description: "The weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string", maxLength: 12 } }, required: ["city"], additionalProperties: false },
+  },
+};
+
+async function post(path: string, body: unknown): Promise<{ status: number; json: any; text: string }> {
+  const r = await fetch(`${d.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+  const text = await r.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: r.status, json, text };
+}
+
+beforeAll(async () => {
+  d = await startDaemon({ OLLAMA_KEEP_ALIVE: "30s" });
+  const file = await makeTestModel({ template: "harmony" });
+  const r = await createModelFromFile(d.url, MODEL, file, { parser: "harmony" });
+  expect(r.status, await r.text()).toBe(200);
+}, 60_000);
+
+afterAll(async () => {
+  await d?.stop();
+});
+
+describe("harmony (gpt-oss)", () => {
+  it("shows the parser's capabilities, and renders tools as identifiers, thinking as analysis, think levels as reasoning", async () => {
+    const show = await post("/api/show", { model: MODEL });
+    expect(show.json.capabilities).toEqual(expect.arrayContaining(["completion", "tools", "thinking"]));
+    const r = await post("/api/chat", {
+      model: MODEL,
+      _debug_render_only: true,
+      think: "max",
+      tools: [WEATHER],
+      messages: [
+        { role: "user", content: "Weather?" },
+        { role: "assistant", content: "", thinking: "They want weather.", tool_calls: [{ function: { name: "get-weather now", arguments: { city: "Oslo" } } }] },
+        { role: "tool", content: "sunny", tool_name: "get-weather now" },
+        { role: "user", content: "Thanks" },
+      ],
+    });
+    expect(r.status, r.text).toBe(200);
+    const prompt = r.json._debug_info.rendered_template as string;
+    expect(prompt).toContain("Reasoning: high");
+    expect(prompt).toContain("type get_weather_now = (_: {");
+    expect(prompt).toContain("<|start|>assistant<|channel|>analysis<|message|>They want weather.<|end|>");
+    expect(prompt.endsWith("<|start|>assistant")).toBe(true);
+  });
+
+  it("tool_choice makes the answer a call to the tool, under the client's name", async () => {
+    const r = await post("/api/chat", {
+      model: MODEL,
+      messages: [{ role: "user", content: "Weather in Oslo?" }],
+      tools: [WEATHER],
+      tool_choice: { type: "function", function: { name: "get-weather now" } },
+      stream: false,
+      options: { ...GREEDY, num_predict: 200 },
+    });
+    expect(r.status, r.text).toBe(200);
+    const calls = r.json.message.tool_calls;
+    expect(calls).toHaveLength(1);
+    expect(calls[0].function.name).toBe("get-weather now");
+    expect(typeof calls[0].function.arguments.city).toBe("string");
+    expect(Object.keys(calls[0].function.arguments)).toEqual(["city"]);
+    expect(r.json.message.content).toBe("");
+
+    const openai = new OpenAI({ baseURL: `${d.url}/v1`, apiKey: "unused" });
+    const c = await openai.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "Weather in Oslo?" }],
+      tools: [WEATHER as OpenAI.ChatCompletionTool],
+      tool_choice: "required",
+      temperature: 0,
+      max_tokens: 200,
+    });
+    expect(c.choices[0]!.finish_reason).toBe("tool_calls");
+    const call = c.choices[0]!.message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(call.function.name).toBe("get-weather now");
+    expect(Object.keys(JSON.parse(call.function.arguments))).toEqual(["city"]);
+  });
+});

@@ -304,9 +304,33 @@ export class RegistryClient {
    * A request with Ollama's auth handling (makeRequestWithRetry): a 401 with a Bearer challenge
    * fetches a token and tries once more; a second 401 is `unauthorized: access denied`.
    * 404 → RegistryError("file does not exist", 404); other ≥ 400 → `<code>: <body>`.
-   * `okStatuses` lets a caller take some ≥ 400 answers itself (HEAD 404).
+   * `okStatuses` lets a caller take some answers itself (HEAD 404, PATCH 307). A write (not GET
+   * or HEAD) follows 307/308 redirects; GETs follow theirs in follow().
    */
   async send(method: string, url: URL, o: SendOptions = {}, okStatuses: number[] = []): Promise<Dispatcher.ResponseData> {
+    if (method === "GET" || method === "HEAD") return this.sendAuthed(method, url, o, okStatuses);
+    // A write answered by a redirect: 307 and 308 keep the method and body (an upload sent on to
+    // object storage) and are followed; any other 3xx would drop the body, so it is an error,
+    // never a success for bytes that were not stored.
+    const seen = new Set<string>();
+    for (let at = url; ; ) {
+      seen.add(at.href);
+      const res = await this.sendAuthed(method, at, o, okStatuses);
+      if (res.statusCode < 300 || res.statusCode >= 400 || okStatuses.includes(res.statusCode)) return res;
+      await res.body.dump({ limit: 64 << 10 }).catch(noop);
+      if (res.statusCode !== 307 && res.statusCode !== 308) {
+        throw new RegistryError(`the registry answered ${method} ${at.pathname} with a ${res.statusCode} redirect; an upload can only follow a 307 or 308`);
+      }
+      const next = redirectOf(res, at);
+      if (!next) throw new RegistryError(`unexpected status code ${res.statusCode} (a redirect without a Location)`);
+      if (seen.has(next.href)) throw new RegistryError(`redirect loop: ${next.href} was visited twice`);
+      if (seen.size > MAX_REDIRECTS) throw new RegistryError(`maximum redirects exceeded (${MAX_REDIRECTS}) for ${url.href}`);
+      at = next;
+    }
+  }
+
+  /** send() without following redirects. */
+  private async sendAuthed(method: string, url: URL, o: SendOptions, okStatuses: number[]): Promise<Dispatcher.ResponseData> {
     for (let attempt = 0; attempt < 2; attempt++) {
       const res = await this.raw(method, url, o);
       if (okStatuses.includes(res.statusCode)) return res;

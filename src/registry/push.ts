@@ -129,10 +129,11 @@ async function uploadBlob(store: Store, client: RegistryClient, layer: Layer, op
 async function sendBytes(client: RegistryClient, file: string, digest: string, total: number, location: URL, counter: Counter, opts: PushOptions): Promise<void> {
   const signal = opts.signal;
   const size = partSize(total, opts);
+  // appended to the query as the registry wrote it: re-encoding it can break a signed URL
   const finish = (loc: URL, etag?: string) => {
     const u = new URL(loc);
-    u.searchParams.set("digest", digest);
-    if (etag) u.searchParams.set("etag", etag);
+    const add = `digest=${encodeURIComponent(digest)}${etag ? `&etag=${etag}` : ""}`;
+    u.search = u.search.length > 1 ? `${u.search}&${add}` : `?${add}`;
     return u;
   };
 

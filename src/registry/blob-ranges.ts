@@ -13,7 +13,7 @@
 import type { Dispatcher } from "undici";
 import type { FileHandle } from "node:fs/promises";
 import { setMaxListeners } from "node:events";
-import { backoffDelay, isTransient, RetriesExhaustedError, sleep, type RegistryClient } from "./client.js";
+import { isTransient, retryDelay, RetriesExhaustedError, sleep, type RegistryClient } from "./client.js";
 import { bodyTooLong, bodyTooShort, checked, checkRangeAnswer, checkWholeAnswer, NoRangeSupport } from "./blob-answers.js";
 import type { Hasher } from "./blob-hasher.js";
 import { writeAll, type DownloadTuning, type PartState } from "./blob-parts.js";
@@ -177,8 +177,8 @@ export class RangeFetcher {
           continue;
         }
         if (++tries >= max) throw new RetriesExhaustedError(`max retries exceeded: ${(err as Error).message}`);
-        const wait = backoffDelay(this.dl.client.backoffMs, tries - 1);
-        this.dl.log("info", `${name} attempt ${tries} failed: ${(err as Error).message}, retrying in ${Math.round(wait)} ms`);
+        const wait = retryDelay(err, this.dl.client.backoffMs, tries - 1);
+        this.dl.client.retryNotice(name, err, tries + 1, max, wait);
         await sleep(wait, signal);
       }
     }

@@ -20,10 +20,30 @@ export class RegistryError extends Error {
     message: string,
     readonly status?: number,
     transient?: boolean,
+    /** The wait the registry asked for (Retry-After) before another try. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.transient = transient ?? (status !== undefined && ((status >= 500 && status !== 501 && status !== 505) || status === 408 || status === 429));
   }
+}
+
+/** The longest Retry-After waited for; a registry asking for more is told to the user at once. */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
+/** Retry-After in ms (delta-seconds or an HTTP-date), or undefined when absent or unreadable. */
+export function retryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!v) return undefined;
+  if (/^\d{1,9}$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** The wait before another try: the back-off, or longer when the registry asked for it. */
+export function retryDelay(err: unknown, base: number, attempt: number): number {
+  const asked = err instanceof RegistryError ? (err.retryAfterMs ?? 0) : 0;
+  return Math.max(backoffDelay(base, attempt), asked);
 }
 
 /** Transient failures retried until the bound ran out: what is on disk stays for a later pull. */
@@ -348,7 +368,13 @@ export class RegistryClient {
       }
       if (res.statusCode >= 400) {
         const text = (await readBody(res, 64 << 10).catch(() => Buffer.alloc(0))).toString("utf8").trim();
-        throw new RegistryError(`${res.statusCode}: ${text}`, res.statusCode);
+        const message = `${res.statusCode}: ${text}`;
+        const after = retryAfterMs(res.headers["retry-after"]);
+        if (after !== undefined && after > MAX_RETRY_AFTER_MS && new RegistryError(message, res.statusCode).transient) {
+          // waiting that long in a pull or push is worse than saying so (and keeping what arrived)
+          throw new RetriesExhaustedError(`${message} (the registry at ${url.host} asks to wait ${Math.ceil(after / 1000)} s before trying again; try again later)`);
+        }
+        throw new RegistryError(message, res.statusCode, undefined, after);
       }
       return res;
     }
@@ -367,12 +393,18 @@ export class RegistryClient {
         return await this.send(method, url, o, okStatuses);
       } catch (err) {
         if (!isTransient(err, signal) || attempt + 1 >= this.tries) throw err;
-        const wait = backoffDelay(this.backoffMs, attempt);
-        this.opts.log?.(`${method} ${url.pathname} failed: ${(err as Error).message}; retrying in ${Math.round(wait)} ms`);
-        this.opts.onRetry?.({ error: (err as Error).message, attempt: attempt + 2, tries: this.tries, waitMs: wait });
+        const wait = retryDelay(err, this.backoffMs, attempt);
+        this.retryNotice(`${method} ${url.pathname}`, err, attempt + 2, this.tries, wait);
         await sleep(wait, signal);
       }
     }
+  }
+
+  /** Tell the log and the user's progress that `what` failed and try `attempt` follows in `waitMs`. */
+  retryNotice(what: string, err: unknown, attempt: number, tries: number, waitMs: number): void {
+    const error = err instanceof Error ? err.message : String(err);
+    this.opts.log?.(`${what} failed: ${error}; retrying in ${Math.round(waitMs)} ms`);
+    this.opts.onRetry?.({ error, attempt, tries, waitMs });
   }
 
   /**

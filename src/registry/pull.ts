@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { BlobDownload, DEFAULT_TUNING, DigestMismatchPullError, type DownloadTuning } from "./blob-download.js";
 import { bodyTooLong, bodyTooShort, checked, checkWholeAnswer } from "./blob-answers.js";
 import { resumableParts } from "./blob-parts.js";
-import { backoffDelay, isTransient, readBody, RegistryClient, sleep, type RegistryOptions } from "./client.js";
+import { isTransient, readBody, RegistryClient, retryDelay, sleep, type RegistryOptions } from "./client.js";
 import { checkFreeSpace, noSpaceWhileWriting } from "./disk-space.js";
 import { digestFileName, displayName, type ModelName } from "./name.js";
 import { decodeManifest, type Layer, type Manifest } from "./manifest.js";
@@ -104,7 +104,9 @@ async function fetchSmallBlob(store: Store, client: RegistryClient, layer: Layer
       return;
     } catch (err) {
       if (!isTransient(err, opts.signal) || attempt + 1 >= client.tries) throw noSpaceWhileWriting(err, digestFileName(digest));
-      await sleep(backoffDelay(client.backoffMs, attempt), opts.signal);
+      const wait = retryDelay(err, client.backoffMs, attempt);
+      client.retryNotice(`GET ${shortHex(digest)}`, err, attempt + 2, client.tries, wait);
+      await sleep(wait, opts.signal);
     }
   }
 }

@@ -218,6 +218,21 @@ export function redirectOf(res: Dispatcher.ResponseData, base: URL): URL | null 
 
 export const MAX_REDIRECTS = 10;
 
+/** The target of a redirect that must name one. */
+function redirectTarget(res: Dispatcher.ResponseData, at: URL): URL {
+  const next = redirectOf(res, at);
+  if (!next) throw new RegistryError(`unexpected status code ${res.statusCode} (a redirect without a Location)`);
+  return next;
+}
+
+/** Record a redirect hop from `start`: never the same URL twice, at most MAX_REDIRECTS. */
+function visit(next: URL, seen: Set<string>, start: URL): URL {
+  if (seen.has(next.href)) throw new RegistryError(`redirect loop: ${next.href} was visited twice`);
+  if (seen.size > MAX_REDIRECTS) throw new RegistryError(`maximum redirects exceeded (${MAX_REDIRECTS}) for ${start.href}`);
+  seen.add(next.href);
+  return next;
+}
+
 /**
  * Manifest content types that are certainly not a model manifest: a web page (a login portal,
  * a host that is no registry), a multi-platform index, Docker's schema 1. Others are parsed, so
@@ -252,6 +267,8 @@ export class RegistryClient {
   /** `<namespace>/<model>` */
   readonly repo: string;
   private token: string | undefined;
+  /** The token request in flight: requests refused together wait for one token. */
+  private tokenFetch: Promise<string> | undefined;
   private dispatcher: Dispatcher | undefined;
   /** Something was received from the registry (see unreachable.ts). */
   private reached = false;
@@ -281,9 +298,12 @@ export class RegistryClient {
     return this.dispatcher;
   }
 
-  /** True when a request to `url` may carry this registry's token (same host and port). */
+  /**
+   * True when a request to `url` may carry this registry's token or signature: the same scheme,
+   * host and port (an https registry's token never goes out over plain http).
+   */
   sameHost(url: URL): boolean {
-    return url.host === this.base.host;
+    return url.origin === this.base.origin;
   }
 
   /**
@@ -332,34 +352,35 @@ export class RegistryClient {
     // A write answered by a redirect: 307 and 308 keep the method and body (an upload sent on to
     // object storage) and are followed; any other 3xx would drop the body, so it is an error,
     // never a success for bytes that were not stored.
-    const seen = new Set<string>();
+    const seen = new Set([url.href]);
     for (let at = url; ; ) {
-      seen.add(at.href);
       const res = await this.sendAuthed(method, at, o, okStatuses);
       if (res.statusCode < 300 || res.statusCode >= 400 || okStatuses.includes(res.statusCode)) return res;
       await res.body.dump({ limit: 64 << 10 }).catch(noop);
       if (res.statusCode !== 307 && res.statusCode !== 308) {
         throw new RegistryError(`the registry answered ${method} ${at.pathname} with a ${res.statusCode} redirect; an upload can only follow a 307 or 308`);
       }
-      const next = redirectOf(res, at);
-      if (!next) throw new RegistryError(`unexpected status code ${res.statusCode} (a redirect without a Location)`);
-      if (seen.has(next.href)) throw new RegistryError(`redirect loop: ${next.href} was visited twice`);
-      if (seen.size > MAX_REDIRECTS) throw new RegistryError(`maximum redirects exceeded (${MAX_REDIRECTS}) for ${url.href}`);
-      at = next;
+      at = visit(redirectTarget(res, at), seen, url);
     }
   }
 
   /** send() without following redirects. */
   private async sendAuthed(method: string, url: URL, o: SendOptions, okStatuses: number[]): Promise<Dispatcher.ResponseData> {
     for (let attempt = 0; attempt < 2; attempt++) {
+      const sent = this.token;
       const res = await this.raw(method, url, o);
       if (okStatuses.includes(res.statusCode)) return res;
-      if (res.statusCode === 401) {
+      // a 401 from elsewhere (a storage host the registry redirected to) is no challenge of the
+      // registry's: its token would go to the wrong host, or the registry get a stranger's
+      if (res.statusCode === 401 && this.sameHost(url)) {
         const header = res.headers["www-authenticate"];
         await res.body.dump().catch(() => undefined);
         const ch = parseChallenge(Array.isArray(header) ? header[0] : header);
         if (!ch || attempt > 0) break;
-        this.token = await this.fetchToken(ch, o.signal);
+        if (this.token === sent) {
+          this.tokenFetch ??= this.fetchToken(ch, o.signal).finally(() => (this.tokenFetch = undefined));
+          this.token = await this.tokenFetch;
+        }
         continue;
       }
       if (res.statusCode === 404) {
@@ -419,12 +440,18 @@ export class RegistryClient {
       throw new RegistryError(`invalid authentication realm "${ch.realm}"`);
     }
     if (url.protocol !== "https:" && url.protocol !== "http:") throw new RegistryError(`invalid authentication realm "${ch.realm}"`);
-    const headers: Record<string, string> = { "user-agent": this.userAgent };
-    if (url.host === this.base.host) {
-      const id = await ensureIdentity(this.opts.identityFile ?? identityPath());
-      headers.authorization = signWith(id, tokenRequestSigningText(url.toString()));
+    const signature = this.sameHost(url) ? signWith(await ensureIdentity(this.opts.identityFile ?? identityPath()), tokenRequestSigningText(url.toString())) : undefined;
+    // redirects followed as Go's client does for Ollama; the signature only to the registry itself
+    const seen = new Set([url.href]);
+    let res: Dispatcher.ResponseData;
+    for (let at = url; ; ) {
+      const headers: Record<string, string> = { "user-agent": this.userAgent };
+      if (signature && this.sameHost(at)) headers.authorization = signature;
+      res = await this.request(at, { method: "GET", headers, signal });
+      if (res.statusCode < 300 || res.statusCode >= 400) break;
+      await res.body.dump({ limit: 64 << 10 }).catch(noop);
+      at = visit(redirectTarget(res, at), seen, url);
     }
-    const res = await this.request(url, { method: "GET", headers, signal });
     const body = await readBody(res, 1 << 20);
     if (res.statusCode >= 400) {
       const text = body.toString("utf8").trim();
@@ -449,19 +476,14 @@ export class RegistryClient {
    * `stopAt`, the first redirect target it accepts is returned unrequested (`res` null).
    */
   async follow(start: URL, o: GetOptions = {}): Promise<{ res: Dispatcher.ResponseData | null; url: URL }> {
-    const seen = new Set<string>();
-    let url = start;
-    for (let hops = 0; ; hops++) {
-      if (seen.has(url.href)) throw new RegistryError(`redirect loop: ${url.href} was visited twice`);
-      if (hops > MAX_REDIRECTS) throw new RegistryError(`maximum redirects exceeded (${MAX_REDIRECTS}) for ${start.href}`);
-      seen.add(url.href);
+    const seen = new Set([start.href]);
+    for (let url = start; ; ) {
       const res = o.retry ? await this.sendRetry("GET", url, o) : await this.send("GET", url, o);
       if (res.statusCode < 300 || res.statusCode >= 400) return { res, url };
       await res.body.dump({ limit: 64 << 10 }).catch(noop);
-      const next = redirectOf(res, url);
-      if (!next) throw new RegistryError(`unexpected status code ${res.statusCode} (a redirect without a Location)`);
+      const next = redirectTarget(res, url);
       if (o.stopAt?.(next, url)) return { res: null, url: next };
-      url = next;
+      url = visit(next, seen, start);
     }
   }
 

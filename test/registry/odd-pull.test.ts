@@ -10,6 +10,8 @@ import { Store } from "../../src/registry/store.js";
 import { pullModel } from "../../src/registry/pull.js";
 import { pushModel } from "../../src/registry/push.js";
 import { parseModelName } from "../../src/registry/name.js";
+import { RegistryClient } from "../../src/registry/client.js";
+import type { IncomingMessage, ServerResponse } from "node:http";
 
 const weights = randomBytes(5 << 20); // over the small-blob size: ranged parts
 const config = Buffer.from('{"model_format":"gguf"}');
@@ -137,6 +139,85 @@ describe("pull from an odd registry", () => {
       expect(reg.blobs.has(digestOf(config))).toBe(true);
       expect((times[1] as number) - (times[0] as number)).toBeGreaterThanOrEqual(950);
       expect(statuses).toContain("429: slow down; retrying in 1.0s (try 2 of 6)");
+    });
+  });
+
+  describe("credentials", () => {
+    /** Token auth on `reg`: tokens from /token, valid while in `valid`; `issued` counts them. */
+    function tokens(): { valid: Set<string>; issued: () => number; check: (req: IncomingMessage, res: ServerResponse, u: URL) => boolean } {
+      const valid = new Set<string>();
+      let n = 0;
+      return {
+        valid,
+        issued: () => n,
+        check: (req, res, u) => {
+          if (u.pathname === "/token") {
+            const t = `T${++n}`;
+            valid.add(t);
+            res.end(JSON.stringify({ access_token: t }));
+            return true;
+          }
+          if (valid.has((req.headers.authorization ?? "").replace(/^Bearer /, ""))) return false;
+          res.writeHead(401, { "www-authenticate": `Bearer realm="${reg.url}/token",service="odd",scope="repository:a/b:pull"` }).end();
+          return true;
+        },
+      };
+    }
+
+    it("a token that expires mid-pull is renewed once for all the parts it failed, not once per part", async () => {
+      const t = tokens();
+      reg.hook = (req, res, u) => {
+        if (t.check(req, res, u)) return true;
+        if (req.headers.range === "bytes=1048576-1310719") t.valid.clear(); // expires while parts are in flight
+        return false;
+      };
+      const p = await pull();
+      await pulledAll(p);
+      expect(t.issued()).toBe(2);
+    });
+
+    it("a 401 from the storage host a blob redirects to is not answered with the registry's token dance", async () => {
+      const t = tokens();
+      reg.hook = (req, res, u) => {
+        if (t.check(req, res, u)) return true;
+        if (!u.pathname.includes("/blobs/")) return false;
+        res.writeHead(307, { location: `${cdn.url}${u.pathname}?sig=expired` }).end();
+        return true;
+      };
+      cdn.hook = (req, res, u) => {
+        if (u.pathname === "/cdn-token") return Boolean(res.end(JSON.stringify({ token: "CDN-TOKEN" })));
+        res.writeHead(401, { "www-authenticate": `Bearer realm="${cdn.url}/cdn-token"` }).end("signature expired");
+        return true;
+      };
+      const p = await pull();
+      expect(p.error).toMatch(/^401: signature expired$/);
+      expect(cdn.requests.filter((r) => r.url.startsWith("/cdn-token"))).toEqual([]);
+      expect(cdn.requests.every((r) => r.authorization === undefined)).toBe(true);
+      expect(reg.requests.filter((r) => !r.url.startsWith("/token") && r.authorization && r.authorization !== "Bearer T1").map((r) => r.authorization)).toEqual([]);
+      expect((await readdir(p.store.blobsDir).catch(() => [])).filter((f) => f.includes(digestOf(weights).slice(7)))).toEqual([]);
+    });
+
+    it("a token realm that redirects is followed; the signed request's signature goes only to the registry itself", async () => {
+      reg.hook = (req, res, u) => {
+        if (u.pathname === "/token") return Boolean(res.writeHead(302, { location: `/token/v2${u.search}` }).end());
+        if (u.pathname === "/token/v2") return Boolean(res.writeHead(307, { location: `${cdn.url}/issue${u.search}` }).end());
+        if (req.headers.authorization === "Bearer FROM-CDN") return false;
+        res.writeHead(401, { "www-authenticate": `Bearer realm="${reg.url}/token",service="odd"` }).end();
+        return true;
+      };
+      cdn.hook = (req, res, u) => (u.pathname === "/issue" ? Boolean(res.end(JSON.stringify({ token: "FROM-CDN" }))) : false);
+      await pulledAll(await pull());
+      expect(reg.requests.filter((r) => r.url.startsWith("/token")).every((r) => /^[\w+/=]+:[\w+/=]+$/.test(r.authorization ?? ""))).toBe(true);
+      expect(cdn.requests.map((r) => [r.url.split("?")[0], r.authorization])).toEqual([["/issue", undefined]]);
+    });
+
+    it("a token is for the registry's own scheme, host and port: never sent over http for an https registry", () => {
+      const client = new RegistryClient(parseModelName("registry.example/a/b")!);
+      expect(client.sameHost(new URL("https://registry.example/v2/x"))).toBe(true);
+      expect(client.sameHost(new URL("https://registry.example:443/v2/x"))).toBe(true);
+      expect(client.sameHost(new URL("http://registry.example/v2/x"))).toBe(false);
+      expect(client.sameHost(new URL("https://registry.example:8443/v2/x"))).toBe(false);
+      expect(client.sameHost(new URL("https://cdn.registry.example/v2/x"))).toBe(false);
     });
   });
 });

@@ -220,4 +220,45 @@ describe("pull from an odd registry", () => {
       expect(client.sameHost(new URL("https://cdn.registry.example/v2/x"))).toBe(false);
     });
   });
+
+  describe("signed storage URLs", () => {
+    /** The registry redirects blobs to `cdn` with a signature; `valid` says which ones the cdn takes. */
+    function signedRedirects(valid: (sig: number, served: number) => boolean): { resolves: () => number } {
+      let sig = 0;
+      let served = 0;
+      reg.hook = (req, res, u) => {
+        if (!u.pathname.includes("/blobs/")) return false;
+        res.writeHead(307, { location: `${cdn.url}${u.pathname}?X-Amz-Signature=${++sig}` }).end();
+        return true;
+      };
+      cdn.hook = (req, res, u) => {
+        if (valid(Number(u.searchParams.get("X-Amz-Signature")), served++)) return false;
+        res.writeHead(403, { "content-type": "application/xml" }).end("<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>");
+        return true;
+      };
+      return { resolves: () => sig };
+    }
+
+    it("a signed URL that expires mid-download is renewed from the registry and the download goes on", async () => {
+      // each signature is good for 6 requests to the storage host
+      let current = 1;
+      let uses = 0;
+      const r = signedRedirects((sig) => {
+        if (sig > current) [current, uses] = [sig, 0];
+        return sig === current && ++uses <= 6;
+      });
+      const p = await pull();
+      await pulledAll(p);
+      expect(r.resolves()).toBeGreaterThan(3);
+      expect(cdn.requests.some((q) => q.method === "GET" && q.url.includes("X-Amz-Signature=1"))).toBe(true);
+    });
+
+    it("a storage host that refuses every fresh URL fails the pull at once, after one renewal", async () => {
+      const r = signedRedirects(() => false);
+      const p = await pull();
+      expect(p.error).toMatch(/^403: <Error><Code>AccessDenied<\/Code>/);
+      expect(p.ms).toBeLessThan(5000);
+      expect(r.resolves()).toBeLessThanOrEqual(3); // the small blob's, the probe's, one renewal
+    });
+  });
 });

@@ -243,6 +243,11 @@ function checkManifestType(contentType: string | undefined, host: string): void 
   if (type === "text/html" || type === "application/xhtml+xml") {
     throw new RegistryError(`the registry answered with ${type}, not a manifest (is ${host} a model registry?)`);
   }
+  checkManifestKind(type);
+}
+
+/** An image index or a schema 1 manifest, named by a Content-Type or the manifest's mediaType. */
+export function checkManifestKind(type: string): void {
   if (type === "application/vnd.oci.image.index.v1+json" || type === "application/vnd.docker.distribution.manifest.list.v2+json") {
     throw new RegistryError(`${type} is an image index (a list of manifests), not an Ollama model manifest`);
   }
@@ -408,14 +413,18 @@ export class RegistryClient {
    * common enough that we do.
    */
   async sendRetry(method: string, url: URL, o: SendOptions = {}, okStatuses: number[] = []): Promise<Dispatcher.ResponseData> {
-    const signal = o.signal ?? this.opts.signal;
-    for (let attempt = 0; ; attempt++) {
+    return this.withRetry(`${method} ${url.pathname}`, o.signal ?? this.opts.signal, () => this.send(method, url, o, okStatuses));
+  }
+
+  /** `attempt` until it succeeds, its failure is final, or `tries` ran out. */
+  private async withRetry<T>(what: string, signal: AbortSignal | undefined, attempt: () => Promise<T>): Promise<T> {
+    for (let n = 0; ; n++) {
       try {
-        return await this.send(method, url, o, okStatuses);
+        return await attempt();
       } catch (err) {
-        if (!isTransient(err, signal) || attempt + 1 >= this.tries) throw err;
-        const wait = retryDelay(err, this.backoffMs, attempt);
-        this.retryNotice(`${method} ${url.pathname}`, err, attempt + 2, this.tries, wait);
+        if (!isTransient(err, signal) || n + 1 >= this.tries) throw err;
+        const wait = retryDelay(err, this.backoffMs, n);
+        this.retryNotice(what, err, n + 2, this.tries, wait);
         await sleep(wait, signal);
       }
     }
@@ -496,15 +505,19 @@ export class RegistryClient {
 
   /** GET the manifest for `tag`: the raw bytes (kept verbatim on disk). */
   async getManifest(tag: string, signal?: AbortSignal): Promise<Buffer> {
-    const res = await this.get(this.url("manifests", tag), { headers: { accept: MANIFEST_ACCEPT }, signal, retry: true });
-    try {
-      if (res.statusCode !== 200) throw new RegistryError(`unexpected status code ${res.statusCode}`);
-      checkManifestType(headerValue(res, "content-type"), this.base.host);
-    } catch (e) {
-      discardBody(res);
-      throw e;
-    }
-    return readBody(res, 4 << 20, "manifest exceeds 4194304 bytes");
+    const url = this.url("manifests", tag);
+    // the body is read inside the retry: a connection dropped mid-manifest is tried again too
+    return this.withRetry(`GET ${url.pathname}`, signal ?? this.opts.signal, async () => {
+      const res = await this.get(url, { headers: { accept: MANIFEST_ACCEPT }, signal });
+      try {
+        if (res.statusCode !== 200) throw new RegistryError(`unexpected status code ${res.statusCode}`);
+        checkManifestType(headerValue(res, "content-type"), this.base.host);
+      } catch (e) {
+        discardBody(res);
+        throw e;
+      }
+      return readBody(res, 4 << 20, "manifest exceeds 4194304 bytes");
+    });
   }
 
   /**

@@ -261,4 +261,36 @@ describe("pull from an odd registry", () => {
       expect(r.resolves()).toBeLessThanOrEqual(3); // the small blob's, the probe's, one renewal
     });
   });
+
+  describe("manifests", () => {
+    it("a manifest whose connection drops mid-body is fetched again, saying so", async () => {
+      let cut = 0;
+      reg.hook = (req, res, u) => {
+        if (!u.pathname.includes("/manifests/") || cut++ > 0) return false;
+        const body = reg.manifests.get("a/b:latest") as Buffer;
+        res.writeHead(200, { "content-length": String(body.length) });
+        res.write(body.subarray(0, 20));
+        setTimeout(() => res.socket?.destroy(), 20);
+        return true;
+      };
+      const p = await pull();
+      await pulledAll(p);
+      expect(p.statuses.some((s) => /; retrying in \d+ms \(try 2 of 6\)$/.test(s))).toBe(true);
+    });
+
+    it("an image index or a schema 1 manifest served as plain JSON is named as such", async () => {
+      const cases: Array<[object, RegExp]> = [
+        [{ schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json", manifests: [{ mediaType: "application/vnd.oci.image.manifest.v1+json", digest: digestOf("x"), size: 1 }] }, /is an image index \(a list of manifests\), not an Ollama model manifest$/],
+        [{ schemaVersion: 2, mediaType: "application/vnd.docker.distribution.manifest.list.v2+json", manifests: [] }, /is an image index/],
+        [{ schemaVersion: 1, name: "a/b", tag: "latest", fsLayers: [{ blobSum: digestOf("x") }] }, /is a Docker schema 1 manifest, not an Ollama model manifest$/],
+      ];
+      for (const [body, want] of cases) {
+        reg.hook = (req, res, u) => (u.pathname.includes("/manifests/") ? Boolean(res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body))) : false);
+        const p = await pull();
+        expect(p.error).toMatch(/^pull model manifest: /);
+        expect(p.error).toMatch(want);
+        expect(reg.requests.filter((r) => r.url.includes("/blobs/"))).toEqual([]);
+      }
+    });
+  });
 });

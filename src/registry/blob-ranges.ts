@@ -13,7 +13,7 @@
 import type { Dispatcher } from "undici";
 import type { FileHandle } from "node:fs/promises";
 import { setMaxListeners } from "node:events";
-import { backoffDelay, isTransient, RetriesExhaustedError, sleep, type RegistryClient } from "./client.js";
+import { isTransient, RegistryError, retryDelay, RetriesExhaustedError, sleep, type RegistryClient } from "./client.js";
 import { bodyTooLong, bodyTooShort, checked, checkRangeAnswer, checkWholeAnswer, NoRangeSupport } from "./blob-answers.js";
 import type { Hasher } from "./blob-hasher.js";
 import { writeAll, type DownloadTuning, type PartState } from "./blob-parts.js";
@@ -67,6 +67,13 @@ export class RangeFetcher {
   private readonly digest: string;
   /** Transient failures so far, in all chunks. */
   private failures = 0;
+  /** Where the bytes come from; renewed when a signed storage URL has expired (renewUrl). */
+  private url!: URL;
+  /** Bumped with each renewal: a failure with an older URL just tries the new one. */
+  private urlGen = 0;
+  private renewing: Promise<void> | undefined;
+  /** Bytes written when the URL was last renewed: one renewal per stretch without progress. */
+  private renewedAt = -1;
 
   constructor(private readonly dl: RangeDownload) {
     this.digest = `sha256:${dl.hex}`;
@@ -77,6 +84,7 @@ export class RangeFetcher {
    * server turns out not to support ranges, whatever is still missing comes from one stream.
    */
   async run(todo: PartState[], url: URL): Promise<void> {
+    this.url = url;
     const chunkSize = Math.min(Math.max(Math.floor(this.dl.total / 256), this.dl.tuning.minChunkSize), this.dl.tuning.maxChunkSize);
     const chunks: Chunk[] = [];
     for (const part of todo) {
@@ -88,7 +96,7 @@ export class RangeFetcher {
       }
     }
     try {
-      await this.parallel([...chunks], url);
+      await this.parallel([...chunks]);
       return;
     } catch (e) {
       if (!(e instanceof NoRangeSupport) || this.dl.signal.aborted) throw e;
@@ -96,7 +104,7 @@ export class RangeFetcher {
     }
     const rest = chunks.filter((c) => c.start + c.written < c.end);
     const missing = () => rest.reduce((n, c) => n + c.end - c.start - c.written, 0);
-    await this.retrying("stream", () => this.fetchWhole(rest, url, this.dl.signal), missing, this.dl.signal);
+    await this.retrying("stream", () => this.fetchWhole(rest, this.dl.signal), missing, this.dl.signal);
   }
 
   /**
@@ -105,7 +113,7 @@ export class RangeFetcher {
    * the whole blob at the end; chunks in order keep the hashed prefix close behind the download.
    * The first final failure stops every connection.
    */
-  private async parallel(queue: Chunk[], url: URL): Promise<void> {
+  private async parallel(queue: Chunk[]): Promise<void> {
     const inner = new AbortController();
     setMaxListeners(4 * this.dl.tuning.maxParts + 16, inner.signal);
     const onOuter = () => inner.abort(this.dl.signal.reason);
@@ -116,7 +124,7 @@ export class RangeFetcher {
         const chunk = c;
         try {
           const missing = () => chunk.end - chunk.start - chunk.written;
-          await this.retrying(`part ${chunk.owner.part.N}`, () => this.fetchRange(chunk, url, inner.signal), missing, inner.signal);
+          await this.retrying(`part ${chunk.owner.part.N}`, () => this.fetchRange(chunk, inner.signal), missing, inner.signal);
         } catch (e) {
           first ??= e;
           inner.abort(e);
@@ -162,9 +170,11 @@ export class RangeFetcher {
     let stalls = 0;
     while (missing() > 0) {
       const before = missing();
+      const gen = this.urlGen;
       try {
         await attempt();
       } catch (err) {
+        if (!isTransient(err, signal) && (await this.renewUrl(err, gen))) continue;
         if (!isTransient(err, signal) || this.dl.lockLost()) throw err;
         const budget = max * this.dl.tuning.maxParts;
         if (++this.failures >= budget) throw new RetriesExhaustedError(`max retries exceeded: ${budget} failed transfers of ${this.digest}; last: ${(err as Error).message}`);
@@ -177,10 +187,39 @@ export class RangeFetcher {
           continue;
         }
         if (++tries >= max) throw new RetriesExhaustedError(`max retries exceeded: ${(err as Error).message}`);
-        const wait = backoffDelay(this.dl.client.backoffMs, tries - 1);
-        this.dl.log("info", `${name} attempt ${tries} failed: ${(err as Error).message}, retrying in ${Math.round(wait)} ms`);
+        const wait = retryDelay(err, this.dl.client.backoffMs, tries - 1);
+        this.dl.client.retryNotice(name, err, tries + 1, max, wait);
         await sleep(wait, signal);
       }
+    }
+  }
+
+  /**
+   * A storage host the registry redirected to (a signed S3/CDN URL) refusing with 400/401/403
+   * has most likely seen its URL expire during a long download: ask the registry for a fresh one
+   * (once per stretch without progress) instead of failing the whole download. True when the
+   * failed request should be tried again.
+   */
+  private async renewUrl(err: unknown, gen: number): Promise<boolean> {
+    const status = err instanceof RegistryError ? err.status : undefined;
+    if (status !== 400 && status !== 401 && status !== 403) return false;
+    if (gen !== this.urlGen) return true; // renewed since this request was sent
+    if (!this.renewing) {
+      if (this.dl.client.sameHost(this.url) || this.renewedAt === this.dl.progress.completed || this.dl.signal.aborted) return false;
+      this.renewing = this.renew(err);
+    }
+    await this.renewing;
+    return true;
+  }
+
+  private async renew(err: unknown): Promise<void> {
+    try {
+      this.dl.log("info", `${this.dl.hex.slice(0, 12)}: ${(err as Error).message} from ${this.url.host}; asking the registry for a new URL`);
+      this.renewedAt = this.dl.progress.completed;
+      this.url = await this.dl.client.resolveBlobUrl(this.digest, this.dl.signal);
+      this.urlGen++;
+    } finally {
+      this.renewing = undefined;
     }
   }
 
@@ -220,16 +259,16 @@ export class RangeFetcher {
   }
 
   /** The rest of one chunk by a range request. */
-  private async fetchRange(chunk: Chunk, url: URL, signal: AbortSignal): Promise<void> {
+  private async fetchRange(chunk: Chunk, signal: AbortSignal): Promise<void> {
     const start = chunk.start + chunk.written;
-    const res = await this.dl.client.get(url, { headers: { range: `bytes=${start}-${chunk.end - 1}` }, signal });
+    const res = await this.dl.client.get(this.url, { headers: { range: `bytes=${start}-${chunk.end - 1}` }, signal });
     checked(res, () => checkRangeAnswer(res.statusCode, res.headers, start, chunk.end, this.dl.total, this.digest));
     await this.consume(res, start, chunk.end, [chunk]);
   }
 
   /** What `chunks` still miss, from one plain GET of the whole blob (a server without ranges). */
-  private async fetchWhole(chunks: Chunk[], url: URL, signal: AbortSignal): Promise<void> {
-    const res = await this.dl.client.get(url, { signal });
+  private async fetchWhole(chunks: Chunk[], signal: AbortSignal): Promise<void> {
+    const res = await this.dl.client.get(this.url, { signal });
     checked(res, () => checkWholeAnswer(res.statusCode, res.headers, this.dl.total, this.digest));
     await this.consume(res, 0, this.dl.total, chunks.filter((c) => c.start + c.written < c.end));
   }

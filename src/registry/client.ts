@@ -20,10 +20,30 @@ export class RegistryError extends Error {
     message: string,
     readonly status?: number,
     transient?: boolean,
+    /** The wait the registry asked for (Retry-After) before another try. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.transient = transient ?? (status !== undefined && ((status >= 500 && status !== 501 && status !== 505) || status === 408 || status === 429));
   }
+}
+
+/** The longest Retry-After waited for; a registry asking for more is told to the user at once. */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
+/** Retry-After in ms (delta-seconds or an HTTP-date), or undefined when absent or unreadable. */
+export function retryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!v) return undefined;
+  if (/^\d{1,9}$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** The wait before another try: the back-off, or longer when the registry asked for it. */
+export function retryDelay(err: unknown, base: number, attempt: number): number {
+  const asked = err instanceof RegistryError ? (err.retryAfterMs ?? 0) : 0;
+  return Math.max(backoffDelay(base, attempt), asked);
 }
 
 /** Transient failures retried until the bound ran out: what is on disk stays for a later pull. */
@@ -198,6 +218,21 @@ export function redirectOf(res: Dispatcher.ResponseData, base: URL): URL | null 
 
 export const MAX_REDIRECTS = 10;
 
+/** The target of a redirect that must name one. */
+function redirectTarget(res: Dispatcher.ResponseData, at: URL): URL {
+  const next = redirectOf(res, at);
+  if (!next) throw new RegistryError(`unexpected status code ${res.statusCode} (a redirect without a Location)`);
+  return next;
+}
+
+/** Record a redirect hop from `start`: never the same URL twice, at most MAX_REDIRECTS. */
+function visit(next: URL, seen: Set<string>, start: URL): URL {
+  if (seen.has(next.href)) throw new RegistryError(`redirect loop: ${next.href} was visited twice`);
+  if (seen.size > MAX_REDIRECTS) throw new RegistryError(`maximum redirects exceeded (${MAX_REDIRECTS}) for ${start.href}`);
+  seen.add(next.href);
+  return next;
+}
+
 /**
  * Manifest content types that are certainly not a model manifest: a web page (a login portal,
  * a host that is no registry), a multi-platform index, Docker's schema 1. Others are parsed, so
@@ -208,6 +243,11 @@ function checkManifestType(contentType: string | undefined, host: string): void 
   if (type === "text/html" || type === "application/xhtml+xml") {
     throw new RegistryError(`the registry answered with ${type}, not a manifest (is ${host} a model registry?)`);
   }
+  checkManifestKind(type);
+}
+
+/** An image index or a schema 1 manifest, named by a Content-Type or the manifest's mediaType. */
+export function checkManifestKind(type: string): void {
   if (type === "application/vnd.oci.image.index.v1+json" || type === "application/vnd.docker.distribution.manifest.list.v2+json") {
     throw new RegistryError(`${type} is an image index (a list of manifests), not an Ollama model manifest`);
   }
@@ -232,6 +272,8 @@ export class RegistryClient {
   /** `<namespace>/<model>` */
   readonly repo: string;
   private token: string | undefined;
+  /** The token request in flight: requests refused together wait for one token. */
+  private tokenFetch: Promise<string> | undefined;
   private dispatcher: Dispatcher | undefined;
   /** Something was received from the registry (see unreachable.ts). */
   private reached = false;
@@ -261,9 +303,12 @@ export class RegistryClient {
     return this.dispatcher;
   }
 
-  /** True when a request to `url` may carry this registry's token (same host and port). */
+  /**
+   * True when a request to `url` may carry this registry's token or signature: the same scheme,
+   * host and port (an https registry's token never goes out over plain http).
+   */
   sameHost(url: URL): boolean {
-    return url.host === this.base.host;
+    return url.origin === this.base.origin;
   }
 
   /**
@@ -304,18 +349,43 @@ export class RegistryClient {
    * A request with Ollama's auth handling (makeRequestWithRetry): a 401 with a Bearer challenge
    * fetches a token and tries once more; a second 401 is `unauthorized: access denied`.
    * 404 → RegistryError("file does not exist", 404); other ≥ 400 → `<code>: <body>`.
-   * `okStatuses` lets a caller take some ≥ 400 answers itself (HEAD 404).
+   * `okStatuses` lets a caller take some answers itself (HEAD 404, PATCH 307). A write (not GET
+   * or HEAD) follows 307/308 redirects; GETs follow theirs in follow().
    */
   async send(method: string, url: URL, o: SendOptions = {}, okStatuses: number[] = []): Promise<Dispatcher.ResponseData> {
+    if (method === "GET" || method === "HEAD") return this.sendAuthed(method, url, o, okStatuses);
+    // A write answered by a redirect: 307 and 308 keep the method and body (an upload sent on to
+    // object storage) and are followed; any other 3xx would drop the body, so it is an error,
+    // never a success for bytes that were not stored.
+    const seen = new Set([url.href]);
+    for (let at = url; ; ) {
+      const res = await this.sendAuthed(method, at, o, okStatuses);
+      if (res.statusCode < 300 || res.statusCode >= 400 || okStatuses.includes(res.statusCode)) return res;
+      await res.body.dump({ limit: 64 << 10 }).catch(noop);
+      if (res.statusCode !== 307 && res.statusCode !== 308) {
+        throw new RegistryError(`the registry answered ${method} ${at.pathname} with a ${res.statusCode} redirect; an upload can only follow a 307 or 308`);
+      }
+      at = visit(redirectTarget(res, at), seen, url);
+    }
+  }
+
+  /** send() without following redirects. */
+  private async sendAuthed(method: string, url: URL, o: SendOptions, okStatuses: number[]): Promise<Dispatcher.ResponseData> {
     for (let attempt = 0; attempt < 2; attempt++) {
+      const sent = this.token;
       const res = await this.raw(method, url, o);
       if (okStatuses.includes(res.statusCode)) return res;
-      if (res.statusCode === 401) {
+      // a 401 from elsewhere (a storage host the registry redirected to) is no challenge of the
+      // registry's: its token would go to the wrong host, or the registry get a stranger's
+      if (res.statusCode === 401 && this.sameHost(url)) {
         const header = res.headers["www-authenticate"];
         await res.body.dump().catch(() => undefined);
         const ch = parseChallenge(Array.isArray(header) ? header[0] : header);
         if (!ch || attempt > 0) break;
-        this.token = await this.fetchToken(ch, o.signal);
+        if (this.token === sent) {
+          this.tokenFetch ??= this.fetchToken(ch, o.signal).finally(() => (this.tokenFetch = undefined));
+          this.token = await this.tokenFetch;
+        }
         continue;
       }
       if (res.statusCode === 404) {
@@ -324,7 +394,13 @@ export class RegistryClient {
       }
       if (res.statusCode >= 400) {
         const text = (await readBody(res, 64 << 10).catch(() => Buffer.alloc(0))).toString("utf8").trim();
-        throw new RegistryError(`${res.statusCode}: ${text}`, res.statusCode);
+        const message = `${res.statusCode}: ${text}`;
+        const after = retryAfterMs(res.headers["retry-after"]);
+        if (after !== undefined && after > MAX_RETRY_AFTER_MS && new RegistryError(message, res.statusCode).transient) {
+          // waiting that long in a pull or push is worse than saying so (and keeping what arrived)
+          throw new RetriesExhaustedError(`${message} (the registry at ${url.host} asks to wait ${Math.ceil(after / 1000)} s before trying again; try again later)`);
+        }
+        throw new RegistryError(message, res.statusCode, undefined, after);
       }
       return res;
     }
@@ -337,18 +413,28 @@ export class RegistryClient {
    * common enough that we do.
    */
   async sendRetry(method: string, url: URL, o: SendOptions = {}, okStatuses: number[] = []): Promise<Dispatcher.ResponseData> {
-    const signal = o.signal ?? this.opts.signal;
-    for (let attempt = 0; ; attempt++) {
+    return this.withRetry(`${method} ${url.pathname}`, o.signal ?? this.opts.signal, () => this.send(method, url, o, okStatuses));
+  }
+
+  /** `attempt` until it succeeds, its failure is final, or `tries` ran out. */
+  private async withRetry<T>(what: string, signal: AbortSignal | undefined, attempt: () => Promise<T>): Promise<T> {
+    for (let n = 0; ; n++) {
       try {
-        return await this.send(method, url, o, okStatuses);
+        return await attempt();
       } catch (err) {
-        if (!isTransient(err, signal) || attempt + 1 >= this.tries) throw err;
-        const wait = backoffDelay(this.backoffMs, attempt);
-        this.opts.log?.(`${method} ${url.pathname} failed: ${(err as Error).message}; retrying in ${Math.round(wait)} ms`);
-        this.opts.onRetry?.({ error: (err as Error).message, attempt: attempt + 2, tries: this.tries, waitMs: wait });
+        if (!isTransient(err, signal) || n + 1 >= this.tries) throw err;
+        const wait = retryDelay(err, this.backoffMs, n);
+        this.retryNotice(what, err, n + 2, this.tries, wait);
         await sleep(wait, signal);
       }
     }
+  }
+
+  /** Tell the log and the user's progress that `what` failed and try `attempt` follows in `waitMs`. */
+  retryNotice(what: string, err: unknown, attempt: number, tries: number, waitMs: number): void {
+    const error = err instanceof Error ? err.message : String(err);
+    this.opts.log?.(`${what} failed: ${error}; retrying in ${Math.round(waitMs)} ms`);
+    this.opts.onRetry?.({ error, attempt, tries, waitMs });
   }
 
   /**
@@ -363,12 +449,18 @@ export class RegistryClient {
       throw new RegistryError(`invalid authentication realm "${ch.realm}"`);
     }
     if (url.protocol !== "https:" && url.protocol !== "http:") throw new RegistryError(`invalid authentication realm "${ch.realm}"`);
-    const headers: Record<string, string> = { "user-agent": this.userAgent };
-    if (url.host === this.base.host) {
-      const id = await ensureIdentity(this.opts.identityFile ?? identityPath());
-      headers.authorization = signWith(id, tokenRequestSigningText(url.toString()));
+    const signature = this.sameHost(url) ? signWith(await ensureIdentity(this.opts.identityFile ?? identityPath()), tokenRequestSigningText(url.toString())) : undefined;
+    // redirects followed as Go's client does for Ollama; the signature only to the registry itself
+    const seen = new Set([url.href]);
+    let res: Dispatcher.ResponseData;
+    for (let at = url; ; ) {
+      const headers: Record<string, string> = { "user-agent": this.userAgent };
+      if (signature && this.sameHost(at)) headers.authorization = signature;
+      res = await this.request(at, { method: "GET", headers, signal });
+      if (res.statusCode < 300 || res.statusCode >= 400) break;
+      await res.body.dump({ limit: 64 << 10 }).catch(noop);
+      at = visit(redirectTarget(res, at), seen, url);
     }
-    const res = await this.request(url, { method: "GET", headers, signal });
     const body = await readBody(res, 1 << 20);
     if (res.statusCode >= 400) {
       const text = body.toString("utf8").trim();
@@ -393,19 +485,14 @@ export class RegistryClient {
    * `stopAt`, the first redirect target it accepts is returned unrequested (`res` null).
    */
   async follow(start: URL, o: GetOptions = {}): Promise<{ res: Dispatcher.ResponseData | null; url: URL }> {
-    const seen = new Set<string>();
-    let url = start;
-    for (let hops = 0; ; hops++) {
-      if (seen.has(url.href)) throw new RegistryError(`redirect loop: ${url.href} was visited twice`);
-      if (hops > MAX_REDIRECTS) throw new RegistryError(`maximum redirects exceeded (${MAX_REDIRECTS}) for ${start.href}`);
-      seen.add(url.href);
+    const seen = new Set([start.href]);
+    for (let url = start; ; ) {
       const res = o.retry ? await this.sendRetry("GET", url, o) : await this.send("GET", url, o);
       if (res.statusCode < 300 || res.statusCode >= 400) return { res, url };
       await res.body.dump({ limit: 64 << 10 }).catch(noop);
-      const next = redirectOf(res, url);
-      if (!next) throw new RegistryError(`unexpected status code ${res.statusCode} (a redirect without a Location)`);
+      const next = redirectTarget(res, url);
       if (o.stopAt?.(next, url)) return { res: null, url: next };
-      url = next;
+      url = visit(next, seen, start);
     }
   }
 
@@ -418,15 +505,19 @@ export class RegistryClient {
 
   /** GET the manifest for `tag`: the raw bytes (kept verbatim on disk). */
   async getManifest(tag: string, signal?: AbortSignal): Promise<Buffer> {
-    const res = await this.get(this.url("manifests", tag), { headers: { accept: MANIFEST_ACCEPT }, signal, retry: true });
-    try {
-      if (res.statusCode !== 200) throw new RegistryError(`unexpected status code ${res.statusCode}`);
-      checkManifestType(headerValue(res, "content-type"), this.base.host);
-    } catch (e) {
-      discardBody(res);
-      throw e;
-    }
-    return readBody(res, 4 << 20, "manifest exceeds 4194304 bytes");
+    const url = this.url("manifests", tag);
+    // the body is read inside the retry: a connection dropped mid-manifest is tried again too
+    return this.withRetry(`GET ${url.pathname}`, signal ?? this.opts.signal, async () => {
+      const res = await this.get(url, { headers: { accept: MANIFEST_ACCEPT }, signal });
+      try {
+        if (res.statusCode !== 200) throw new RegistryError(`unexpected status code ${res.statusCode}`);
+        checkManifestType(headerValue(res, "content-type"), this.base.host);
+      } catch (e) {
+        discardBody(res);
+        throw e;
+      }
+      return readBody(res, 4 << 20, "manifest exceeds 4194304 bytes");
+    });
   }
 
   /**

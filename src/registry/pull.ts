@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { BlobDownload, DEFAULT_TUNING, DigestMismatchPullError, type DownloadTuning } from "./blob-download.js";
 import { bodyTooLong, bodyTooShort, checked, checkWholeAnswer } from "./blob-answers.js";
 import { resumableParts } from "./blob-parts.js";
-import { backoffDelay, isTransient, readBody, RegistryClient, sleep, type RegistryOptions } from "./client.js";
+import { checkManifestKind, isTransient, readBody, RegistryClient, retryDelay, sleep, type RegistryOptions } from "./client.js";
 import { checkFreeSpace, noSpaceWhileWriting } from "./disk-space.js";
 import { digestFileName, displayName, type ModelName } from "./name.js";
 import { decodeManifest, type Layer, type Manifest } from "./manifest.js";
@@ -57,6 +57,9 @@ export function validateRemoteManifest(raw: Buffer): { manifest: Manifest; blobs
   let manifest: Manifest;
   try {
     manifest = decodeManifest(raw, "registry manifest");
+    // served as plain JSON, an index or schema 1 manifest is known by its own fields
+    checkManifestKind(manifest.mediaType);
+    if ((manifest.schemaVersion as number) === 1) checkManifestKind("application/vnd.docker.distribution.manifest.v1+json");
   } catch (e) {
     throw new PullError(`pull model manifest: ${(e as Error).message}`);
   }
@@ -104,7 +107,9 @@ async function fetchSmallBlob(store: Store, client: RegistryClient, layer: Layer
       return;
     } catch (err) {
       if (!isTransient(err, opts.signal) || attempt + 1 >= client.tries) throw noSpaceWhileWriting(err, digestFileName(digest));
-      await sleep(backoffDelay(client.backoffMs, attempt), opts.signal);
+      const wait = retryDelay(err, client.backoffMs, attempt);
+      client.retryNotice(`GET ${shortHex(digest)}`, err, attempt + 2, client.tries, wait);
+      await sleep(wait, opts.signal);
     }
   }
 }

@@ -11,7 +11,7 @@ import { pipeline, Transform } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { ProgressResponse } from "../api/types.js";
 import { DEFAULT_TUNING } from "./blob-download.js";
-import { backoffDelay, isTransient, locationOf, RegistryClient, RegistryError, registryUrl, RetriesExhaustedError, sleep, type RegistryOptions } from "./client.js";
+import { isTransient, locationOf, RegistryClient, RegistryError, registryUrl, retryDelay, RetriesExhaustedError, sleep, type RegistryOptions } from "./client.js";
 import { displayName, parseModelName, type ModelName } from "./name.js";
 import { encodeManifest, type Layer } from "./manifest.js";
 import { retryStatus } from "./unreachable.js";
@@ -111,9 +111,9 @@ async function uploadBlob(store: Store, client: RegistryClient, layer: Layer, op
         await sendBytes(client, file, digest, total, started.location, counter, opts);
         break;
       } catch (err) {
-        if (!isTransient(err, signal) || attempt + 1 >= (opts.tries ?? 6)) throw err;
-        const wait = backoffDelay(client.backoffMs, attempt);
-        opts.logger?.("info", `${digest.slice(7, 19)} upload attempt ${attempt + 1} failed: ${(err as Error).message}, retrying in ${Math.round(wait)} ms`);
+        if (!isTransient(err, signal) || attempt + 1 >= client.tries) throw err;
+        const wait = retryDelay(err, client.backoffMs, attempt);
+        client.retryNotice(`upload of ${digest.slice(7, 19)}`, err, attempt + 2, client.tries, wait);
         counter.completed = 0;
         await sleep(wait, signal);
       }
@@ -129,10 +129,11 @@ async function uploadBlob(store: Store, client: RegistryClient, layer: Layer, op
 async function sendBytes(client: RegistryClient, file: string, digest: string, total: number, location: URL, counter: Counter, opts: PushOptions): Promise<void> {
   const signal = opts.signal;
   const size = partSize(total, opts);
+  // appended to the query as the registry wrote it: re-encoding it can break a signed URL
   const finish = (loc: URL, etag?: string) => {
     const u = new URL(loc);
-    u.searchParams.set("digest", digest);
-    if (etag) u.searchParams.set("etag", etag);
+    const add = `digest=${encodeURIComponent(digest)}${etag ? `&etag=${etag}` : ""}`;
+    u.search = u.search.length > 1 ? `${u.search}&${add}` : `?${add}`;
     return u;
   };
 
@@ -190,8 +191,10 @@ async function sendBytes(client: RegistryClient, file: string, digest: string, t
       failures = 0;
     } catch (err) {
       if (!isTransient(err, signal)) throw err;
-      if (++failures >= (opts.tries ?? 6)) throw new RetriesExhaustedError(`max retries exceeded: ${(err as Error).message}`);
-      await sleep(backoffDelay(client.backoffMs, failures - 1), signal);
+      if (++failures >= client.tries) throw new RetriesExhaustedError(`max retries exceeded: ${(err as Error).message}`);
+      const wait = retryDelay(err, client.backoffMs, failures - 1);
+      client.retryNotice(`PATCH of ${digest.slice(7, 19)}`, err, failures + 1, client.tries, wait);
+      await sleep(wait, signal);
       // continue from what the registry holds (it may have kept part of the failed PATCH)
       const at = await uploadOffset(client, loc, signal);
       loc = at.location;
@@ -212,7 +215,11 @@ export async function pushModel(store: Store, name: ModelName, opts: PushOptions
   progress({ status: "retrieving manifest" });
   let client: RegistryClient;
   try {
-    client = new RegistryClient(name, { ...opts, onRetry: opts.onRetry ?? ((r) => progress({ status: retryStatus(r) })) });
+    client = new RegistryClient(name, {
+      ...opts,
+      log: opts.log ?? ((msg, fields) => opts.logger?.("info", msg, fields)),
+      onRetry: opts.onRetry ?? ((r) => progress({ status: retryStatus(r) })),
+    });
   } catch (e) {
     throw new PushError((e as Error).message);
   }

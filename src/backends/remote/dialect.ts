@@ -18,6 +18,8 @@ export interface StreamReader {
   read(lines: readonly string[], out: RunnerEvent[]): void;
   /** Set once the final event is out: nothing after it is read. */
   readonly finished: boolean;
+  /** Server-sent events: lines end at CR too, and blank lines (the ends of events) come in. */
+  readonly sse?: boolean;
   /** The body ended before a final event: appends the final events, or throws if the answer was cut short. */
   end(out: RunnerEvent[]): void;
 }
@@ -50,6 +52,19 @@ export const num = (v: unknown): number | undefined => (typeof v === "number" &&
 /** An upstream's answer that is not what its API promises (a 502: the upstream misbehaves). */
 export function badAnswer(what: string): EngineError {
   return new EngineError("upstream_down", `the upstream sent an answer this server cannot read (${what})`);
+}
+
+/**
+ * An error the upstream reports inside its answer (OpenAI's `{"error":{message,code}}`, vLLM's
+ * `{"object":"error",...}`, Ollama's `{"error":"..."}`): a 400 where its code blames the request,
+ * else a 502 with its message.
+ */
+export function reportedError(e: unknown): EngineError {
+  const o = isObj(e) ? e : {};
+  const message = typeof e === "string" ? e : typeof o.message === "string" ? o.message : JSON.stringify(e).slice(0, 500);
+  const code = num(o.code) ?? num(o.status) ?? 500;
+  if (code >= 400 && code < 500 && code !== 429) return new EngineError("upstream_rejected", message);
+  return new EngineError("upstream_down", `the upstream failed: ${message}`);
 }
 
 export function parseLine(line: string): Json {

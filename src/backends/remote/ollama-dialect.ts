@@ -4,7 +4,7 @@
 import type { EmbedOptions, EmbedResult, GenerateJob, MessagesJob, RunnerEvent, StructuredOutput } from "../backend.js";
 import { isPromptJob } from "../backend.js";
 import { EngineError } from "../errors.js";
-import { badAnswer, formatValue, isObj, num, parseLine, type Dialect, type HttpCall, type StreamReader } from "./dialect.js";
+import { badAnswer, formatValue, isObj, num, parseLine, reportedError, type Dialect, type HttpCall, type StreamReader } from "./dialect.js";
 
 export class OllamaDialect implements Dialect {
   constructor(private readonly base: string) {}
@@ -107,7 +107,7 @@ class OllamaReader implements StreamReader {
     for (const line of lines) {
       if (this.finished) return;
       const j = parseLine(line);
-      if (typeof j.error === "string") throw new EngineError("runner_failed", j.error);
+      if (j.error !== undefined) throw reportedError(j.error);
       const msg = isObj(j.message) ? j.message : undefined;
       const thinking = typeof msg?.thinking === "string" ? msg.thinking : typeof j.thinking === "string" ? j.thinking : "";
       const content = typeof msg?.content === "string" ? msg.content : typeof j.response === "string" ? j.response : "";

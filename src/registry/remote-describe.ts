@@ -4,6 +4,7 @@
 // An upstream that cannot be reached does not stop the create: the model may come up later.
 import { request } from "undici";
 import { readBoundedText } from "../http/bounded-body.js";
+import { decodedBody } from "../http/content-encoding.js";
 import { parseRemoteHosts } from "./remote-host.js";
 
 export interface RemoteDescription {
@@ -31,7 +32,7 @@ async function fetchJson(url: string, key: string | undefined, body?: unknown): 
     signal: AbortSignal.timeout(TIMEOUT_MS),
   });
   // Too large is as good as unreachable here: the create goes on without a description.
-  const text = await readBoundedText(res.body, ANSWER_LIMIT, `the answer of ${url}`);
+  const text = await readBoundedText(decodedBody(res.body, res.headers["content-encoding"]), ANSWER_LIMIT, `the answer of ${url}`);
   let json: unknown;
   try {
     json = JSON.parse(text);

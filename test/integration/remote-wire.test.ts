@@ -5,7 +5,7 @@
 // come out exactly, or as a clear 502 naming the upstream's fault.
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { eventually, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 import { startWireFake, writeApart, type WireFake } from "../helpers/wire-fake.js";
 
 const MODEL = "org/model-7b";
@@ -44,6 +44,13 @@ async function chat(model = "oa", extra: Record<string, unknown> = {}): Promise<
   return a;
 }
 
+/** After failures that open the replica's circuit: a passing health check closes it again. */
+async function recovered(): Promise<void> {
+  const ps = () => fetch(`${d.url}/api/ps`).then((r) => r.json() as Promise<{ models: Array<{ name: string; upstreams?: Array<{ state: string }> }> }>);
+  const states = await eventually(ps, (p) => p.models.every((m) => m.upstreams?.every((u) => u.state === "healthy") ?? true));
+  expect(JSON.stringify(states)).not.toMatch(/"state":"(open|unhealthy)"/);
+}
+
 /** The answer the framing cases all carry: thinking, multi-byte content, usage. */
 const EVENTS = [chunk({ role: "assistant", content: null }), chunk({ reasoning_content: "hm " }), chunk({ content: "héllo wörld " }), chunk({ content: "😀—ok" }), chunk({}, "stop"), usage(7, 4)];
 const expectStandard = (a: Answer) => {
@@ -54,7 +61,7 @@ const expectStandard = (a: Answer) => {
 
 beforeAll(async () => {
   fake = await startWireFake(MODEL);
-  d = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1", OLLAMATS_REMOTE_TIMEOUT: "3s", OLLAMATS_REMOTE_HEALTH_INTERVAL: "60s" });
+  d = await startDaemon({ OLLAMA_REMOTES: "127.0.0.1", OLLAMATS_REMOTE_TIMEOUT: "3s", OLLAMATS_REMOTE_HEALTH_INTERVAL: "200ms" });
   for (const [name, host] of [
     ["oa", `${fake.url}/v1`],
     ["ol", fake.url],
@@ -208,6 +215,64 @@ describe("HTTP variety", () => {
     const a = await chat();
     expect(a.status).toBe(502);
     expect(a.error).toContain("model is overloaded");
+  });
+
+  for (const enc of ["gzip", "br", "deflate"] as const) {
+    it(`a ${enc} answer (a proxy that compresses)`, async () => {
+      const zlib = await import("node:zlib");
+      const pack = { gzip: zlib.gzipSync, br: zlib.brotliCompressSync, deflate: zlib.deflateSync }[enc];
+      fake.answer = (q, res) => {
+        if (q.url?.endsWith("/embeddings")) {
+          res.writeHead(200, { "content-type": "application/json", "content-encoding": enc });
+          return void res.end(pack(JSON.stringify({ object: "list", data: [{ index: 0, embedding: [0, 2] }], usage: { prompt_tokens: 2 } })));
+        }
+        sseHead(res, { "content-encoding": enc });
+        res.end(pack(standard()));
+      };
+      expectStandard(await chat());
+      const e = await post("/api/embed", { model: "oa", input: "x" });
+      expect(e.status, await e.clone().text()).toBe(200);
+      expect(((await e.json()) as { embeddings: number[][] }).embeddings).toEqual([[0, 1]]);
+    });
+  }
+
+  it("103 Early Hints before the answer", async () => {
+    fake.answer = (_q, res) => {
+      res.writeEarlyHints({ link: "</style.css>; rel=preload; as=style" });
+      sseHead(res);
+      res.end(standard());
+    };
+    expectStandard(await chat());
+  });
+
+  it("an unasked 100 Continue (undici cannot read past it): a 502 that says so, the request not sent twice", async () => {
+    fake.answer = (_q, res) => {
+      res.writeContinue();
+      sseHead(res);
+      res.end(standard());
+    };
+    const before = fake.requests.length;
+    const a = await chat();
+    expect(a.status).toBe(502);
+    expect(a.error).toMatch(/answered with HTTP this server cannot read \(bad response\)/);
+    expect(fake.requests.length).toBe(before + 1);
+    await recovered();
+  });
+
+  it("a body that is not in the encoding it names, or in one nobody can read: a 502 naming it", async () => {
+    for (const [enc, error] of [
+      ["gzip", /not in the Content-Encoding it names \(Z_DATA_ERROR\)/],
+      ["zstd, br, gzip", /Content-Encoding 'zstd, br, gzip', which this server cannot read/],
+    ] as const) {
+      fake.answer = (_q, res) => {
+        sseHead(res, { "content-encoding": enc });
+        res.end(standard());
+      };
+      const a = await chat();
+      expect(a.status, enc).toBe(502);
+      expect(a.error).toMatch(error);
+    }
+    await recovered();
   });
 
   it("an upstream that closes each kept-alive connection right after its answer: every next request succeeds", async () => {

@@ -1,7 +1,7 @@
 // One streamed upstream answer as batches of events: each upstream read is cut into lines and
 // parsed in one pass (dialect.ts's StreamReader), and its events go on as one batch. Reads happen
 // only as the consumer asks for the next batch (back-pressure reaches the upstream's socket).
-import type { Dispatcher } from "undici";
+import type { Readable } from "node:stream";
 import type { RunnerEvent } from "../backend.js";
 import type { StreamReader } from "./dialect.js";
 import { EngineError } from "../errors.js";
@@ -18,7 +18,7 @@ export class UpstreamEvents {
   private failure: { err: unknown } | undefined;
 
   constructor(
-    private readonly body: Dispatcher.ResponseData["body"],
+    private readonly body: Readable,
     private readonly reader: StreamReader,
   ) {
     this.chunks = (body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();

@@ -5,6 +5,7 @@
 import { request } from "undici";
 import { readBoundedText } from "../http/bounded-body.js";
 import { decodedBody } from "../http/content-encoding.js";
+import { isObj } from "../backends/remote/dialect.js";
 import { parseRemoteHosts } from "./remote-host.js";
 
 export interface RemoteDescription {
@@ -74,8 +75,8 @@ export async function describeRemote(host: string, model: string, keys: Readonly
     const data = (r.json as { data?: unknown } | undefined)?.data;
     // An Ollama-like upstream lists tags in full (`tiny:latest` for `tiny`).
     const names = new Set([model, `${model}:latest`]);
-    if (Array.isArray(data) && !data.some((m) => typeof m === "object" && m !== null && names.has((m as { id?: unknown }).id as string))) {
-      const ids = data.map((m) => (m as { id?: unknown }).id).filter((id) => typeof id === "string");
+    if (Array.isArray(data) && !data.some((m) => isObj(m) && names.has(m.id as string))) {
+      const ids = data.map((m) => (isObj(m) ? m.id : undefined)).filter((id) => typeof id === "string");
       throw new RemoteModelUnknownError(`upstream ${up.base} does not serve model '${model}' (it serves: ${ids.join(", ") || "none"})`);
     }
     return {};

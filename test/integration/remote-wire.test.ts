@@ -217,6 +217,19 @@ describe("HTTP variety", () => {
     expect(a.error).toContain("model is overloaded");
   });
 
+  it("a 5xx or 4xx with an HTML body: the status and the page's text, not its markup", async () => {
+    for (const status of [502, 413]) {
+      fake.answer = (_q, res) => {
+        res.writeHead(status, { "content-type": "text/html" });
+        res.end(`<html>\r\n<head><title>${status} Bad Gateway</title></head>\r\n<body>\r\n<center><h1>${status} Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n`);
+      };
+      const a = await chat();
+      expect(a.status).toBe(status >= 500 ? 502 : 400);
+      expect(a.error).toContain(`${status} Bad Gateway`);
+      expect(a.error).not.toContain("<");
+    }
+  });
+
   for (const enc of ["gzip", "br", "deflate"] as const) {
     it(`a ${enc} answer (a proxy that compresses)`, async () => {
       const zlib = await import("node:zlib");
@@ -315,6 +328,19 @@ describe("HTTP variety", () => {
     expect(((await e.json()) as { error: string }).error).toMatch(/invalid JSON|not JSON/);
   });
 
+  it("a model list without data, with ids holding slashes, or with odd entries", async () => {
+    const lists = [{ object: "list" }, { data: [null, 3, { id: "other/x" }, { id: MODEL }] }, [{ id: MODEL }]];
+    for (const models of lists) {
+      fake.models = models;
+      const r = await post("/api/create", { model: "oa2", from: MODEL, remote_host: `${fake.url}/v1`, stream: false });
+      expect(r.status, `${JSON.stringify(models)}: ${await r.clone().text()}`).toBe(200);
+    }
+    fake.models = { data: [null, { id: "other/x" }] };
+    const r = await post("/api/create", { model: "oa3", from: MODEL, remote_host: `${fake.url}/v1`, stream: false });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: string }).error).toContain("it serves: other/x");
+    fake.models = { object: "list", data: [{ id: MODEL }] };
+  });
 });
 
 describe("Ollama upstream NDJSON", () => {

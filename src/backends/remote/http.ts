@@ -128,7 +128,17 @@ export function upstreamMessage(text: string): string {
   } catch {
     // not JSON
   }
-  return text.trim().slice(0, 500);
+  return /^\s*</.test(text) ? pageText(text) : text.trim().slice(0, 500);
+}
+
+/** What an HTML error page (a proxy's, a load balancer's) says: its title, or its text without markup. */
+function pageText(html: string): string {
+  const lower = html.toLowerCase();
+  const open = lower.indexOf("<title");
+  const start = open === -1 ? -1 : lower.indexOf(">", open) + 1;
+  const end = start > 0 ? lower.indexOf("</title", start) : -1;
+  const text = end > start ? html.slice(start, end) : html.replace(/<[^>]*>/g, " ");
+  return text.replace(/\s+/g, " ").trim().slice(0, 500);
 }
 
 function statusFailure(status: number, message: string, up: Upstream): UpstreamFailure {

@@ -328,6 +328,27 @@ describe("HTTP variety", () => {
     expect(((await e.json()) as { error: string }).error).toMatch(/invalid JSON|not JSON/);
   });
 
+  it("embeddings: a 200 with an error body passes the upstream's message on; vectors that are not numbers are a 502", async () => {
+    const answers: Array<[string, unknown, number, RegExp]> = [
+      ["oa", { error: { message: "input is too long for this model", code: 400 } }, 400, /input is too long/],
+      ["oa", { object: "error", message: "engine is dead", type: "InternalServerError", code: 500 }, 502, /engine is dead/],
+      ["oa", { object: "list", data: [{ index: 0, embedding: "AAAAAAAA" }] }, 502, /cannot read/],
+      ["oa", { object: "list", data: [{ index: 0, embedding: [1, "x"] }] }, 502, /cannot read/],
+      ["ol", { error: "model runner has unexpectedly stopped" }, 502, /unexpectedly stopped/],
+      ["ol", { embeddings: [null] }, 502, /cannot read/],
+    ];
+    for (const [model, answer, status, error] of answers) {
+      fake.answer = (_q, res) => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(answer));
+      };
+      const r = await post("/api/embed", { model, input: "x" });
+      const text = await r.text();
+      expect(r.status, text).toBe(status);
+      expect(text).toMatch(error);
+    }
+  });
+
   it("a model list without data, with ids holding slashes, or with odd entries", async () => {
     const lists = [{ object: "list" }, { data: [null, 3, { id: "other/x" }, { id: MODEL }] }, [{ id: MODEL }]];
     for (const models of lists) {

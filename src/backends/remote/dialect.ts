@@ -67,6 +67,20 @@ export function reportedError(e: unknown): EngineError {
   return new EngineError("upstream_down", `the upstream failed: ${message}`);
 }
 
+/** A JSON answer that is an error (a 200 with an error body): the error it reports. */
+export function answerError(j: unknown): EngineError | undefined {
+  if (!isObj(j)) return undefined;
+  if (j.error !== undefined && j.error !== null) return reportedError(j.error);
+  if (j.object === "error") return reportedError(j);
+  return undefined;
+}
+
+/** Embedding vectors as sent: each a list of finite numbers, or the answer is unreadable. */
+export function vectors(list: unknown[]): number[][] {
+  for (const v of list) if (!Array.isArray(v) || !v.every((x) => typeof x === "number" && Number.isFinite(x))) throw badAnswer("an embedding that is not a list of numbers");
+  return list as number[][];
+}
+
 export function parseLine(line: string): Json {
   let v: unknown;
   try {

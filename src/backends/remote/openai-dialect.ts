@@ -5,7 +5,7 @@
 // template's `enable_thinking` (or `reasoning_effort` for a level). Tokenize and health live at
 // the server's root (`/tokenize`, `/health`: vLLM and llama-server), not under /v1.
 import { isPromptJob, type EmbedOptions, type EmbedResult, type GenerateJob, type JobMessage, type StructuredOutput } from "../backend.js";
-import { badAnswer, isObj, num, type Dialect, type HttpCall, type Json, type StreamReader } from "./dialect.js";
+import { badAnswer, isObj, num, vectors, type Dialect, type HttpCall, type Json, type StreamReader } from "./dialect.js";
 import { OpenAIReader } from "./openai-reader.js";
 
 /** Tool-call ids a conversation lacks are made up in order, so results can name their call. */
@@ -101,9 +101,9 @@ export class OpenAIDialect implements Dialect {
 
   embedResult(json: unknown): EmbedResult {
     if (!isObj(json) || !Array.isArray(json.data)) throw badAnswer("no embeddings");
-    const data = [...(json.data as Json[])].sort((a, b) => (num(a.index) ?? 0) - (num(b.index) ?? 0));
+    const data = [...(json.data as unknown[])].sort((a, b) => (isObj(a) ? (num(a.index) ?? 0) : 0) - (isObj(b) ? (num(b.index) ?? 0) : 0));
     const usage = isObj(json.usage) ? json.usage : {};
-    return { embeddings: data.map((d) => d.embedding as number[]), promptEvalCount: num(usage.prompt_tokens) ?? 0 };
+    return { embeddings: vectors(data.map((d) => (isObj(d) ? d.embedding : undefined))), promptEvalCount: num(usage.prompt_tokens) ?? 0 };
   }
 
   tokenize(text: string, model: string): HttpCall {

@@ -5,7 +5,7 @@
 import type { GenerateStats, RunnerEvent } from "../backend.js";
 import type { ToolCall } from "../../api/types.js";
 import { EngineError } from "../errors.js";
-import { badAnswer, isObj, nowNs, num, reportedError, type Json, type StreamReader } from "./dialect.js";
+import { answerError, badAnswer, isObj, nowNs, num, type Json, type StreamReader } from "./dialect.js";
 import { MAX_LINE_CHARS } from "../../http/lines.js";
 import { SseEvents } from "./sse.js";
 
@@ -125,8 +125,8 @@ export class OpenAIReader implements StreamReader {
 
   /** One chunk (or a whole completion: its choice's `message` read as the delta). */
   private chunk(j: Json): void {
-    if (j.error !== undefined) throw reportedError(j.error);
-    if (j.object === "error") throw reportedError(j);
+    const failed = answerError(j);
+    if (failed) throw failed;
     if (isObj(j.usage)) this.usage = j.usage;
     if (isObj(j.timings)) this.timings = j.timings;
     const choice = Array.isArray(j.choices) && isObj(j.choices[0]) ? j.choices[0] : undefined;

@@ -5,7 +5,7 @@
 import type { EmbedOptions, EmbedResult, GenerateJob, MessagesJob, LoadedInfo, Runner, RunnerEvent, RunnerExit, RunnerFeatures, UpstreamState } from "../backend.js";
 import { EngineError } from "../errors.js";
 import { prefixKeys } from "./affinity.js";
-import { nowNs, type HttpCall } from "./dialect.js";
+import { answerError, nowNs, type HttpCall } from "./dialect.js";
 import { UpstreamEvents } from "./event-stream.js";
 import { classify, readAnswer, UpstreamFailure, type UpstreamHttp, type UpstreamResponse } from "./http.js";
 import { readErrorText } from "../../http/bounded-body.js";
@@ -141,7 +141,12 @@ export class RemoteRunner implements Runner {
   /** A JSON request/answer call (embed, tokenize) with failover. */
   private async json<T>(signal: AbortSignal, call: (r: Replica) => HttpCall, read: (json: unknown, r: Replica) => T, what: string): Promise<T> {
     try {
-      const { value, end } = await this.withFailover([], signal, call, async (res, r) => read(await readAnswer(res, r), r));
+      const { value, end } = await this.withFailover([], signal, call, async (res, r) => {
+        const j = await readAnswer(res, r);
+        const failed = answerError(j); // a 200 whose body is an error
+        if (failed) throw failed;
+        return read(j, r);
+      });
       end();
       return value;
     } catch (err) {

@@ -18,15 +18,25 @@ export class LineSplitter {
   private pieces: string[] = [];
   private pending = 0;
   private readonly decoder = new TextDecoder();
+  /** SSE: the last read ended in CR, so an LF that starts the next one ends no line of its own. */
+  private afterCR = false;
 
   /** `maxLine`: a line still without its end past this many characters is an error, so a
-   *  server sending one without end costs no more memory than that. */
-  constructor(private readonly maxLine = MAX_LINE_CHARS) {}
+   *  server sending one without end costs no more memory than that. `sse`: the line ends of an
+   *  event stream (CRLF, LF or a lone CR), and blank lines kept, as they end its events. */
+  constructor(
+    private readonly maxLine = MAX_LINE_CHARS,
+    private readonly sse = false,
+  ) {}
 
-  /** The complete, non-blank lines this chunk ends (CR of CRLF dropped). */
+  /** The complete lines this chunk ends (CR of CRLF dropped), blank ones only in SSE mode. */
   push(chunk: Uint8Array | string): string[] {
-    const piece = typeof chunk === "string" ? chunk : this.decoder.decode(chunk, { stream: true });
-    if (piece.indexOf("\n") === -1) {
+    let piece = typeof chunk === "string" ? chunk : this.decoder.decode(chunk, { stream: true });
+    if (this.afterCR && piece !== "") {
+      this.afterCR = false;
+      if (piece.charCodeAt(0) === 10) piece = piece.slice(1);
+    }
+    if (piece.indexOf("\n") === -1 && (!this.sse || piece.indexOf("\r") === -1)) {
       this.pieces.push(piece);
       this.pending += piece.length;
       if (this.pending > this.maxLine) {
@@ -38,16 +48,14 @@ export class LineSplitter {
     const text = this.pieces.length > 0 ? this.pieces.join("") + piece : piece;
     this.drop();
     const lines: string[] = [];
+    const breaks = this.sse ? /\r\n?|\n/g : /\r?\n/g;
     let start = 0;
-    let nl: number;
-    while ((nl = text.indexOf("\n", start)) !== -1) {
-      const end = nl > start && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-      if (end > start) {
-        const line = text.slice(start, end);
-        if (line.trim() !== "") lines.push(line);
-      }
-      start = nl + 1;
+    for (let m = breaks.exec(text); m !== null; m = breaks.exec(text)) {
+      const line = text.slice(start, m.index);
+      if (this.sse || line.trim() !== "") lines.push(line);
+      start = breaks.lastIndex;
     }
+    this.afterCR = this.sse && text.charCodeAt(text.length - 1) === 13;
     const rest = text.slice(start);
     if (rest.length > this.maxLine) throw new LineTooLongError(this.maxLine);
     if (rest) {

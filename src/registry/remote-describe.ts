@@ -4,6 +4,8 @@
 // An upstream that cannot be reached does not stop the create: the model may come up later.
 import { request } from "undici";
 import { readBoundedText } from "../http/bounded-body.js";
+import { decodedBody } from "../http/content-encoding.js";
+import { isObj } from "../backends/remote/dialect.js";
 import { parseRemoteHosts } from "./remote-host.js";
 
 export interface RemoteDescription {
@@ -31,7 +33,7 @@ async function fetchJson(url: string, key: string | undefined, body?: unknown): 
     signal: AbortSignal.timeout(TIMEOUT_MS),
   });
   // Too large is as good as unreachable here: the create goes on without a description.
-  const text = await readBoundedText(res.body, ANSWER_LIMIT, `the answer of ${url}`);
+  const text = await readBoundedText(decodedBody(res.body, res.headers["content-encoding"]), ANSWER_LIMIT, `the answer of ${url}`);
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -73,8 +75,8 @@ export async function describeRemote(host: string, model: string, keys: Readonly
     const data = (r.json as { data?: unknown } | undefined)?.data;
     // An Ollama-like upstream lists tags in full (`tiny:latest` for `tiny`).
     const names = new Set([model, `${model}:latest`]);
-    if (Array.isArray(data) && !data.some((m) => typeof m === "object" && m !== null && names.has((m as { id?: unknown }).id as string))) {
-      const ids = data.map((m) => (m as { id?: unknown }).id).filter((id) => typeof id === "string");
+    if (Array.isArray(data) && !data.some((m) => isObj(m) && names.has(m.id as string))) {
+      const ids = data.map((m) => (isObj(m) ? m.id : undefined)).filter((id) => typeof id === "string");
       throw new RemoteModelUnknownError(`upstream ${up.base} does not serve model '${model}' (it serves: ${ids.join(", ") || "none"})`);
     }
     return {};

@@ -77,4 +77,13 @@ describe("LineSplitter", () => {
     expect(() => s.push("a\n" + "x".repeat(101))).toThrow(LineTooLongError);
     expect(s.push("b\n")).toEqual(["b"]);
   });
+
+  it("SSE mode: CRLF, LF and a lone CR end lines, a CRLF cut between reads ends one, blank lines stay", () => {
+    const s = new LineSplitter(100, true);
+    expect(s.push("data: 1\r")).toEqual(["data: 1"]);
+    expect(s.push("\n\r\ndata: 2\r\rdata: 3\n\n")).toEqual(["", "data: 2", "", "data: 3", ""]);
+    expect(s.push("\r")).toEqual([""]);
+    expect(s.push("\r")).toEqual([""]);
+    expect(s.end()).toEqual([]);
+  });
 });

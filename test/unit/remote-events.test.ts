@@ -77,6 +77,26 @@ describe("one upstream answer as batches", () => {
   });
 });
 
+describe("SSE events", () => {
+  it("data lines that never meet the blank line ending their event are cut off with an error, not gathered", async () => {
+    async function* endless() {
+      yield Buffer.from("data: {\n");
+      for (let i = 0; i < 64; i++) yield Buffer.from(`data: ${"x".repeat(1 << 20)}\n`);
+    }
+    const events = new UpstreamEvents(Readable.from(endless()) as unknown as Dispatcher.ResponseData["body"], openai.reader(process.hrtime.bigint()));
+    await expect(batches(events)).rejects.toMatchObject({ code: "upstream_down", message: expect.stringContaining("an event of more than") });
+  });
+
+  it("an error after text in the same read: the text first, then the error", async () => {
+    const events = new UpstreamEvents(body([delta("a") + delta("b") + sse({ error: { message: "boom", code: 500 } })]), openai.reader(process.hrtime.bigint()));
+    expect(await events.next()).toEqual([
+      { type: "content", text: "a" },
+      { type: "content", text: "b" },
+    ]);
+    await expect(events.next()).rejects.toMatchObject({ code: "upstream_down", message: "the upstream failed: boom" });
+  });
+});
+
 describe("an upstream's tool calls", () => {
   const toolDelta = (args: string, index = 0) => sse({ choices: [{ index: 0, delta: { tool_calls: [{ index, ...(args === "" ? { id: `c${index}`, function: { name: "f", arguments: "" } } : { function: { arguments: args } }) }] }, finish_reason: null }] });
   const finish = sse({ choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] });

@@ -18,6 +18,8 @@ export interface StreamReader {
   read(lines: readonly string[], out: RunnerEvent[]): void;
   /** Set once the final event is out: nothing after it is read. */
   readonly finished: boolean;
+  /** Server-sent events: lines end at CR too, and blank lines (the ends of events) come in. */
+  readonly sse?: boolean;
   /** The body ended before a final event: appends the final events, or throws if the answer was cut short. */
   end(out: RunnerEvent[]): void;
 }
@@ -50,6 +52,33 @@ export const num = (v: unknown): number | undefined => (typeof v === "number" &&
 /** An upstream's answer that is not what its API promises (a 502: the upstream misbehaves). */
 export function badAnswer(what: string): EngineError {
   return new EngineError("upstream_down", `the upstream sent an answer this server cannot read (${what})`);
+}
+
+/**
+ * An error the upstream reports inside its answer (OpenAI's `{"error":{message,code}}`, vLLM's
+ * `{"object":"error",...}`, Ollama's `{"error":"..."}`): a 400 where its code blames the request,
+ * else a 502 with its message.
+ */
+export function reportedError(e: unknown): EngineError {
+  const o = isObj(e) ? e : {};
+  const message = typeof e === "string" ? e : typeof o.message === "string" ? o.message : JSON.stringify(e).slice(0, 500);
+  const code = num(o.code) ?? num(o.status) ?? 500;
+  if (code >= 400 && code < 500 && code !== 429) return new EngineError("upstream_rejected", message);
+  return new EngineError("upstream_down", `the upstream failed: ${message}`);
+}
+
+/** A JSON answer that is an error (a 200 with an error body): the error it reports. */
+export function answerError(j: unknown): EngineError | undefined {
+  if (!isObj(j)) return undefined;
+  if (j.error !== undefined && j.error !== null) return reportedError(j.error);
+  if (j.object === "error") return reportedError(j);
+  return undefined;
+}
+
+/** Embedding vectors as sent: each a list of finite numbers, or the answer is unreadable. */
+export function vectors(list: unknown[]): number[][] {
+  for (const v of list) if (!Array.isArray(v) || !v.every((x) => typeof x === "number" && Number.isFinite(x))) throw badAnswer("an embedding that is not a list of numbers");
+  return list as number[][];
 }
 
 export function parseLine(line: string): Json {

@@ -1,8 +1,10 @@
 // HTTP to an upstream engine (undici): one keep-alive pool per remote model, the silence timeout
 // on headers and between body chunks, and the bearer key. A streamed body is read as the consumer
 // pulls (event-stream.ts; back-pressure: nothing is read ahead of what the client has taken).
+import type { Readable } from "node:stream";
 import { Agent, errors, request, type Dispatcher } from "undici";
 import { BodyTooLargeError, readBoundedJson, readErrorText } from "../../http/bounded-body.js";
+import { decodedBody, isDecodeError, UnknownEncodingError } from "../../http/content-encoding.js";
 import { EngineError } from "../errors.js";
 import { WarmConnector } from "./warm-connector.js";
 
@@ -42,6 +44,13 @@ export interface Upstream {
   key?: string;
 }
 
+/** An upstream's answer, its body decoded (Content-Encoding). */
+export interface UpstreamResponse {
+  statusCode: number;
+  headers: Dispatcher.ResponseData["headers"];
+  body: Readable;
+}
+
 export interface UpstreamCall {
   method: "GET" | "POST";
   url: string;
@@ -59,15 +68,15 @@ export class UpstreamHttp {
   }
 
   /** The response, once its status says success; anything else is an UpstreamFailure. */
-  async call(up: Upstream, call: UpstreamCall): Promise<Dispatcher.ResponseData> {
+  async call(up: Upstream, call: UpstreamCall): Promise<UpstreamResponse> {
     const headers: Record<string, string> = { accept: "application/json, text/event-stream, application/x-ndjson" };
     if (call.body !== undefined) headers["content-type"] = "application/json";
     if (up.key) headers.authorization = `Bearer ${up.key}`;
-    const body = call.body === undefined ? null : JSON.stringify(call.body);
+    const payload = call.body === undefined ? null : JSON.stringify(call.body);
     let res: Dispatcher.ResponseData;
     for (let attempt = 1; ; attempt++) {
       try {
-        res = await request(call.url, { method: call.method, headers, body, signal: call.signal, dispatcher: this.agent });
+        res = await request(call.url, { method: call.method, headers, body: payload, signal: call.signal, dispatcher: this.agent });
         break;
       } catch (err) {
         // A kept-alive connection the upstream hung up on as the request went out: llama-server
@@ -79,8 +88,15 @@ export class UpstreamHttp {
         throw classify(err, up, call.signal);
       }
     }
-    if (res.statusCode >= 200 && res.statusCode < 300) return res;
-    const text = await readErrorText(res.body).catch(() => "");
+    let body: Readable;
+    try {
+      body = decodedBody(res.body, res.headers["content-encoding"]);
+    } catch (err) {
+      if (!(err instanceof UnknownEncodingError)) throw err;
+      throw new UpstreamFailure(`upstream ${up.label} answered ${err.message}`, "down", true);
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return { statusCode: res.statusCode, headers: res.headers, body };
+    const text = await readErrorText(body).catch(() => "");
     throw statusFailure(res.statusCode, upstreamMessage(text), up);
   }
 
@@ -91,7 +107,7 @@ export class UpstreamHttp {
 }
 
 /** A JSON answer of at most `limit` bytes; anything else is the upstream's fault (a 502). */
-export async function readAnswer(res: Dispatcher.ResponseData, up: Upstream, limit = ANSWER_LIMIT): Promise<unknown> {
+export async function readAnswer(res: UpstreamResponse, up: Upstream, limit = ANSWER_LIMIT): Promise<unknown> {
   try {
     return await readBoundedJson(res.body, limit, `the answer of upstream ${up.label}`);
   } catch (err) {
@@ -112,7 +128,17 @@ export function upstreamMessage(text: string): string {
   } catch {
     // not JSON
   }
-  return text.trim().slice(0, 500);
+  return /^\s*</.test(text) ? pageText(text) : text.trim().slice(0, 500);
+}
+
+/** What an HTML error page (a proxy's, a load balancer's) says: its title, or its text without markup. */
+function pageText(html: string): string {
+  const lower = html.toLowerCase();
+  const open = lower.indexOf("<title");
+  const start = open === -1 ? -1 : lower.indexOf(">", open) + 1;
+  const end = start > 0 ? lower.indexOf("</title", start) : -1;
+  const text = end > start ? html.slice(start, end) : html.replace(/<[^>]*>/g, " ");
+  return text.replace(/\s+/g, " ").trim().slice(0, 500);
 }
 
 function statusFailure(status: number, message: string, up: Upstream): UpstreamFailure {
@@ -131,10 +157,17 @@ function errorCode(err: unknown): string | undefined {
   return e.cause?.code ?? e.code;
 }
 
+/** An answer undici cannot parse as HTTP/1.1 (llhttp's HPE_*, or its "bad response" for an
+ *  unasked 100 Continue): the upstream got the request, so it is not sent again on this one. */
+function malformed(err: unknown): boolean {
+  const code = errorCode(err);
+  return code?.startsWith("HPE_") === true || (code === "UND_ERR_SOCKET" && /^bad (response|upgrade)$/.test((err as Error).message));
+}
+
 /** The connection closed or was reset under a request before any answer came. */
 function hungUp(err: unknown): boolean {
   const code = errorCode(err);
-  return code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
+  return !malformed(err) && (code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE");
 }
 
 /** A transport error: timeouts and refused or dropped connections. */
@@ -142,6 +175,13 @@ export function classify(err: unknown, up: Upstream, signal: AbortSignal): Error
   if (signal.aborted) return new EngineError("runner_failed", "request canceled");
   if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
     return new UpstreamFailure(`upstream ${up.label} did not answer in time`, "timeout", true);
+  }
+  if (malformed(err)) {
+    const why = (err as Error).message.replace(/^Response does not match the HTTP\/1\.1 protocol \((.*)\)$/, "$1");
+    return new UpstreamFailure(`upstream ${up.label} answered with HTTP this server cannot read (${why}); check that its URL is an HTTP/1.1 API and no proxy in between rewrites it`, "down", true);
+  }
+  if (isDecodeError(err)) {
+    return new UpstreamFailure(`upstream ${up.label} sent a body that is not in the Content-Encoding it names (${errorCode(err)}); check the proxy in front of it`, "down", true);
   }
   const e = err as { message?: string; cause?: { message?: string } };
   const detail = errorCode(err) ?? e.cause?.message ?? e.message ?? String(err);

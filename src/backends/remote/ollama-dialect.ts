@@ -4,7 +4,7 @@
 import type { EmbedOptions, EmbedResult, GenerateJob, MessagesJob, RunnerEvent, StructuredOutput } from "../backend.js";
 import { isPromptJob } from "../backend.js";
 import { EngineError } from "../errors.js";
-import { badAnswer, formatValue, isObj, num, parseLine, type Dialect, type HttpCall, type StreamReader } from "./dialect.js";
+import { badAnswer, formatValue, isObj, num, parseLine, reportedError, vectors, type Dialect, type HttpCall, type StreamReader } from "./dialect.js";
 
 export class OllamaDialect implements Dialect {
   constructor(private readonly base: string) {}
@@ -46,9 +46,9 @@ export class OllamaDialect implements Dialect {
   }
 
   embedResult(json: unknown): EmbedResult {
-    if (isObj(json) && Array.isArray(json.embedding)) return { embeddings: [json.embedding as number[]], promptEvalCount: 0 };
+    if (isObj(json) && Array.isArray(json.embedding)) return { embeddings: vectors([json.embedding]), promptEvalCount: 0 };
     if (!isObj(json) || !Array.isArray(json.embeddings)) throw badAnswer("no embeddings");
-    return { embeddings: json.embeddings as number[][], promptEvalCount: num(json.prompt_eval_count) ?? 0 };
+    return { embeddings: vectors(json.embeddings), promptEvalCount: num(json.prompt_eval_count) ?? 0 };
   }
 
   tokenize(text: string, model: string): HttpCall {
@@ -107,7 +107,7 @@ class OllamaReader implements StreamReader {
     for (const line of lines) {
       if (this.finished) return;
       const j = parseLine(line);
-      if (typeof j.error === "string") throw new EngineError("runner_failed", j.error);
+      if (j.error !== undefined) throw reportedError(j.error);
       const msg = isObj(j.message) ? j.message : undefined;
       const thinking = typeof msg?.thinking === "string" ? msg.thinking : typeof j.thinking === "string" ? j.thinking : "";
       const content = typeof msg?.content === "string" ? msg.content : typeof j.response === "string" ? j.response : "";

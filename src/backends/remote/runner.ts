@@ -2,13 +2,13 @@
 // to another replica while nothing has been received yet, and are passed on as the client reads
 // them. A client that leaves aborts the upstream request at once (the connection is closed,
 // which vLLM, llama-server and Ollama take as a cancel).
-import type { Dispatcher } from "undici";
 import type { EmbedOptions, EmbedResult, GenerateJob, MessagesJob, LoadedInfo, Runner, RunnerEvent, RunnerExit, RunnerFeatures, UpstreamState } from "../backend.js";
 import { EngineError } from "../errors.js";
 import { prefixKeys } from "./affinity.js";
-import { nowNs, type HttpCall } from "./dialect.js";
+import { answerError, nowNs, type HttpCall } from "./dialect.js";
 import { UpstreamEvents } from "./event-stream.js";
-import { classify, readAnswer, UpstreamFailure, type UpstreamHttp } from "./http.js";
+import { classify, readAnswer, UpstreamFailure, type UpstreamHttp, type UpstreamResponse } from "./http.js";
+import { readErrorText } from "../../http/bounded-body.js";
 import type { Replica, ReplicaPool } from "./pool.js";
 
 export const REMOTE_FEATURES: RunnerFeatures = {
@@ -59,7 +59,7 @@ export class RemoteRunner implements Runner {
    * Sends the call to a replica, and to the next one while a replica fails before answering
    * (`ready` decides when an answer counts: for a stream, its first event).
    */
-  private async withFailover<T>(keys: readonly string[], signal: AbortSignal, call: (r: Replica) => HttpCall, ready: (res: Dispatcher.ResponseData, r: Replica) => Promise<T>): Promise<{ value: T; replica: Replica; end: () => void }> {
+  private async withFailover<T>(keys: readonly string[], signal: AbortSignal, call: (r: Replica) => HttpCall, ready: (res: UpstreamResponse, r: Replica) => Promise<T>): Promise<{ value: T; replica: Replica; end: () => void }> {
     const tried = new Set<number>();
     let last: UpstreamFailure | undefined;
     for (;;) {
@@ -68,7 +68,7 @@ export class RemoteRunner implements Runner {
       if (!r) throw last?.toEngineError() ?? new EngineError("upstream_down", `no upstream of ${this.model} is available`);
       tried.add(r.index);
       const end = this.pool.begin(r, keys);
-      let res: Dispatcher.ResponseData | undefined;
+      let res: UpstreamResponse | undefined;
       const t0 = performance.now();
       try {
         const c = call(r);
@@ -141,7 +141,12 @@ export class RemoteRunner implements Runner {
   /** A JSON request/answer call (embed, tokenize) with failover. */
   private async json<T>(signal: AbortSignal, call: (r: Replica) => HttpCall, read: (json: unknown, r: Replica) => T, what: string): Promise<T> {
     try {
-      const { value, end } = await this.withFailover([], signal, call, async (res, r) => read(await readAnswer(res, r), r));
+      const { value, end } = await this.withFailover([], signal, call, async (res, r) => {
+        const j = await readAnswer(res, r);
+        const failed = answerError(j); // a 200 whose body is an error
+        if (failed) throw failed;
+        return read(j, r);
+      });
       end();
       return value;
     } catch (err) {
@@ -206,7 +211,7 @@ export class RemoteRunner implements Runner {
           const t = setTimeout(() => ac.abort(), Math.min(5000, this.http.timeoutMs));
           try {
             const res = await this.http.call(r, { method: "GET", url, signal: ac.signal });
-            await res.body.dump();
+            await readErrorText(res.body); // to its end (bounded), so the connection is kept
             ok = true;
             break;
           } catch (err) {

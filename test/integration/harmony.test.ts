@@ -5,11 +5,11 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
+import { HarmonyNames, HarmonyParser } from "../../src/daemon/prompt/harmony.js";
 import { createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 
 let d: TestDaemon;
 const MODEL = "harmony";
-const GREEDY = { temperature: 0, num_predict: 256, repeat_penalty: 1 };
 const WEATHER = {
   type: "function",
   function: {
@@ -64,6 +64,34 @@ describe("harmony (gpt-oss)", () => {
     expect(prompt).toContain("type get_weather_now = (_: {");
     expect(prompt).toContain("<|start|>assistant<|channel|>analysis<|message|>They want weather.<|end|>");
     expect(prompt.endsWith("<|start|>assistant")).toBe(true);
+  });
+
+  // A grammar makes the model write harmony messages (a JSON string holding them): the chat's
+  // thinking and content are what the harmony parser reads in the same text generated raw.
+  const FORMAT = { type: "string", pattern: String.raw`^<\|channel\|>analysis<\|message\|>[a-z]{3,8}<\|end\|><\|start\|>assistant<\|channel\|>final<\|message\|>[a-z]{3,8}$` };
+  const GREEDY = { temperature: 0, num_predict: 256, repeat_penalty: 1 };
+
+  it("splits a streamed chat answer into thinking and content as the harmony parser splits the raw text", async () => {
+    const messages = [{ role: "user", content: "Tell me a story about the sea" }];
+    const rendered = (await post("/api/chat", { model: MODEL, messages, _debug_render_only: true })).json._debug_info.rendered_template as string;
+    const raw = await post("/api/generate", { model: MODEL, prompt: rendered, raw: true, stream: false, format: FORMAT, options: GREEDY });
+    expect(raw.status, raw.text).toBe(200);
+    const want = new HarmonyParser(new HarmonyNames()).add(raw.json.response);
+    expect(want.thinking).toMatch(/^[a-z]{3,8}$/);
+    expect(want.content).toMatch(/^[a-z]{3,8}"$/);
+
+    // think: false makes the format apply from the first token (Ollama's rule); harmony still thinks
+    const r = await fetch(`${d.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: MODEL, messages, think: false, format: FORMAT, options: GREEDY }) });
+    const lines = (await r.text()).trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.at(-1).done).toBe(true);
+    expect(lines.map((l) => l.message.content).join("")).toBe(want.content);
+    expect(lines.map((l) => l.message.thinking ?? "").join("")).toBe(want.thinking);
+
+    // /api/generate reads the model's answer the same way
+    const gen = await post("/api/generate", { model: MODEL, prompt: "Tell me a story about the sea", stream: false, think: false, format: FORMAT, options: GREEDY });
+    expect(gen.status, gen.text).toBe(200);
+    expect(gen.json.response).toBe(want.content);
+    expect(gen.json.thinking).toBe(want.thinking);
   });
 
   it("tool_choice makes the answer a call to the tool, under the client's name", async () => {

@@ -47,6 +47,22 @@ function controlTexts(model: LlamaModel): (token: Token) => string | undefined {
   };
 }
 
+/**
+ * Whether a token ends the generation. node-llama-cpp also ends on the vocabulary's EOT token,
+ * which for harmony (gpt-oss) is `<|end|>`: llama.cpp takes that one out of its end-of-generation
+ * set and shows it as text (it ends a message, not the answer; `<|return|>` and `<|call|>` end
+ * the answer), so a token llama.cpp shows as `<|end|>` text does not end it here.
+ */
+function eogJudge(model: LlamaModel): (token: Token) => boolean {
+  const harmonyEnd = new Map<Token, boolean>();
+  return (token) => {
+    if (!model.isEogToken(token)) return false;
+    let text = harmonyEnd.get(token);
+    if (text === undefined) harmonyEnd.set(token, (text = model.detokenize([token], false) === "<|end|>"));
+    return !text;
+  };
+}
+
 /** Tokens kept at the start on a shift: num_keep (negative = all), plus the BOS token. */
 function keepCount(tokens: readonly Token[], numKeep: number, bos: Token | null | undefined, contextSize: number): number {
   let keep = numKeep < 0 ? tokens.length : numKeep;
@@ -142,10 +158,13 @@ export async function runGeneration(
     return step.stopped;
   };
   const controlText = controlTexts(model);
+  const endsGeneration = eogJudge(model);
 
   if (limit > 0) {
     const metadata = { confidence: top !== undefined, probabilities: top !== undefined && top > 0 };
     const gen = seq.evaluateWithMetadata(tokens.slice(keep), metadata, {
+      // End-of-generation tokens come through and are judged below (endsGeneration).
+      yieldEogToken: true,
       temperature: s.temperature,
       topK: s.topK,
       topP: s.topP,
@@ -172,6 +191,7 @@ export async function runGeneration(
         // The metadata flags are not literal types, so the output's fields are typed by hand.
         const item = out as { token: Token; confidence?: number; probabilities?: Map<Token, number> };
         const token = item.token;
+        if (endsGeneration(token)) break;
         if (tFirst === null) {
           tFirst = hrNow();
           lockstep?.onFirstToken?.();

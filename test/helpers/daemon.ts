@@ -140,3 +140,16 @@ export async function eventually<T>(read: () => Promise<T>, check: (v: T) => boo
   }
   return v;
 }
+
+/** POST a JSON body; the answer's status, text and JSON (undefined when it is none). */
+export async function postJson(base: string, route: string, body: unknown): Promise<{ status: number; json: any; text: string }> {
+  const r = await fetch(`${base}${route}`, { method: "POST", body: JSON.stringify(body) });
+  const text = await r.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: r.status, json, text };
+}

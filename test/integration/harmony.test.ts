@@ -6,7 +6,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
 import { HarmonyNames, HarmonyParser } from "../../src/daemon/prompt/harmony.js";
-import { createModelFromFile, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { createModelFromFile, postJson, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 
 let d: TestDaemon;
 const MODEL = "harmony";
@@ -19,17 +19,7 @@ const WEATHER = {
   },
 };
 
-async function post(path: string, body: unknown): Promise<{ status: number; json: any; text: string }> {
-  const r = await fetch(`${d.url}${path}`, { method: "POST", body: JSON.stringify(body) });
-  const text = await r.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: r.status, json, text };
-}
+const post = (route: string, body: unknown) => postJson(d.url, route, body);
 
 beforeAll(async () => {
   d = await startDaemon({ OLLAMA_KEEP_ALIVE: "30s" });

@@ -10,7 +10,7 @@ import path from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHAT_FORMATS, makeTestModel, type MakeModelOptions } from "../../scripts/make-test-model.js";
-import { CLI, createModelFromFile, REPO, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+import { CLI, createModelFromFile, postJson, REPO, startDaemon, type TestDaemon } from "../helpers/daemon.js";
 
 interface Case {
   name: string;
@@ -84,17 +84,7 @@ afterAll(async () => {
   await d?.stop();
 });
 
-async function post(route: string, body: unknown): Promise<{ status: number; json: any; text: string }> {
-  const r = await fetch(`${d.url}${route}`, { method: "POST", body: JSON.stringify(body) });
-  const text = await r.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: r.status, json, text };
-}
+const post = (route: string, body: unknown) => postJson(d.url, route, body);
 
 /** Go's %q of an ASCII string (how the debug log quotes a prompt). */
 const goQuote = (s: string) => JSON.stringify(s);

@@ -54,12 +54,12 @@ function controlTexts(model: LlamaModel): (token: Token) => string | undefined {
  * the answer), so a token llama.cpp shows as `<|end|>` text does not end it here.
  */
 function eogJudge(model: LlamaModel): (token: Token) => boolean {
-  const harmonyEnd = new Map<Token, boolean>();
+  const shownAsEnd = new Map<Token, boolean>();
   return (token) => {
     if (!model.isEogToken(token)) return false;
-    let text = harmonyEnd.get(token);
-    if (text === undefined) harmonyEnd.set(token, (text = model.detokenize([token], false) === "<|end|>"));
-    return !text;
+    let shown = shownAsEnd.get(token);
+    if (shown === undefined) shownAsEnd.set(token, (shown = model.detokenize([token], false) === "<|end|>"));
+    return !shown;
   };
 }
 

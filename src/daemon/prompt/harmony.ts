@@ -38,9 +38,9 @@ export class HarmonyNames {
 
   /** The name the prompt shows for a client's tool (remembered, so the answer maps back). */
   add(name: string): string {
-    let candidate = BUILTIN_TOOLS.has(name) ? name : identifier(name);
-    const base = candidate;
-    for (let n = 2; !BUILTIN_TOOLS.has(name) && this.toUser.has(candidate); n++) candidate = `${base}_${n}`;
+    const base = BUILTIN_TOOLS.has(name) ? name : identifier(name);
+    let candidate = base;
+    if (!BUILTIN_TOOLS.has(name)) for (let n = 2; this.toUser.has(candidate); n++) candidate = `${base}_${n}`;
     this.toHarmony.set(name, candidate);
     this.toUser.set(candidate, name);
     return candidate;

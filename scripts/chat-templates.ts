@@ -4,7 +4,7 @@
 
 import { readFileSync } from "node:fs";
 
-export type ChatFormat = "chatml" | "llama3" | "llama3.2" | "gemma" | "mistral" | "phi3" | "harmony" | "none";
+export type ChatFormat = "chatml" | "llama3" | "llama3.2" | "gemma" | "mistral" | "phi3" | "harmony" | "qwen3-coder" | "none";
 
 export interface ChatFormatSpec {
   /** tokenizer.chat_template; none for "none" (no key at all). */
@@ -60,6 +60,13 @@ export const CHAT_FORMATS: Record<ChatFormat, ChatFormatSpec> = {
     template: readFileSync(new URL("./templates/gpt-oss.jinja", import.meta.url), "utf8"),
     tokens: ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>", "<|call|>"],
     endOfTurn: "<|return|>",
+  },
+  // Qwen3-Coder's (tool calls as `<function=NAME><parameter=KEY>` markup, not JSON), as llama.cpp
+  // keeps it in models/templates; <tool_call> and </tool_call> are single tokens in Qwen's vocabulary.
+  "qwen3-coder": {
+    template: readFileSync(new URL("./templates/qwen3-coder.jinja", import.meta.url), "utf8"),
+    tokens: ["<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"],
+    endOfTurn: "<|im_end|>",
   },
   none: { tokens: [] },
 };

@@ -208,10 +208,38 @@ export function capabilitiesOf(spec: Pick<ModelSpec, "source" | "template" | "co
   // Ollama's parser and family rules: the harmony parser reads tool calls and thinking, and a
   // gpt-oss model always thinks.
   const add = (c: string) => caps.includes(c) || caps.push(c);
-  if (spec.config.parser === "harmony") ["tools", "thinking"].forEach(add);
+  const parser = spec.config.parser ? PARSER_CAPABILITIES[spec.config.parser] : undefined;
+  if (parser) parser.forEach(add);
   if (spec.config.model_family === "gptoss" || spec.config.model_family === "gpt-oss") add("thinking");
   return caps;
 }
+
+/** What Ollama's model-specific parsers read (their HasToolSupport/HasThinkingSupport), by the
+ *  name a Modelfile PARSER or a registry model's config gives; src/daemon/prompt reads them. */
+const PARSER_CAPABILITIES: Readonly<Record<string, readonly string[]>> = {
+  harmony: ["tools", "thinking"],
+  qwen3: ["tools"],
+  "qwen3-thinking": ["tools", "thinking"],
+  "qwen3.5": ["tools", "thinking"],
+  ornith: ["tools", "thinking"],
+  "qwen3-coder": ["tools"],
+  "qwen3-vl-instruct": ["tools"],
+  "qwen3-vl-thinking": ["tools", "thinking"],
+  ministral: ["tools"],
+  deepseek3: ["tools", "thinking"],
+  "nemotron-3-nano": ["tools", "thinking"],
+  "nemotron-3.5-nano": ["tools", "thinking"],
+  "glm-4.6": ["tools", "thinking"],
+  "glm-4.7": ["tools", "thinking"],
+  laguna: ["tools", "thinking"],
+  "poolside-v1": ["tools", "thinking"],
+  gemma4: ["tools", "thinking"],
+  "gemma4-no-thinking": ["tools"],
+  lfm2: ["tools"],
+  "lfm2-thinking": ["tools", "thinking"],
+  cohere: ["tools", "thinking"],
+  glimmer: ["tools", "thinking"],
+};
 
 function templateCapabilities(spec: Pick<ModelSpec, "source" | "template" | "config">): string[] {
   if (spec.source.kind === "remote") return [];

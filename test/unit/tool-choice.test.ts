@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import { jsonSchemaGrammar } from "../../src/backends/llamacpp/json-schema-grammar.js";
 import { selectTemplate } from "../../src/daemon/prompt/render.js";
 import { parseToolChoice, toolCallFormat } from "../../src/daemon/prompt/tool-choice.js";
-import { toolCallTag, ToolCallParser } from "../../src/daemon/prompt/tools.js";
+import { toolDialect } from "../../src/daemon/prompt/tool-dialect.js";
+import { toolCallParser } from "../../src/daemon/prompt/tool-markup.js";
 import { fails } from "../helpers/api-error.js";
 import { REPO } from "../helpers/daemon.js";
 import { testGrammarOracle } from "../helpers/grammar-oracle.js";
@@ -50,7 +51,7 @@ describe("tool_choice", () => {
     expect(oracles.oracle.accepts(g, '{"name": "get_weather", "parameters": {"city": "Oslo"}}')).toBe(false);
     expect(oracles.oracle.accepts(g, '{"name": "other", "parameters": {}}')).toBe(false);
     expect(oracles.oracle.accepts(g, "Sure, let me check.")).toBe(false);
-    const parser = new ToolCallParser(toolCallTag(t), TOOLS);
+    const parser = toolCallParser(toolDialect(t), TOOLS);
     expect(parser.add(call).calls.map((c) => [c.function.name, c.function.arguments])).toEqual([["get_weather", { city: "Rome" }]]);
   });
 
@@ -64,7 +65,7 @@ describe("tool_choice", () => {
     expect(oracles.oracle.accepts(g, text)).toBe(true);
     expect(oracles.oracle.accepts(g, '{"name": "get_weather", "arguments": {"city": "Paris"}}')).toBe(false);
     expect(oracles.oracle.accepts(g, '<tool_call>\n{"name": "get_time", "arguments": {}}')).toBe(false);
-    const parser = new ToolCallParser(toolCallTag(t), TOOLS);
+    const parser = toolCallParser(toolDialect(t), TOOLS);
     const step = parser.add(text);
     const calls = [...step.calls, ...parser.flush().calls];
     expect(calls.map((c) => c.function.name)).toEqual(["get_weather"]);

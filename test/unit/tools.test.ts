@@ -4,12 +4,12 @@ import { describe, expect, it } from "vitest";
 import type { ToolCall } from "../../src/api/types.js";
 import { OllamaTemplate } from "../../src/template/ollama.js";
 import { selectTemplate } from "../../src/daemon/prompt/render.js";
+import { toolDialect } from "../../src/daemon/prompt/tool-dialect.js";
 import {
   ToolCallParser,
   ToolValidationError,
   parsePythonCalls,
   toolCallId,
-  toolCallTag,
   toolCallTagFromTree,
   validateTools,
 } from "../../src/daemon/prompt/tools.js";
@@ -51,9 +51,9 @@ describe("tool-call tag inferred from templates (tools/template.go)", () => {
     expect(tagOf(fixture("llama3.2"))).toBe("{"); // JSON right after the header
     expect(tagOf(fixture("gemma3"))).toBe("{"); // no .ToolCalls at all
   });
-  it("the Jinja path guesses from the template text", () => {
-    expect(toolCallTag(selectTemplate(undefined, "{% if tools %}<tool_call>{% endif %}", "", ""))).toBe("<tool_call>");
-    expect(toolCallTag(selectTemplate(undefined, "{{ m }}", "", ""))).toBe("{");
+  it("a Jinja template that shows no calls is read by its text", () => {
+    expect(toolDialect(selectTemplate(undefined, "{% if tools %}<tool_call>{% endif %}", "", ""))).toEqual({ kind: "json", tag: "<tool_call>" });
+    expect(toolDialect(selectTemplate(undefined, "{{ m }}", "", ""))).toEqual({ kind: "json", tag: "{" });
   });
 });
 

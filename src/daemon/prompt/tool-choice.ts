@@ -3,12 +3,14 @@
 // withStructuredOutput by function calling) got text. Here such a choice makes the answer a call:
 // a grammar lets the model write only the template's tool-call tag and then one call, as JSON
 // naming a tool it may call with arguments that fit that tool's parameters; the usual tool-call
-// parser then reads it as any call. "none" sends no tools; "auto" leaves the model free.
+// parser then reads it as any call. "none" sends no tools; "auto" leaves the model free. A model
+// whose calls are markup (Qwen3-Coder's XML, GLM's pairs) is not constrained: a JSON grammar cannot
+// write them, and the model chooses as with "auto".
 import type { StructuredOutput } from "../../backends/backend.js";
 import { badRequest } from "../errors.js";
 import type { PromptTemplate } from "./render.js";
 import { harmonyCallHeader, type HarmonyNames } from "./harmony.js";
-import { toolCallTag } from "./tools.js";
+import { NAME_MARK, toolDialect } from "./tool-dialect.js";
 
 export type ToolChoice = "auto" | "none" | "required" | { name: string };
 
@@ -40,12 +42,21 @@ interface ToolDef {
  * The arguments' key is the one the template shows ("parameters" in Llama 3.x's, else
  * "arguments"); the parser takes either.
  */
-export function toolCallFormat(choice: ToolChoice | undefined, tools: readonly ToolDef[], template: PromptTemplate | undefined, harmony?: HarmonyNames): StructuredOutput | undefined {
+export function toolCallFormat(
+  choice: ToolChoice | undefined,
+  tools: readonly ToolDef[],
+  template: PromptTemplate | undefined,
+  harmony?: HarmonyNames,
+  parser?: string,
+): StructuredOutput | undefined {
   if (choice === undefined || choice === "auto" || choice === "none" || tools.length === 0) return undefined;
   const named = typeof choice === "object" ? choice.name : undefined;
   const offered = tools.filter((t) => typeof t.function?.name === "string" && (named === undefined || t.function.name === named));
   if (offered.length === 0) throw badRequest(`tool_choice names the function "${named}", which is not among the request's tools`);
   if (harmony) return harmonyCallFormat(offered, harmony);
+  const dialect = template ? toolDialect(template, parser) : ({ kind: "json", tag: "{" } as const);
+  if (dialect.kind === "named-json") return namedCallFormat(offered, dialect.head);
+  if (dialect.kind !== "json") return undefined;
   const source = template && template.kind !== "default" ? template.source : "";
   const key = source.includes('"parameters"') ? "parameters" : "arguments";
   const calls = offered.map((t) => ({
@@ -54,7 +65,7 @@ export function toolCallFormat(choice: ToolChoice | undefined, tools: readonly T
     required: ["name", key],
     additionalProperties: false,
   }));
-  const tag = template ? toolCallTag(template) : "{";
+  const tag = dialect.tag;
   // A tag of its own ("<tool_call>", "[TOOL_CALLS]") goes first; "{" means the call is bare JSON.
   const word = tag === "{" || tag === "[" ? "" : (tag.split(/\s+/)[0] ?? "");
   const prefix = word === "" ? undefined : word.startsWith("<") ? `${word}\n` : word;
@@ -71,6 +82,14 @@ function harmonyCallFormat(offered: readonly ToolDef[], names: HarmonyNames): St
   if (name === undefined) return undefined;
   const params = offered[0]!.function!.parameters;
   return { kind: "schema", schema: isSchema(params) ? params : { type: "object" }, prefix: harmonyCallHeader(name) };
+}
+
+/** A name then JSON arguments (Mistral's `[TOOL_CALLS]NAME[ARGS]{…}`): the text up to the
+ *  arguments is the prefix, so, as for harmony, only a choice that leaves one tool is enforced. */
+function namedCallFormat(offered: readonly ToolDef[], head: string | undefined): StructuredOutput | undefined {
+  if (offered.length !== 1 || head === undefined) return undefined;
+  const params = offered[0]!.function!.parameters;
+  return { kind: "schema", schema: isSchema(params) ? params : { type: "object" }, prefix: head.replace(NAME_MARK, offered[0]!.function!.name as string) };
 }
 
 function isSchema(v: unknown): v is Record<string, unknown> {

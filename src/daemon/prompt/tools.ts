@@ -87,19 +87,6 @@ export function toolCallTagFromTree(root: ListNode): string {
   return tag === "" ? "{" : tag;
 }
 
-export function toolCallTag(t: PromptTemplate): string {
-  switch (t.kind) {
-    case "go":
-      return toolCallTagFromTree(t.template.template.root);
-    case "jinja":
-      if (t.source.includes("<tool_call>")) return "<tool_call>";
-      if (t.source.includes("[TOOL_CALLS]")) return "[TOOL_CALLS]";
-      return "{";
-    case "default":
-      return "{";
-  }
-}
-
 // ---------- ids ----------
 
 const ID_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789";

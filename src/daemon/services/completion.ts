@@ -21,7 +21,9 @@ import type { RequestRunOptions } from "../options.js";
 import { renderPrompt, type PromptTemplate, type RenderInput } from "../prompt/render.js";
 import { finalMessageStart, HarmonyParser, type HarmonyNames, type HarmonyPrefill } from "../prompt/harmony.js";
 import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
-import { ToolCallParser, toolCallId, toolCallTag, type ToolDefinition } from "../prompt/tools.js";
+import { toolDialect } from "../prompt/tool-dialect.js";
+import { toolCallParser, type ToolSpec } from "../prompt/tool-markup.js";
+import { toolCallId } from "../prompt/tools.js";
 import type { Lease, Scheduler } from "../scheduler/scheduler.js";
 import { logCompletionRequest, logCompletionTimings } from "./debug-log.js";
 import { currentRequest, noteGeneration } from "../request-context.js";
@@ -67,7 +69,7 @@ export interface CompletionRequest {
   /** Structured output, compiled by the model's backend. */
   format?: CompiledFormat;
   /** Chat request tools: tool calls are parsed out of the output. */
-  tools?: ToolDefinition[];
+  tools?: ToolSpec[];
   /** Thinking is on (resolved `think`): text between the template's tags becomes `thinking`. */
   think?: boolean;
   /** Ollama's `truncate` (default true): drop old messages, cut a prompt that does not fit. */
@@ -341,7 +343,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     const harmony = req.harmony ? new HarmonyParser(req.harmony.names, req.harmony.last) : undefined;
     const thinking = thinks && !harmony ? new ThinkingParser(tags) : undefined;
     if (thinking && s.prompt.trimEnd().endsWith(tags.open)) thinking.add(tags.open);
-    const tools = req.tools && req.tools.length > 0 && s.template && !harmony ? new ToolCallParser(toolCallTag(s.template), req.tools) : undefined;
+    const tools = req.tools && req.tools.length > 0 && s.template && !harmony ? toolCallParser(toolDialect(s.template, req.spec.config?.parser), req.tools) : undefined;
     let deferring = s.deferFormat;
     let raw = ""; // the text generated so far, for the format restart
 

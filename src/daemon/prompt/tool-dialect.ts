@@ -1,0 +1,192 @@
+// How a model writes a tool call. A Go TEMPLATE shows it in its `{{ if .ToolCalls }}` block and is
+// read as Ollama reads it (a tag, then JSON). A GGUF's Jinja template is asked instead: a call to a
+// made-up tool is rendered through it and the text around the tool's name tells the syntax, the
+// way llama.cpp tells its chat formats apart. Models write calls in a dozen syntaxes (Qwen3-Coder's
+// `<function=…>` XML, GLM's arg_key/arg_value pairs, MiniMax's and DeepSeek's `invoke`,
+// Mistral's `name[ARGS]{…}`, Gemma 4's `call:name{…}`, LFM2's python lists); a tag-then-JSON
+// reading of those found no call at all. A Modelfile PARSER naming one of Ollama's parsers picks
+// the syntax that parser reads.
+import { renderPrompt, type PromptTemplate } from "./render.js";
+import { toolCallTagFromTree } from "./tools.js";
+
+export type ToolDialect =
+  /** `tag` then JSON calls (`{` alone: calls are bare JSON); python-style lists understood too. */
+  | { kind: "json"; tag: string }
+  /** A tool's name, then its arguments as one JSON object (Mistral's `[ARGS]`, DeepSeek, Kimi,
+   *  functionary). `head`: the text from the section's start up to the arguments, with the tool's
+   *  name as NAME_MARK, for tool_choice. */
+  | { kind: "named-json"; start: string; head?: string }
+  /** `<function=NAME><parameter=KEY>value</parameter></function>` (Qwen3-Coder, Qwen3.5, Nemotron 3). */
+  | { kind: "xml-function"; start: string }
+  /** `NAME<arg_key>KEY</arg_key><arg_value>value</arg_value>` inside `<tool_call>` (GLM 4.5+). */
+  | { kind: "arg-pairs"; start: string }
+  /** `<NSinvoke name="NAME"><NSparameter name="KEY">value</NSparameter>` (MiniMax-M2, DeepSeek V3.2's DSML). */
+  | { kind: "invoke"; start: string; ns: string }
+  /** `call:NAME{key:<|"|>text<|"|>,n:1}` (Gemma 4). */
+  | { kind: "gemma4"; start: string }
+  /** `[NAME(key="value")]` after a tag of its own (LFM2). */
+  | { kind: "python"; start: string };
+
+/** Stands for the tool's name in a learned `head`. */
+export const NAME_MARK = "\u0000NAME\u0000";
+
+/** Ollama's model-specific parsers (Modelfile PARSER, a registry model's config) and the syntax each reads. */
+const PARSER_DIALECTS: Readonly<Record<string, ToolDialect>> = {
+  "qwen3-coder": { kind: "xml-function", start: "<tool_call>" },
+  "qwen3.5": { kind: "xml-function", start: "<tool_call>" },
+  ornith: { kind: "xml-function", start: "<tool_call>" },
+  "nemotron-3-nano": { kind: "xml-function", start: "<tool_call>" },
+  "nemotron-3.5-nano": { kind: "xml-function", start: "<tool_call>" },
+  qwen3: { kind: "json", tag: "<tool_call>" },
+  "qwen3-thinking": { kind: "json", tag: "<tool_call>" },
+  "qwen3-vl-instruct": { kind: "json", tag: "<tool_call>" },
+  "qwen3-vl-thinking": { kind: "json", tag: "<tool_call>" },
+  "glm-4.6": { kind: "arg-pairs", start: "<tool_call>" },
+  "glm-4.7": { kind: "arg-pairs", start: "<tool_call>" },
+  laguna: { kind: "arg-pairs", start: "<tool_call>" },
+  "poolside-v1": { kind: "arg-pairs", start: "<tool_call>" },
+  glimmer: { kind: "invoke", ns: "atem:", start: "<atem:function_calls>" },
+  cohere: { kind: "named-json", start: "<|START_ACTION|>" },
+  ministral: { kind: "named-json", start: "[TOOL_CALLS]" },
+  deepseek3: { kind: "named-json", start: "<｜tool▁calls▁begin｜>" },
+  lfm2: { kind: "python", start: "<|tool_call_start|>" },
+  "lfm2-thinking": { kind: "python", start: "<|tool_call_start|>" },
+  gemma4: { kind: "gemma4", start: "<|tool_call>" },
+  "gemma4-no-thinking": { kind: "gemma4", start: "<|tool_call>" },
+};
+
+const PROBE_TOOL = "zq_probe_tool";
+const PROBE_ARG = "zq_probe_arg";
+const PROBE_VALUE = "zq_probe_value";
+const PROBE_USER = "zq probe question";
+
+const CACHE_MAX = 64;
+const learned = new Map<string, ToolDialect>();
+
+/** The syntax of the model's tool calls: from its config's parser, else from its template. */
+export function toolDialect(template: PromptTemplate, parser?: string): ToolDialect {
+  const named = parser ? PARSER_DIALECTS[parser] : undefined;
+  if (named) return named;
+  switch (template.kind) {
+    case "go":
+      return { kind: "json", tag: toolCallTagFromTree(template.template.template.root) };
+    case "default":
+      return { kind: "json", tag: "{" };
+    case "jinja": {
+      let d = learned.get(template.source);
+      if (!d) {
+        d = learnDialect(template) ?? sourceGuess(template.source);
+        if (learned.size >= CACHE_MAX) learned.delete(learned.keys().next().value as string);
+        learned.set(template.source, d);
+      }
+      return d;
+    }
+  }
+}
+
+/** The tag-then-JSON reading of a template that would not render the probe (as before: Qwen's and Mistral's tags). */
+function sourceGuess(source: string): ToolDialect {
+  if (source.includes("<tool_call>")) return { kind: "json", tag: "<tool_call>" };
+  if (source.includes("[TOOL_CALLS]")) return { kind: "json", tag: "[TOOL_CALLS]" };
+  return { kind: "json", tag: "{" };
+}
+
+/** The text a template writes for an assistant's call to the probe tool, after the generation prompt. */
+function probeSection(t: PromptTemplate): string | undefined {
+  const tools = [
+    {
+      type: "function",
+      function: {
+        name: PROBE_TOOL,
+        description: "probe",
+        parameters: { type: "object", properties: { [PROBE_ARG]: { type: "string", description: "probe" } }, required: [PROBE_ARG] },
+      },
+    },
+  ];
+  const user = { role: "user", content: PROBE_USER };
+  // nine alphanumerics: Mistral's templates refuse any other id
+  const call = { role: "assistant", content: "", tool_calls: [{ id: "a1b2c3d4e", function: { name: PROBE_TOOL, arguments: { [PROBE_ARG]: PROBE_VALUE } } }] };
+  let asked: string;
+  let answered: string;
+  try {
+    asked = renderPrompt(t, { messages: [user], tools });
+    answered = renderPrompt(t, { messages: [user, call], tools });
+  } catch {
+    return undefined;
+  }
+  const u = answered.indexOf(PROBE_USER);
+  if (u === -1) return undefined;
+  // From where the two renders part (the generation prompt's end, give or take a header) on.
+  let i = 0;
+  while (i < asked.length && i < answered.length && asked[i] === answered[i]) i++;
+  // Not from inside a token both share the start of (`<|START_RESPONSE|>` and `<|START_ACTION|>`).
+  const open = Math.max(answered.lastIndexOf("<", i - 1), answered.lastIndexOf("[", i - 1));
+  const close = Math.max(answered.lastIndexOf(">", i - 1), answered.lastIndexOf("]", i - 1));
+  if (open > close) i = open;
+  return answered.slice(Math.max(i, u + PROBE_USER.length));
+}
+
+/** A thinking block (or its lone close) that a template writes before an answer. */
+const LEADING_THINK = /^\s*(?:<think>[\s\S]*?<\/think>|<\/think>)/;
+
+/** The first token of the text before a call: `<tool_call>`, `[TOOL_CALLS]`, `<function=`, `>>>`. */
+function firstToken(head: string): string {
+  const h = head.replace(LEADING_THINK, "").trim();
+  if (h === "") return "";
+  if (h[0] === "<") {
+    const close = h.indexOf(">");
+    return close === -1 ? h : h.slice(0, close + 1);
+  }
+  if (h[0] === "[") {
+    const close = h.indexOf("]");
+    return close === -1 ? h : h.slice(0, close + 1);
+  }
+  return h.split(/\s+/)[0]!;
+}
+
+/** Reads the syntax off the probe call as the template wrote it; undefined when it shows no call. */
+export function learnDialect(t: PromptTemplate): ToolDialect | undefined {
+  const s = probeSection(t);
+  if (s === undefined) return undefined;
+  const at = s.indexOf(PROBE_TOOL);
+  if (at === -1) return { kind: "json", tag: "{" }; // the template shows no calls: Ollama's default
+  const before = s.slice(0, at);
+  const after = s.slice(at + PROBE_TOOL.length);
+
+  // Markup that names the tool, wherever the template wrote it (a header may name it first).
+  const xml = s.indexOf(`<function=${PROBE_TOOL}>`);
+  if (xml !== -1 && s.includes(`<parameter=${PROBE_ARG}>`, xml)) return { kind: "xml-function", start: firstToken(s.slice(0, xml)) || "<function=" };
+  const inv = new RegExp(`<([^<>\\s]*)invoke name="${PROBE_TOOL}"`).exec(s);
+  if (inv && s.includes(`<${inv[1]!}parameter name="${PROBE_ARG}"`, inv.index)) {
+    const ns = inv[1]!;
+    return { kind: "invoke", ns, start: lastToken(s.slice(0, inv.index)) || `<${ns}invoke` };
+  }
+  if (new RegExp(`${PROBE_TOOL}\\s*<arg_key>`).test(s)) return { kind: "arg-pairs", start: firstToken(before) || "<tool_call>" };
+  if (before.endsWith("call:") && after.startsWith("{")) return { kind: "gemma4", start: firstToken(before.slice(0, -"call:".length)) || "call:" };
+  if (/^\s*\(/.test(after)) {
+    const start = firstToken(before.replace(/\[\s*$/, ""));
+    return start === "" ? { kind: "json", tag: "[" } : { kind: "python", start };
+  }
+  const open = before.lastIndexOf("{");
+  if (open !== -1 && /^\{\s*(?:"\w+"\s*:\s*)?"$/.test(before.slice(open))) {
+    // The name is a JSON string ("name": "…", or a key): calls are JSON, after whatever opens them.
+    const tag = firstToken(before.slice(0, open).replace(/\[\s*$/, ""));
+    return { kind: "json", tag: tag === "" ? "{" : tag };
+  }
+  const args = after.indexOf(`{"${PROBE_ARG}"`);
+  if (args !== -1 && !after.slice(0, args).includes("\n\n")) return { kind: "named-json", start: firstToken(before) || PROBE_TOOL, head: namedHead(before, after) };
+  return undefined; // a syntax not known here: the template's source decides, as before
+}
+
+/** The last `<…>` token of the text before a call's markup: its wrapper (`<minimax:tool_call>`). */
+function lastToken(head: string): string {
+  const m = /<[^<>]+>\s*$/.exec(head);
+  return m ? m[0].trim() : "";
+}
+
+/** The text from the call section's start up to its arguments' `{`, the name marked. */
+function namedHead(before: string, after: string): string | undefined {
+  const open = after.indexOf("{");
+  if (open === -1) return undefined;
+  return before.replace(LEADING_THINK, "").trimStart() + NAME_MARK + after.slice(0, open);
+}

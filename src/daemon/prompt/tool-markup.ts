@@ -1,0 +1,370 @@
+// Tool calls written as markup rather than JSON (the dialects of tool-dialect.ts): the text before
+// the call section is content, streamed as it comes (trailing whitespace held back, as Ollama's
+// qwen3-coder parser does, so the space before a call is not sent); each call is read once its
+// markup closes, its values typed by the tool's parameter schema as Ollama types them.
+import { parseJson } from "../bounded-json.js";
+import { isObject, matchingBrace, parsePythonCalls } from "./tool-call-syntax.js";
+import type { ToolDialect } from "./tool-dialect.js";
+import { ToolCallParser, toolCallId, type ToolStep } from "./tools.js";
+
+export interface ToolStreamParser {
+  add(text: string): ToolStep;
+  flush(): ToolStep;
+  readonly count: number;
+}
+
+export interface ToolSpec {
+  function?: { name?: string; parameters?: unknown };
+}
+
+interface ParsedCall {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** The next whole call (or list of calls) in a call section, and where it ends; undefined while
+ *  none is whole (with `final`, what is there is read as it stands). */
+type Reader = (s: string, final: boolean) => { calls: ParsedCall[]; end: number } | undefined;
+
+/** The reader of a model's tool calls, for the syntax its template shows. */
+export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[]): ToolStreamParser {
+  const schema = new ToolSchemas(tools);
+  switch (dialect.kind) {
+    case "json":
+      return new ToolCallParser(dialect.tag, tools);
+    case "xml-function":
+      return new MarkupCallParser([dialect.start, "<function="], readXmlFunction(schema), ">");
+    case "arg-pairs":
+      return new MarkupCallParser([dialect.start], readArgPairs(dialect.start, schema), ">");
+    case "invoke":
+      return new MarkupCallParser([dialect.start, `<${dialect.ns}invoke name="`], readInvoke(dialect.ns, schema), ">");
+    case "gemma4":
+      return new MarkupCallParser([dialect.start, "call:"].filter((s, i) => i === 0 || dialect.start !== "call:"), readGemma4, "}");
+    case "python":
+      return new MarkupCallParser([dialect.start], readPython(schema.names), "]");
+    case "named-json":
+      return new MarkupCallParser([dialect.start], readNamedJson(schema.names), "}");
+  }
+}
+
+class MarkupCallParser implements ToolStreamParser {
+  private mode: "looking" | "calls" | "done" = "looking";
+  private buf = "";
+  /** Section text already read (given back as content if no call is ever found). */
+  private raw = "";
+  private n = 0;
+
+  constructor(
+    private readonly starts: readonly string[],
+    private readonly read: Reader,
+    /** A unit can only close on a piece holding this character: others are not read again. */
+    private readonly closer: string,
+  ) {}
+
+  get count(): number {
+    return this.n;
+  }
+
+  add(text: string): ToolStep {
+    const out: ToolStep = { calls: [], content: "" };
+    if (this.mode === "done") {
+      out.content = text;
+      return out;
+    }
+    this.buf += text;
+    if (this.mode === "looking" && !this.look(out)) return out;
+    if (this.mode === "calls" && (text.includes(this.closer) || this.buf.length === text.length)) this.take(out, false);
+    return out;
+  }
+
+  flush(): ToolStep {
+    const out: ToolStep = { calls: [], content: "" };
+    if (this.mode === "calls") {
+      this.take(out, true);
+      if (this.n === 0) out.content = this.raw + this.buf;
+    } else if (this.mode === "looking") out.content = this.buf;
+    this.raw = this.buf = "";
+    this.mode = "done";
+    return out;
+  }
+
+  /** Finds the section's start; until then the text is content, less what might begin a start tag. */
+  private look(out: ToolStep): boolean {
+    let at = -1;
+    for (const s of this.starts) {
+      const i = this.buf.indexOf(s);
+      if (i !== -1 && (at === -1 || i < at)) at = i;
+    }
+    if (at !== -1) {
+      out.content += this.buf.slice(0, at).trimEnd();
+      this.buf = this.buf.slice(at);
+      this.mode = "calls";
+      return true;
+    }
+    let partial = 0;
+    for (const s of this.starts) {
+      for (let k = Math.min(s.length - 1, this.buf.length); k > partial; k--) {
+        if (this.buf.endsWith(s.slice(0, k))) {
+          partial = k;
+          break;
+        }
+      }
+    }
+    const before = this.buf.slice(0, this.buf.length - partial);
+    const keep = partial + before.length - before.trimEnd().length;
+    out.content += this.buf.slice(0, this.buf.length - keep);
+    this.buf = this.buf.slice(this.buf.length - keep);
+    return false;
+  }
+
+  private take(out: ToolStep, final: boolean): void {
+    for (;;) {
+      const r = this.read(this.buf, final);
+      if (!r) return;
+      for (const c of r.calls) out.calls.push({ id: toolCallId(), function: { index: this.n++, name: c.name, arguments: c.arguments } });
+      this.raw += this.buf.slice(0, r.end);
+      this.buf = this.buf.slice(r.end);
+      if (r.end === 0) return;
+    }
+  }
+}
+
+// ---------- values ----------
+
+/** The tools' parameter types, by tool and parameter name. */
+class ToolSchemas {
+  readonly names: ReadonlySet<string>;
+  private readonly props = new Map<string, Record<string, unknown>>();
+
+  constructor(tools: readonly ToolSpec[]) {
+    const names = new Set<string>();
+    for (const t of tools) {
+      const name = t.function?.name;
+      if (typeof name !== "string" || name === "") continue;
+      names.add(name);
+      const params = t.function?.parameters;
+      const props = isObject(params) ? params.properties : undefined;
+      if (isObject(props)) this.props.set(name, props);
+    }
+    this.names = names;
+  }
+
+  /** The JSON types a parameter takes (its `type`, or its anyOf members' types). */
+  types(tool: string, param: string): string[] {
+    const p = this.props.get(tool)?.[param];
+    if (!isObject(p)) return [];
+    const of = (v: unknown): string[] => (typeof v === "string" ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+    if (Array.isArray(p.anyOf)) return p.anyOf.flatMap((m) => (isObject(m) ? of(m.type) : []));
+    return of(p.type);
+  }
+
+  /** A value written as text, typed as Ollama's qwen3-coder and GLM parsers type it: null first,
+   *  then boolean, integer, number, array, object, else the text itself. */
+  value(tool: string, param: string, raw: string): unknown {
+    const text = raw.replace(/^\n/, "").replace(/\n$/, "");
+    if (text.toLowerCase() === "null") return null;
+    const types = this.types(tool, param);
+    if (types.length === 0) return text;
+    const only = types.length === 1;
+    if (types.includes("boolean")) {
+      const l = text.toLowerCase();
+      if (l === "true" || l === "false") return l === "true";
+      if (only) return false;
+    }
+    if (types.includes("integer") && /^[+-]?\d+$/.test(text)) return Number(text);
+    if (types.includes("number") && text.trim() !== "" && Number.isFinite(Number(text))) return Number(text);
+    for (const [type, test] of [
+      ["array", Array.isArray],
+      ["object", isObject],
+    ] as const) {
+      if (!types.includes(type)) continue;
+      try {
+        const v: unknown = parseJson(text);
+        if (test(v)) return v;
+      } catch {
+        // not JSON: the text
+      }
+    }
+    return text;
+  }
+}
+
+// ---------- readers ----------
+
+/** The text from `open` to `close` (both included) at or after `from`; to the end when final. */
+function unit(s: string, open: string, close: string, final: boolean): { start: number; body: string; end: number } | undefined {
+  const start = s.indexOf(open);
+  if (start === -1) return undefined;
+  const c = s.indexOf(close, start + open.length);
+  if (c === -1) return final ? { start, body: s.slice(start + open.length), end: s.length } : undefined;
+  return { start, body: s.slice(start + open.length, c), end: c + close.length };
+}
+
+/** Qwen3-Coder: `<function=NAME>\n<parameter=KEY>\nvalue\n</parameter>\n</function>`. */
+function readXmlFunction(schema: ToolSchemas): Reader {
+  return (s, final) => {
+    const u = unit(s, "<function=", "</function>", final);
+    if (!u) return undefined;
+    const gt = u.body.indexOf(">");
+    if (gt === -1) return { calls: [], end: u.end };
+    const name = u.body.slice(0, gt).trim();
+    const args: Record<string, unknown> = {};
+    for (const m of u.body.slice(gt + 1).matchAll(/<parameter=([^>\n]*)>([\s\S]*?)(?:<\/parameter>|(?=<parameter=)|$)/g)) {
+      const key = m[1]!.trim();
+      args[key] = schema.value(name, key, m[2]!);
+    }
+    return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
+  };
+}
+
+/** GLM: `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>`. */
+function readArgPairs(start: string, schema: ToolSchemas): Reader {
+  const close = start.startsWith("<") ? `</${start.slice(1)}` : "</tool_call>";
+  return (s, final) => {
+    const u = unit(s, start, close, final);
+    if (!u) return undefined;
+    const k = u.body.indexOf("<arg_key>");
+    const name = (k === -1 ? u.body : u.body.slice(0, k)).trim();
+    const args: Record<string, unknown> = {};
+    for (const m of u.body.matchAll(/<arg_key>([\s\S]*?)<\/arg_key>\s*<arg_value>([\s\S]*?)(?:<\/arg_value>|$)/g)) {
+      const key = m[1]!.trim();
+      args[key] = schema.value(name, key, m[2]!);
+    }
+    return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
+  };
+}
+
+/** MiniMax-M2 and DeepSeek's DSML: `<NSinvoke name="NAME"><NSparameter name="KEY" string="true">value</NSparameter></NSinvoke>`;
+ *  `string="false"` marks a JSON value. */
+function readInvoke(ns: string, schema: ToolSchemas): Reader {
+  const param = new RegExp(`<${escapeRegExp(ns)}parameter name="([^"]*)"([^>]*)>([\\s\\S]*?)(?:</${escapeRegExp(ns)}parameter>|$)`, "g");
+  return (s, final) => {
+    const u = unit(s, `<${ns}invoke name="`, `</${ns}invoke>`, final);
+    if (!u) return undefined;
+    const q = u.body.indexOf('"');
+    if (q === -1) return { calls: [], end: u.end };
+    const name = u.body.slice(0, q);
+    const args: Record<string, unknown> = {};
+    for (const m of u.body.slice(q).matchAll(param)) {
+      const key = m[1]!;
+      let v: unknown = schema.value(name, key, m[3]!);
+      if (/\bstring="false"/.test(m[2]!)) {
+        try {
+          v = parseJson(m[3]!.trim());
+        } catch {
+          // as text, typed by the schema
+        }
+      }
+      args[key] = v;
+    }
+    return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
+  };
+}
+
+/** Mistral, DeepSeek, Kimi, functionary: a tool's name, then its arguments as a JSON object. */
+function readNamedJson(names: ReadonlySet<string>): Reader {
+  const byLength = [...names].sort((a, b) => b.length - a.length).map(escapeRegExp);
+  const name = byLength.length > 0 ? new RegExp(`(?<![\\w-])(?:${byLength.join("|")})(?![\\w-])`) : undefined;
+  return (s, final) => {
+    const m = name?.exec(s);
+    if (!m) return undefined;
+    const after = m.index + m[0].length;
+    const open = s.indexOf("{", after);
+    // The arguments follow the name closely (`[ARGS]`, "<｜tool▁sep｜>", "\n```json\n").
+    if (open === -1 || open - after > 100) return open === -1 && !final ? undefined : { calls: [], end: after };
+    const close = matchingBrace(s, open);
+    if (close === -1) return final ? { calls: [], end: s.length } : undefined;
+    let args: unknown;
+    try {
+      args = parseJson(s.slice(open, close + 1));
+    } catch {
+      args = undefined;
+    }
+    return { calls: isObject(args) ? [{ name: m[0], arguments: args }] : [], end: close + 1 };
+  };
+}
+
+/** LFM2: `[NAME(key="value"), …]` after the call tag. */
+function readPython(names: ReadonlySet<string>): Reader {
+  return (s, final) => {
+    const open = s.indexOf("[", 1);
+    if (open === -1) return undefined;
+    const close = matchingBrace(s, open, "[", "]", "\"'");
+    if (close === -1) return final ? { calls: [], end: s.length } : undefined;
+    return { calls: parsePythonCalls(s.slice(open, close + 1), names) ?? [], end: close + 1 };
+  };
+}
+
+const GEMMA_QUOTE = '<|"|>';
+
+/** Gemma 4: `call:NAME{key:<|"|>text<|"|>,n:1,list:[…]}`: bare keys, strings between `<|"|>`. */
+const readGemma4: Reader = (s, final) => {
+  const m = /call:([^{\s]+)\{/.exec(s);
+  if (!m) return undefined;
+  const open = m.index + m[0].length - 1;
+  const json = gemmaArgsToJson(s, open);
+  if (!json) return final ? { calls: [], end: s.length } : undefined;
+  let args: unknown;
+  try {
+    args = parseJson(json.text);
+  } catch {
+    args = undefined;
+  }
+  return { calls: isObject(args) ? [{ name: m[1]!, arguments: args }] : [], end: json.end };
+};
+
+/** The object at `open` in JSON: `<|"|>` strings become JSON strings, bare keys get quotes. */
+function gemmaArgsToJson(s: string, open: number): { text: string; end: number } | undefined {
+  let out = "";
+  const stack: string[] = [];
+  let keyNext = false;
+  for (let i = open; i < s.length; ) {
+    if (s.startsWith(GEMMA_QUOTE, i)) {
+      const close = s.indexOf(GEMMA_QUOTE, i + GEMMA_QUOTE.length);
+      if (close === -1) return undefined;
+      out += JSON.stringify(s.slice(i + GEMMA_QUOTE.length, close));
+      i = close + GEMMA_QUOTE.length;
+      keyNext = false;
+      continue;
+    }
+    const c = s[i]!;
+    if (c === '"') {
+      const end = stringEnd(s, i);
+      if (end === -1) return undefined;
+      out += s.slice(i, end + 1);
+      i = end + 1;
+      keyNext = false;
+      continue;
+    }
+    if (keyNext && /[A-Za-z_$]/.test(c)) {
+      const key = /^[A-Za-z_$][\w$.-]*/.exec(s.slice(i, i + 256))![0];
+      out += JSON.stringify(key);
+      i += key.length;
+      keyNext = false;
+      continue;
+    }
+    out += c;
+    i++;
+    if (c === "{" || c === "[") stack.push(c);
+    else if (c === "}" || c === "]") {
+      stack.pop();
+      if (stack.length === 0) return { text: out, end: i };
+    }
+    if (c === "{" || c === ",") keyNext = stack.at(-1) === "{";
+    else if (!/\s/.test(c)) keyNext = false;
+  }
+  return undefined;
+}
+
+/** Index of the quote closing the JSON string that starts at `start`, or -1. */
+function stringEnd(s: string, start: number): number {
+  for (let i = start + 1; i < s.length; i++) {
+    if (s[i] === "\\") i++;
+    else if (s[i] === '"') return i;
+  }
+  return -1;
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}

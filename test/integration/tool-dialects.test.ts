@@ -1,0 +1,88 @@
+// A model whose calls are markup, end to end: a generated model with Qwen3-Coder's chat template
+// (no Go template matches it, so the GGUF's Jinja template renders) writes
+// `<tool_call><function=NAME><parameter=KEY>value</parameter></function></tool_call>`; a grammar
+// (a string `pattern` format) makes it write exactly that, and /api/chat must answer with the call,
+// streamed or not, its values typed by the tool's schema; the OpenAI route sends it as tool_calls.
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestModel } from "../../scripts/make-test-model.js";
+import { createModelFromFile, postJson, startDaemon, type TestDaemon } from "../helpers/daemon.js";
+
+let d: TestDaemon;
+const MODEL = "coder-calls";
+const WEATHER = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "The weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } }, required: ["city"] },
+  },
+};
+const GREEDY = { temperature: 0, seed: 1, num_predict: 120 };
+// the call as Qwen3-Coder writes it, its values chosen by the model within the pattern
+const FORMAT = {
+  type: "string",
+  pattern: String.raw`^<tool_call><function=get_weather><parameter=city>[A-Z][a-z]{2,8}</parameter><parameter=days>[1-9]</parameter></function></tool_call>$`,
+};
+const MESSAGES = [{ role: "user", content: "What is the weather in Paris?" }];
+
+beforeAll(async () => {
+  d = await startDaemon({ OLLAMA_KEEP_ALIVE: "30s" });
+  const file = await makeTestModel({ template: "qwen3-coder" });
+  const r = await createModelFromFile(d.url, MODEL, file);
+  expect(r.status, await r.text()).toBe(200);
+}, 60_000);
+
+afterAll(async () => {
+  await d?.stop();
+});
+
+describe("tool calls in a model's own markup (Qwen3-Coder)", () => {
+  it("renders the tools and past calls with the model's template, and answers with the call it writes, typed, streamed or not", async () => {
+    const shown = await postJson(d.url, "/api/chat", {
+      model: MODEL,
+      _debug_render_only: true,
+      tools: [WEATHER],
+      messages: [...MESSAGES, { role: "assistant", content: "", tool_calls: [{ function: { name: "get_weather", arguments: { city: "Oslo", days: 2 } } }] }, { role: "tool", content: "sunny", tool_name: "get_weather" }],
+    });
+    expect(shown.status, shown.text).toBe(200);
+    const prompt = shown.json._debug_info.rendered_template as string;
+    expect(prompt).toContain("<function>\n<name>get_weather</name>");
+    expect(prompt).toContain("<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>");
+
+    const once = await postJson(d.url, "/api/chat", { model: MODEL, messages: MESSAGES, tools: [WEATHER], format: FORMAT, stream: false, options: GREEDY });
+    expect(once.status, once.text).toBe(200);
+    const calls = once.json.message.tool_calls as Array<{ function: { name: string; arguments: { city: string; days: number } } }>;
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.function.name).toBe("get_weather");
+    expect(calls[0]!.function.arguments.city).toMatch(/^[A-Z][a-z]{2,8}$/);
+    expect(typeof calls[0]!.function.arguments.days).toBe("number"); // "days" is an integer in the schema
+    expect(once.json.message.content).not.toContain("<function=");
+
+    // streamed: the same call, once, and no markup in the content
+    const r = await fetch(`${d.url}/api/chat`, { method: "POST", body: JSON.stringify({ model: MODEL, messages: MESSAGES, tools: [WEATHER], format: FORMAT, options: GREEDY }) });
+    const lines = (await r.text()).trim().split("\n").map((l) => JSON.parse(l) as { message?: { content?: string; tool_calls?: unknown[] } });
+    const streamed = lines.flatMap((l) => l.message?.tool_calls ?? []);
+    expect(streamed).toEqual(calls.map((c) => ({ ...c, id: expect.any(String) })));
+    expect(lines.map((l) => l.message?.content ?? "").join("")).not.toContain("<function=");
+  });
+
+  it("the OpenAI route sends the call as tool_calls with JSON arguments", async () => {
+    const client = new OpenAI({ baseURL: `${d.url}/v1`, apiKey: "ollama" });
+    const c = await client.chat.completions.create({
+      model: MODEL,
+      messages: MESSAGES as OpenAI.ChatCompletionMessageParam[],
+      tools: [WEATHER as OpenAI.ChatCompletionTool],
+      temperature: 0,
+      seed: 1,
+      max_tokens: 120,
+      // the same grammar, as this route takes it
+      response_format: { type: "json_schema", json_schema: { name: "call", schema: FORMAT } },
+    });
+    const choice = c.choices[0]!;
+    expect(choice.finish_reason).toBe("tool_calls");
+    const call = choice.message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(call.function.name).toBe("get_weather");
+    expect(JSON.parse(call.function.arguments)).toMatchObject({ city: expect.stringMatching(/^[A-Z][a-z]{2,8}$/), days: expect.any(Number) });
+  });
+});

@@ -1,0 +1,181 @@
+// Tool calls in each model's own syntax, read back: every real chat template in
+// test/fixtures/chat-templates writes an assistant's calls as its model was trained to write them;
+// the text it writes, streamed in small pieces, must come back as the same calls, typed as sent.
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import type { ToolCall } from "../../src/api/types.js";
+import { renderPrompt, selectTemplate, type PromptTemplate, type RenderMessage } from "../../src/daemon/prompt/render.js";
+import { toolDialect, type ToolDialect } from "../../src/daemon/prompt/tool-dialect.js";
+import { toolCallParser } from "../../src/daemon/prompt/tool-markup.js";
+import { toolCallFormat } from "../../src/daemon/prompt/tool-choice.js";
+import { capabilitiesOf } from "../../src/registry/model-spec.js";
+
+const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
+const TEMPLATES = readdirSync(DIR).filter((f) => f.endsWith(".jinja")).sort();
+const load = (f: string): PromptTemplate => selectTemplate(undefined, readFileSync(path.join(DIR, f), "utf8"), "<s>", "</s>");
+
+const TOOLS = [
+  {
+    type: "function",
+    function: {
+      name: "get_weather",
+      description: "Weather for a city",
+      parameters: {
+        type: "object",
+        properties: { city: { type: "string" }, days: { type: "integer" }, detailed: { type: "boolean" } },
+        required: ["city"],
+      },
+    },
+  },
+  { type: "function", function: { name: "get_time", description: "The time in a zone", parameters: { type: "object", properties: { zone: { type: "string" } } } } },
+];
+const CALLS = [
+  { name: "get_weather", arguments: { city: "San Francisco", days: 3, detailed: true } },
+  { name: "get_time", arguments: { zone: "Europe/Paris" } },
+];
+
+/** What the model writes for the calls: the template's render of the assistant turn, past the
+ *  generation prompt (as the probe in tool-dialect.ts reads it). */
+function written(t: PromptTemplate, calls: typeof CALLS): string | undefined {
+  const user: RenderMessage = { role: "user", content: "What is the weather?" };
+  const assistant: RenderMessage = {
+    role: "assistant",
+    content: "",
+    tool_calls: calls.map((c, i) => ({ id: `abcdefgh${i}`, function: { name: c.name, arguments: c.arguments } })),
+  };
+  let asked: string;
+  let answered: string;
+  try {
+    asked = renderPrompt(t, { messages: [user], tools: TOOLS });
+    answered = renderPrompt(t, { messages: [user, assistant], tools: TOOLS });
+  } catch {
+    return undefined;
+  }
+  let i = 0;
+  while (i < asked.length && asked[i] === answered[i]) i++;
+  const open = Math.max(answered.lastIndexOf("<", i - 1), answered.lastIndexOf("[", i - 1));
+  const close = Math.max(answered.lastIndexOf(">", i - 1), answered.lastIndexOf("]", i - 1));
+  if (open > close) i = open;
+  const out = answered.slice(Math.max(i, answered.indexOf(user.content) + user.content.length));
+  // the thinking parser takes an empty thinking block away before tools are read
+  return out.replace(/^\s*(?:<think>[\s\S]*?<\/think>|<\/think>)/, "");
+}
+
+/** Streams `text` through the dialect's parser in pieces of 1–5 characters. */
+function readBack(d: ToolDialect, text: string): { calls: ToolCall[]; content: string } {
+  const p = toolCallParser(d, TOOLS);
+  const calls: ToolCall[] = [];
+  let content = "";
+  let seed = 7;
+  for (let i = 0; i < text.length; ) {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    const n = 1 + (seed % 5);
+    const step = p.add(text.slice(i, i + n));
+    calls.push(...step.calls);
+    content += step.content;
+    i += n;
+  }
+  const end = p.flush();
+  calls.push(...end.calls);
+  content += end.content;
+  return { calls, content };
+}
+
+// Templates whose call syntax is none of those read here (each its own): listed so that a new
+// failure is seen, not hidden among them.
+const NOT_READ: Readonly<Record<string, string>> = {
+  "Kimi-K3.jinja": "<|open|>call tool=… argument key=… markup",
+  "MiniMax-M3.jinja": "]<]minimax[>[ separators with <KEY>value</KEY>",
+};
+
+describe("tool calls in each template's own syntax", () => {
+  const results = TEMPLATES.map((f) => {
+    const t = load(f);
+    // Two calls; one where the template takes only one (Llama 3.x's, gpt-oss's)
+    const shown = (calls: typeof CALLS) => {
+      const text = written(t, calls);
+      return text !== undefined && calls.every((c) => text.includes(c.name) && text.includes(Object.values(c.arguments)[0] as string)) ? text : undefined;
+    };
+    let calls = CALLS;
+    let text = shown(calls);
+    if (text === undefined) text = shown((calls = CALLS.slice(0, 1)));
+    return { f, t, text, calls, shows: text !== undefined, dialect: toolDialect(t) };
+  });
+
+  it("reads back, streamed, the calls every template writes", () => {
+    const failed: string[] = [];
+    let read = 0;
+    for (const r of results) {
+      if (!r.shows || NOT_READ[r.f]) continue;
+      const got = readBack(r.dialect, r.text!);
+      const calls = got.calls.map((c) => ({ name: c.function.name, arguments: c.function.arguments }));
+      if (JSON.stringify(calls) !== JSON.stringify(r.calls) || got.content.includes("San Francisco")) {
+        failed.push(`${r.f} (${JSON.stringify(r.dialect)}): ${JSON.stringify(calls)} content ${JSON.stringify(got.content.slice(0, 120))}`);
+      } else read++;
+      expect(got.calls.map((c) => c.function.index)).toEqual(got.calls.map((_, i) => i));
+    }
+    expect(failed).toEqual([]);
+    console.log(`${read} templates read back; not shown: ${results.filter((r) => !r.shows).map((r) => r.f).join(" ")}`);
+    expect(read).toBeGreaterThanOrEqual(46);
+  });
+
+  it("knows each family's syntax", () => {
+    const kind = (f: string) => results.find((r) => r.f === f)!.dialect;
+    expect(kind("Qwen3-Coder.jinja")).toEqual({ kind: "xml-function", start: "<tool_call>" });
+    expect(kind("Qwen-Qwen2.5-7B-Instruct.jinja")).toEqual({ kind: "json", tag: "<tool_call>" });
+    expect(kind("meta-llama-Llama-3.1-8B-Instruct.jinja")).toEqual({ kind: "json", tag: "{" });
+    expect(kind("GLM-4.6.jinja")).toEqual({ kind: "arg-pairs", start: "<tool_call>" });
+    expect(kind("MiniMax-M2.jinja")).toEqual({ kind: "invoke", ns: "", start: "<minimax:tool_call>" });
+    expect(kind("deepseek-ai-DeepSeek-V3.2.jinja")).toMatchObject({ kind: "invoke", ns: "｜DSML｜" });
+    expect(kind("deepseek-ai-DeepSeek-V3.1.jinja")).toMatchObject({ kind: "named-json", start: "<｜tool▁calls▁begin｜>" });
+    expect(kind("unsloth-mistral-Devstral-Small-2507.jinja")).toMatchObject({ kind: "named-json", start: "[TOOL_CALLS]" });
+    expect(kind("google-gemma-4-31B-it.jinja")).toEqual({ kind: "gemma4", start: "<|tool_call>" });
+    expect(kind("LFM2.5-8B-A1B.jinja")).toEqual({ kind: "python", start: "<|tool_call_start|>" });
+  });
+
+  it("gives text back as content when no call follows, and holds back only what may start a call", () => {
+    const p = toolCallParser({ kind: "xml-function", start: "<tool_call>" }, TOOLS);
+    expect(p.add("Paris is sunny. ").content).toBe("Paris is sunny.");
+    expect(p.add("<tool").content).toBe("");
+    const end = p.flush();
+    expect(end.content).toBe(" <tool");
+    expect(end.calls).toEqual([]);
+    const q = toolCallParser({ kind: "xml-function", start: "<tool_call>" }, TOOLS);
+    const a = q.add("Checking.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n<parameter=days>\nsoon\n</parameter>\n</function>\n</tool_call>");
+    expect(a.content).toBe("Checking.");
+    // "soon" is no integer: kept as text, as Ollama keeps it
+    expect(a.calls.map((c) => c.function.arguments)).toEqual([{ city: "Oslo", days: "soon" }]);
+  });
+
+  it("a call cut off by the end of generation is read as far as it goes, markup or not", () => {
+    const p = toolCallParser({ kind: "arg-pairs", start: "<tool_call>" }, TOOLS);
+    p.add("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Rome");
+    expect(p.flush().calls.map((c) => [c.function.name, c.function.arguments])).toEqual([["get_weather", { city: "Rome" }]]);
+    const q = toolCallParser({ kind: "named-json", start: "[TOOL_CALLS]" }, TOOLS);
+    q.add('[TOOL_CALLS]get_weather[ARGS]{"city": "Ro');
+    const end = q.flush();
+    expect(end.calls).toEqual([]);
+    expect(end.content).toBe('[TOOL_CALLS]get_weather[ARGS]{"city": "Ro');
+  });
+
+  it("tool_choice on a name-then-JSON model writes the chosen tool's header before its arguments", () => {
+    const t = load("unsloth-mistral-Devstral-Small-2507.jinja");
+    const f = toolCallFormat({ name: "get_weather" }, TOOLS, t);
+    expect(f).toMatchObject({ kind: "schema", prefix: "[TOOL_CALLS]get_weather[ARGS]", schema: TOOLS[0]!.function.parameters });
+    // several tools left: one prefix cannot name them all, so the model chooses
+    expect(toolCallFormat("required", TOOLS, t)).toBeUndefined();
+    // markup syntaxes are not JSON: no grammar, the model chooses
+    expect(toolCallFormat({ name: "get_weather" }, TOOLS, load("Qwen3-Coder.jinja"))).toBeUndefined();
+  });
+
+  it("a Modelfile PARSER names the syntax, and the capabilities Ollama's parser of that name has", () => {
+    const t = load("Qwen-Qwen2.5-7B-Instruct.jinja");
+    expect(toolDialect(t, "qwen3-coder")).toEqual({ kind: "xml-function", start: "<tool_call>" });
+    expect(toolDialect(t, "no-such-parser")).toEqual({ kind: "json", tag: "<tool_call>" });
+    const caps = (parser: string) => capabilitiesOf({ template: "{{ .Prompt }}", config: { parser }, source: { kind: "gguf", facts: { isEmbedding: false } } as never });
+    expect(caps("qwen3-coder")).toEqual(["completion", "tools"]);
+    expect(caps("glm-4.7")).toEqual(["completion", "tools", "thinking"]);
+    expect(caps("no-such-parser")).toEqual(["completion"]);
+  });
+});

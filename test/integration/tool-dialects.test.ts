@@ -67,6 +67,23 @@ describe("tool calls in a model's own markup (Qwen3-Coder)", () => {
     expect(lines.map((l) => l.message?.content ?? "").join("")).not.toContain("<function=");
   });
 
+  it("a model made as Ollama's library makes it (RENDERER and PARSER qwen3-coder, TEMPLATE {{ .Prompt }}) renders with the model's own template and reads its calls", async () => {
+    const file = await makeTestModel({ template: "qwen3-coder" });
+    const made = await createModelFromFile(d.url, "coder-library", file, { template: "{{ .Prompt }}", renderer: "qwen3-coder", parser: "qwen3-coder" });
+    expect(made.status, await made.text()).toBe(200);
+    const show = await postJson(d.url, "/api/show", { model: "coder-library" });
+    expect(show.json.capabilities).toEqual(["completion", "tools"]);
+    expect(show.json.modelfile).toContain("RENDERER qwen3-coder");
+    const shown = await postJson(d.url, "/api/chat", { model: "coder-library", _debug_render_only: true, tools: [WEATHER], messages: [{ role: "system", content: "Be brief." }, ...MESSAGES] });
+    const prompt = shown.json._debug_info.rendered_template as string;
+    // the whole conversation in the model's own form, not the bare last prompt
+    expect(prompt.startsWith("<|im_start|>system\nBe brief.")).toBe(true);
+    expect(prompt).toContain("<name>get_weather</name>");
+    expect(prompt.endsWith("<|im_start|>user\nWhat is the weather in Paris?<|im_end|>\n<|im_start|>assistant\n")).toBe(true);
+    const once = await postJson(d.url, "/api/chat", { model: "coder-library", messages: MESSAGES, tools: [WEATHER], format: FORMAT, stream: false, options: GREEDY });
+    expect(once.json.message.tool_calls?.[0]?.function.name, once.text).toBe("get_weather");
+  });
+
   it("the OpenAI route sends the call as tool_calls with JSON arguments", async () => {
     const client = new OpenAI({ baseURL: `${d.url}/v1`, apiKey: "ollama" });
     const c = await client.chat.completions.create({

@@ -138,9 +138,13 @@ function tokenText(spec: ModelSpec, idKey: string): string {
 }
 
 export function templateFor(spec: ModelSpec, override?: string): PromptTemplate {
+  const jinja = ggufSource(spec)?.facts.chatTemplate;
+  // A RENDERER (Ollama's Go copy of a model's own chat template, which then replaces its TEMPLATE,
+  // often a bare `{{ .Prompt }}` in such models) is stood in for by the model's own template.
+  const go = override ?? (spec.config?.renderer && jinja ? undefined : spec.template);
   return selectTemplate(
-    override ?? spec.template,
-    ggufSource(spec)?.facts.chatTemplate,
+    go,
+    jinja,
     tokenText(spec, "tokenizer.ggml.bos_token_id"),
     tokenText(spec, "tokenizer.ggml.eos_token_id"),
   );

@@ -2,7 +2,7 @@
 // the daemon consumes (its source — local GGUF weights or remote engines —, template, system,
 // params, messages, capabilities).
 import { OllamaTemplate } from "../template/ollama.js";
-import { inferThinkingTagsFromTree } from "../template/thinking-tags.js";
+import { inferThinkingTagsFromTree, jinjaThinkingTags } from "../template/thinking-tags.js";
 import { GgufError, readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
 import { parseModelName, displayName, type ModelName } from "./name.js";
 import {
@@ -199,8 +199,10 @@ export class ModelResolver {
  * Ollama's capability derivation (reference §1.11, server/images.go goTemplateCapabilities): from
  * the GGUF and the template. With a Go TEMPLATE: `tools` if it uses .Tools, `insert` if it uses
  * .Suffix, `thinking` if thinking tags can be inferred from it; a template that does not parse
- * gives none of those. Without one, the GGUF's Jinja template: `tools`/`tool_call` → tools,
- * `<think>` and `</think>` → thinking. Never `vision`: this engine has no multimodal support.
+ * gives none of those. Without one (or with a RENDERER, which the GGUF's own template stands in
+ * for), the GGUF's Jinja template: `tools`/`tool_call` → tools, a pair of thinking tags
+ * (`<think>`…`</think>` and the others jinjaThinkingTags knows) → thinking. Never `vision`: this
+ * engine has no multimodal support.
  */
 export function capabilitiesOf(spec: Pick<ModelSpec, "source" | "template" | "config">): string[] {
   if (spec.source.kind === "remote") return remoteCapabilities(spec.config);
@@ -246,7 +248,7 @@ function templateCapabilities(spec: Pick<ModelSpec, "source" | "template" | "con
   const facts = spec.source.facts;
   const caps: string[] = [];
   caps.push(facts.isEmbedding ? "embedding" : "completion");
-  const goTemplate = spec.template;
+  const goTemplate = spec.config.renderer && facts.chatTemplate ? undefined : spec.template;
   if (goTemplate !== undefined && goTemplate !== "") {
     let t: OllamaTemplate | undefined;
     try {
@@ -265,7 +267,7 @@ function templateCapabilities(spec: Pick<ModelSpec, "source" | "template" | "con
   }
   const jinja = facts.chatTemplate ?? "";
   if (/tools|tool_call/.test(jinja)) caps.push("tools");
-  if (jinja.includes("<think>") && jinja.includes("</think>")) caps.push("thinking");
+  if (jinjaThinkingTags(jinja).open !== "") caps.push("thinking");
   return caps;
 }
 

@@ -91,3 +91,21 @@ function visit(n: Node | null, fn: (n: Node) => boolean): void {
   for (const c of children(n)) visit(c, fn);
 }
 
+
+/** The thinking tags of models whose GGUF Jinja template is used (no Go template to infer them
+ *  from), the first pair whose both tags the template writes: DeepSeek/Qwen/GLM's `<think>`,
+ *  Magistral's `[THINK]`, Seed-OSS's, Command A's, MiniMax's, Gemma 4's thought channel and Apriel's
+ *  plain-text opening. */
+const JINJA_THINKING_TAGS: readonly ThinkingTags[] = [
+  { open: "<think>", close: "</think>" },
+  { open: "[THINK]", close: "[/THINK]" },
+  { open: "<seed:think>", close: "</seed:think>" },
+  { open: "<|START_THINKING|>", close: "<|END_THINKING|>" },
+  { open: "<mm:think>", close: "</mm:think>" },
+  { open: "<|channel>thought", close: "<channel|>" },
+  { open: "Here are my reasoning steps:", close: "[BEGIN FINAL RESPONSE]" },
+];
+
+export function jinjaThinkingTags(source: string): ThinkingTags {
+  return JINJA_THINKING_TAGS.find((t) => source.includes(t.open) && source.includes(t.close)) ?? { open: "", close: "" };
+}

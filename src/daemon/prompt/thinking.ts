@@ -1,7 +1,7 @@
 // Thinking output (Ollama's thinking/template.go and thinking/parser.go, reference §7.2):
 // the tags around a thinking trace are inferred from the model's template, and a streaming
 // state machine moves the text between them into `thinking`.
-import { inferThinkingTagsFromTree, type ThinkingTags } from "../../template/thinking-tags.js";
+import { inferThinkingTagsFromTree, jinjaThinkingTags, type ThinkingTags } from "../../template/thinking-tags.js";
 import type { PromptTemplate } from "./render.js";
 
 export { inferThinkingTagsFromTree, type ThinkingTags };
@@ -12,7 +12,7 @@ export function thinkingTags(t: PromptTemplate): ThinkingTags {
     case "go":
       return inferThinkingTagsFromTree(t.template.template.root);
     case "jinja":
-      return t.source.includes("<think>") && t.source.includes("</think>") ? { open: "<think>", close: "</think>" } : { open: "", close: "" };
+      return jinjaThinkingTags(t.source);
     case "default":
       return { open: "", close: "" };
   }

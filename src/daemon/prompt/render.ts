@@ -6,6 +6,7 @@ import { OllamaTemplate, type ApiMessage, type ApiTool } from "../../template/ol
 import { JsonDepthError, parseJson } from "../bounded-json.js";
 import { badRequest } from "../errors.js";
 import "./jinja-bounds.js";
+import { renderWithGlobals } from "./jinja-python.js";
 import { withinBudget, type RenderLimits } from "./render-budget.js";
 
 export interface RenderMessage {
@@ -105,9 +106,9 @@ function apiMessage(m: RenderMessage): ApiMessage {
  * as reasoning_content and thinking), tools, add_generation_prompt, bos/eos text, enable_thinking and
  * reasoning_effort when the request set think.
  */
-function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput): string {
+export function jinjaContext(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput): Record<string, unknown> {
   const last = input.messages.at(-1);
-  return t.template.render({
+  return {
     messages: input.messages.map((m) => {
       const api = apiMessage(m);
       return {
@@ -134,7 +135,11 @@ function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: Rende
     eos_token: t.eos,
     ...(input.isThinkSet ? { enable_thinking: input.think ?? false } : {}),
     ...(input.isThinkSet && input.think && input.thinkLevel ? { reasoning_effort: input.thinkLevel } : {}),
-  });
+  };
+}
+
+function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput): string {
+  return renderWithGlobals(t.template.parsed, jinjaContext(t, input));
 }
 
 /** What a render may build: its input twice over plus 16 Mi characters (a real template adds a

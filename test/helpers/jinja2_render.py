@@ -6,9 +6,11 @@ The environment mirrors transformers' _compile_jinja_template: ImmutableSandboxe
 trim_blocks and lstrip_blocks, the loopcontrols extension, a {% generation %} block that renders its
 body, tojson as json.dumps with ensure_ascii=False, and the raise_exception and strftime_now globals.
 strftime_now reads a fixed clock (`now_ms`, local time) so both renderers see the same date.
+A template the immutable sandbox stops (list.append: Kimi K2's) is rendered again in the mutable
+SandboxedEnvironment, as llama.cpp's engine allows it; that answer says "sandbox": "mutable".
 
 stdin: {"now_ms": <epoch ms>, "jobs": [{"template": str, "context": {...}}, ...]}
-stdout: [{"ok": str} | {"error": str}, ...] in job order.
+stdout: [{"ok": str, "sandbox"?: "mutable"} | {"error": str}, ...] in job order.
 """
 import json
 import sys
@@ -16,7 +18,8 @@ from datetime import datetime
 
 import jinja2
 from jinja2.ext import Extension, loopcontrols
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 
 class GenerationBlock(Extension):
@@ -33,7 +36,7 @@ class GenerationBlock(Extension):
         return caller()
 
 
-def make_env(now):
+def make_env(now, sandbox=ImmutableSandboxedEnvironment):
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
 
@@ -43,7 +46,7 @@ def make_env(now):
     def strftime_now(format):
         return now.strftime(format)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlock, loopcontrols])
+    env = sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlock, loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
@@ -52,15 +55,22 @@ def make_env(now):
 
 def main():
     request = json.load(sys.stdin)
-    env = make_env(datetime.fromtimestamp(request["now_ms"] / 1000))
+    now = datetime.fromtimestamp(request["now_ms"] / 1000)
+    envs = {"immutable": make_env(now), "mutable": make_env(now, SandboxedEnvironment)}
     compiled = {}
+
+    def render(kind, source, context):
+        if (kind, source) not in compiled:
+            compiled[(kind, source)] = envs[kind].from_string(source)
+        return compiled[(kind, source)].render(**context)
+
     results = []
     for job in request["jobs"]:
-        source = job["template"]
         try:
-            if source not in compiled:
-                compiled[source] = env.from_string(source)
-            results.append({"ok": compiled[source].render(**job["context"])})
+            try:
+                results.append({"ok": render("immutable", job["template"], job["context"])})
+            except SecurityError:
+                results.append({"ok": render("mutable", job["template"], job["context"]), "sandbox": "mutable"})
         except Exception as err:  # noqa: BLE001 - every failure is reported, as transformers would raise it
             results.append({"error": f"{type(err).__name__}: {err}"})
     json.dump(results, sys.stdout, ensure_ascii=False)

@@ -87,11 +87,12 @@ describe("the GGUF Jinja path", () => {
     "<s>",
     "</s>",
   );
+  // `{{ enable_thinking }}` prints Python's True, as transformers renders it.
   it("gets OpenAI-shaped messages (object arguments, tool names), tools and the think flags", () => {
     expect(renderPrompt(jinja, { messages: conversation, tools, think: true, thinkLevel: "high", isThinkSet: true })).toBe(
-      '<user>Weather in Paris?<assistant>function:get_weather{"city": "Paris"}<tool:get_weather>18CT1Etrue/high<assistant>',
+      '<user>Weather in Paris?<assistant>function:get_weather{"city": "Paris"}<tool:get_weather>18CT1ETrue/high<assistant>',
     );
     expect(renderPrompt(jinja, { messages: [{ role: "assistant", content: "a", thinking: "t" }] })).toBe("<assistant>a[r:t]");
-    expect(renderPrompt(jinja, { messages: [{ role: "user", content: "u" }], think: false, isThinkSet: true })).toBe("<user>uEfalse<assistant>");
+    expect(renderPrompt(jinja, { messages: [{ role: "user", content: "u" }], think: false, isThinkSet: true })).toBe("<user>uEFalse<assistant>");
   });
 });

@@ -8,7 +8,7 @@ import { renderLimits, tooLong, TemplateSizeError } from "./render-budget.js";
  *  after the time budget stopped it), and a template may not replace a global, so the engine's own
  *  registration of `range` is swapped for this one. Real templates count messages or tools. */
 export const RANGE_MAX = 10_000;
-function boundedRange(start: number, stop?: number, step = 1): number[] {
+export function boundedRange(start: number, stop?: number, step = 1): number[] {
   const [a, b] = stop === undefined ? [0, start] : [start, stop];
   if (![a, b, step].every(Number.isFinite) || step === 0) throw new Error("range() needs finite numbers and a step other than 0");
   const n = Math.max(0, Math.ceil((b - a) / step));

@@ -6,6 +6,9 @@ import { OllamaTemplate, type ApiMessage, type ApiTool } from "../../template/ol
 import { JsonDepthError, parseJson } from "../bounded-json.js";
 import { badRequest } from "../errors.js";
 import "./jinja-bounds.js";
+import { detectCapabilities, type JinjaCapabilities } from "./jinja-capabilities.js";
+import { polyfillMessages, type JinjaMessage } from "./jinja-polyfills.js";
+import { renderWithGlobals, TemplateRaised } from "./jinja-python.js";
 import { withinBudget, type RenderLimits } from "./render-budget.js";
 
 export interface RenderMessage {
@@ -35,6 +38,18 @@ export type PromptTemplate =
 const CACHE_MAX = 64;
 const goCache = new Map<string, OllamaTemplate>();
 const jinjaCache = new Map<string, JinjaTemplate>();
+// Per parsed template, so per source while jinjaCache holds it.
+const capabilities = new WeakMap<JinjaTemplate, JinjaCapabilities>();
+
+/** What the template can render, probed on first use (jinja-capabilities.ts). */
+export function jinjaCapabilities(t: Extract<PromptTemplate, { kind: "jinja" }>): JinjaCapabilities {
+  let caps = capabilities.get(t.template);
+  if (!caps) {
+    caps = detectCapabilities((context) => renderWithGlobals(t.template.parsed, context));
+    capabilities.set(t.template, caps);
+  }
+  return caps;
+}
 
 function remember<T>(cache: Map<string, T>, key: string, value: T): void {
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
@@ -105,36 +120,42 @@ function apiMessage(m: RenderMessage): ApiMessage {
  * as reasoning_content and thinking), tools, add_generation_prompt, bos/eos text, enable_thinking and
  * reasoning_effort when the request set think.
  */
-function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput): string {
+export function jinjaContext(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput, adapt = true): Record<string, unknown> {
   const last = input.messages.at(-1);
-  return t.template.render({
-    messages: input.messages.map((m) => {
-      const api = apiMessage(m);
-      return {
-        role: m.role,
-        content: m.content,
-        // reasoning_content in most templates; gpt-oss's reads `thinking`
-        ...(m.thinking ? { reasoning_content: m.thinking, thinking: m.thinking } : {}),
-        ...(api.tool_calls
-          ? {
-              tool_calls: api.tool_calls.map((c) => ({
-                ...(c.id ? { id: c.id } : {}),
-                type: "function",
-                function: { name: c.function.name, arguments: c.function.arguments ?? {} },
-              })),
-            }
-          : {}),
-        ...(m.tool_name ? { name: m.tool_name } : {}),
-        ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
-      };
-    }),
+  const messages: JinjaMessage[] = input.messages.map((m) => {
+    const api = apiMessage(m);
+    return {
+      role: m.role,
+      content: m.content,
+      // reasoning_content in most templates; gpt-oss's reads `thinking`
+      ...(m.thinking ? { reasoning_content: m.thinking, thinking: m.thinking } : {}),
+      ...(api.tool_calls
+        ? {
+            tool_calls: api.tool_calls.map((c) => ({
+              ...(c.id ? { id: c.id } : {}),
+              type: "function",
+              function: { name: c.function.name, arguments: c.function.arguments ?? {} },
+            })),
+          }
+        : {}),
+      ...(m.tool_name ? { name: m.tool_name } : {}),
+      ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
+    };
+  });
+  return {
+    // Adapted where the template cannot render a part of the conversation (jinja-polyfills.ts).
+    messages: adapt ? polyfillMessages(messages, jinjaCapabilities(t)) : messages,
     tools: input.tools && input.tools.length > 0 ? input.tools : undefined,
     add_generation_prompt: last?.role !== "assistant",
     bos_token: t.bos,
     eos_token: t.eos,
     ...(input.isThinkSet ? { enable_thinking: input.think ?? false } : {}),
     ...(input.isThinkSet && input.think && input.thinkLevel ? { reasoning_effort: input.thinkLevel } : {}),
-  });
+  };
+}
+
+function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput): string {
+  return renderWithGlobals(t.template.parsed, jinjaContext(t, input));
 }
 
 /** What a render may build: its input twice over plus 16 Mi characters (a real template adds a
@@ -173,6 +194,8 @@ export function renderPrompt(t: PromptTemplate, input: RenderInput): string {
     }
   } catch (err) {
     if (err instanceof Error && "status" in err) throw err;
+    // raise_exception(): the template's own words, for what no polyfill adapts (jinja-polyfills.ts).
+    if (err instanceof TemplateRaised) throw badRequest(`template error: the model's chat template refused the conversation: ${err.message}`);
     throw badRequest(`template error: ${(err as Error).message}`);
   }
 }

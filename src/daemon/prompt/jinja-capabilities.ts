@@ -1,0 +1,74 @@
+// What a Jinja chat template can render, found once per template by rendering small probe
+// conversations (as llama.cpp's chat-template capabilities do): a system role, tool calls with
+// object or only JSON-string arguments, tool-role results, tool call ids of any form, two messages
+// of one role in a row. jinja-polyfills.ts adapts a conversation to what is missing.
+// A part of the conversation counts as missing only where the template raises on it: one that
+// renders without it (drops a tool result, shows no tool call) renders as transformers would.
+// The form of arguments and ids is the client's choice in transformers too, so there the form
+// the template shows is taken.
+
+export interface JinjaCapabilities {
+  /** A system message is not refused. */
+  systemRole: boolean;
+  /** Assistant tool calls show their arguments (in one form or the other). */
+  toolCalls: boolean;
+  /** Tool-call arguments may be an object; else the template wants them as a JSON string. */
+  objectArguments: boolean;
+  /** role "tool" results are not refused. */
+  toolRole: boolean;
+  /** Tool call ids of any form; else 9 alphanumerics (Mistral's templates raise otherwise). */
+  anyToolCallIds: boolean;
+  /** Two messages of one role in a row render (Gemma 2 demands alternation). */
+  consecutiveRoles: boolean;
+}
+
+export const ALL_CAPABILITIES: JinjaCapabilities = {
+  systemRole: true, toolCalls: true, objectArguments: true, toolRole: true, anyToolCallIds: true, consecutiveRoles: true,
+};
+
+import { TemplateSizeError, TemplateTimeoutError } from "./render-budget.js";
+
+type Probe = (context: Record<string, unknown>) => string;
+const ARG_NEEDLE = "argument_needle";
+const tools = [{ type: "function", function: { name: "tool1", description: "A tool", parameters: { type: "object", properties: { arg: { type: "string" } } } } }];
+const user = (content = "user message") => ({ role: "user", content });
+const call = (args: unknown, id = "call00001") => ({
+  role: "assistant",
+  content: "",
+  tool_calls: [{ id, type: "function", function: { name: "tool1", arguments: args } }],
+});
+const result = (id = "call00001") => ({ role: "tool", content: "tool result", name: "tool1", tool_call_id: id });
+
+/** The probes' own renders: a failure is an answer, not an error. */
+function attempt(render: Probe, messages: unknown[], withTools = false): string | undefined {
+  try {
+    return render({ messages, ...(withTools ? { tools } : {}), add_generation_prompt: true, bos_token: "", eos_token: "" });
+  } catch (err) {
+    // Out of time or room is no answer about the template: the render fails instead.
+    if (err instanceof TemplateTimeoutError || err instanceof TemplateSizeError) throw err;
+    return undefined;
+  }
+}
+const renders = (out: string | undefined, needle: string): boolean => out !== undefined && out.includes(needle);
+
+export function detectCapabilities(render: Probe): JinjaCapabilities {
+  const caps = { ...ALL_CAPABILITIES };
+  // A template that cannot render one user message says nothing about the rest: left as it is.
+  if (attempt(render, [user()]) === undefined) return caps;
+
+  caps.systemRole = attempt(render, [{ role: "system", content: "system message" }, user()]) !== undefined;
+  caps.consecutiveRoles = attempt(render, [user(), user("another")]) !== undefined;
+
+  const objArgs = { [ARG_NEEDLE]: "print('hello')" };
+  const objectOk = renders(attempt(render, [user(), call(objArgs)], true), ARG_NEEDLE);
+  const stringOk = !objectOk && renders(attempt(render, [user(), call(JSON.stringify(objArgs))], true), ARG_NEEDLE);
+  caps.toolCalls = objectOk || stringOk;
+  caps.objectArguments = !stringOk;
+  const args = caps.objectArguments ? objArgs : JSON.stringify(objArgs);
+
+  const answered = caps.toolCalls ? call(args) : { role: "assistant", content: "ok" };
+  caps.toolRole = attempt(render, [user(), answered, result()], true) !== undefined;
+  // Ids matter only where a well-formed one renders and ours does not (Mistral's 9 alphanumerics).
+  caps.anyToolCallIds = !caps.toolCalls || attempt(render, [user(), call(args, "call_1")], true) !== undefined;
+  return caps;
+}

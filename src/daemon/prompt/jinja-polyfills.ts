@@ -1,0 +1,111 @@
+// Adapts a conversation to what a Jinja chat template can render (jinja-capabilities.ts) instead of
+// failing the request where the template would raise, as llama.cpp adapts them: system text folded
+// into the next user message, tool results as user messages (JSON naming the tool), arguments as a
+// JSON string, tool call ids as 9 alphanumerics, runs of user messages joined.
+
+import type { JinjaCapabilities } from "./jinja-capabilities.js";
+
+export interface JinjaMessage {
+  role: string;
+  content: string;
+  tool_calls?: Array<{ id?: string; type: string; function: { name: string; arguments: unknown } }>;
+  name?: string;
+  tool_call_id?: string;
+  [key: string]: unknown;
+}
+
+/** Whether `caps` would change this conversation (the messages are then adapted). */
+export function needsPolyfill(messages: JinjaMessage[], caps: JinjaCapabilities): boolean {
+  return messages.some(
+    (m, i) =>
+      (!caps.systemRole && m.role === "system") ||
+      (m.tool_calls && (!caps.objectArguments || !caps.anyToolCallIds)) ||
+      (m.role === "tool" && (!caps.toolRole || !caps.anyToolCallIds)) ||
+      (!caps.consecutiveRoles && i > 0 && mergeable(messages[i - 1]!, m)),
+  );
+}
+
+export function polyfillMessages(messages: JinjaMessage[], caps: JinjaCapabilities): JinjaMessage[] {
+  if (!needsPolyfill(messages, caps)) return messages;
+  let out = messages.map((m) => ({ ...m }));
+  if (!caps.anyToolCallIds) out = shortIds(out);
+  if (!caps.objectArguments) {
+    for (const m of out) if (m.tool_calls) m.tool_calls = m.tool_calls.map((c) => ({ ...c, function: { ...c.function, arguments: JSON.stringify(c.function.arguments ?? {}) } }));
+  }
+  if (!caps.toolRole) {
+    out = out.map((m) =>
+      m.role !== "tool"
+        ? m
+        : { role: "user", content: JSON.stringify({ tool_response: { ...(m.name ? { tool: m.name } : {}), ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}), content: m.content } }, null, 2) },
+    );
+  }
+  if (!caps.systemRole) out = foldSystem(out);
+  if (!caps.consecutiveRoles) out = mergeRuns(out);
+  return out;
+}
+
+/** System messages join the next user message (or become one, when none follows). */
+function foldSystem(messages: JinjaMessage[]): JinjaMessage[] {
+  const out: JinjaMessage[] = [];
+  let pending: string[] = [];
+  for (const m of messages) {
+    if (m.role === "system") pending.push(m.content);
+    else if (m.role === "user" && pending.length) {
+      out.push({ ...m, content: [...pending, m.content].join("\n\n") });
+      pending = [];
+    } else out.push(m);
+  }
+  if (pending.length) out.push({ role: "user", content: pending.join("\n\n") });
+  return out;
+}
+
+/** Two user (or assistant) messages in a row, which an alternating template refuses; tool results
+ *  in a row are how parallel calls are answered, and those templates take them. */
+const mergeable = (a: JinjaMessage, b: JinjaMessage): boolean =>
+  a.role === b.role && (a.role === "user" || a.role === "assistant") && !a.tool_calls && !b.tool_calls;
+
+/** Such runs become one message, their text joined by a blank line. */
+function mergeRuns(messages: JinjaMessage[]): JinjaMessage[] {
+  const out: JinjaMessage[] = [];
+  for (const m of messages) {
+    const last = out.at(-1);
+    if (last && mergeable(last, m)) out[out.length - 1] = { ...last, content: [last.content, m.content].filter(Boolean).join("\n\n") };
+    else out.push(m);
+  }
+  return out;
+}
+
+/** Every id (and a missing one) replaced by 9 alphanumerics, consistently between a call and its
+ *  result; the ids only feed the prompt, so nothing maps them back. Numbered by first appearance,
+ *  so an earlier turn's ids stay the same as the conversation grows (the prompt cache keeps them). */
+function shortIds(messages: JinjaMessage[]): JinjaMessage[] {
+  const ids = new Map<string, string>();
+  const kept = new Set(messages.flatMap((m) => [...(m.tool_calls ?? []).map((c) => c.id), m.tool_call_id]).filter((id): id is string => /^[A-Za-z0-9]{9}$/.test(id ?? "")));
+  let n = 0;
+  const fresh = (): string => {
+    let id: string;
+    do id = `call${String(++n).padStart(5, "0")}`;
+    while (kept.has(id));
+    return id;
+  };
+  const short = (id: string | undefined): string => {
+    if (id === undefined) return fresh();
+    if (!ids.has(id)) ids.set(id, kept.has(id) ? id : fresh());
+    return ids.get(id)!;
+  };
+  let unanswered: string[] = [];
+  return messages.map((m) => {
+    if (m.tool_calls) {
+      const calls = m.tool_calls.map((c) => ({ ...c, id: short(c.id) }));
+      unanswered = calls.map((c) => c.id);
+      return { ...m, tool_calls: calls };
+    }
+    if (m.role === "tool") {
+      // A result without an id answers the next unanswered call of the turn before it.
+      const id = m.tool_call_id !== undefined ? short(m.tool_call_id) : unanswered[0] ?? short(undefined);
+      unanswered = unanswered.filter((x) => x !== id);
+      return { ...m, tool_call_id: id };
+    }
+    return m;
+  });
+}

@@ -1,0 +1,157 @@
+// Every real chat template in test/fixtures/chat-templates, rendered by the daemon (renderPrompt) and
+// by Python's Jinja2 as transformers' apply_chat_template renders it (test/helpers/jinja2_render.py),
+// over a handful of conversations, must give the same bytes. Python gets the context render.ts
+// builds (jinjaContext): the same messages, tools, add_generation_prompt, bos/eos and think flags,
+// after any polyfill the template's capabilities call for. Where Python raises on that context the
+// daemon answers a 400 or renders (llama.cpp's leniency), and the summary says which.
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { jinjaCapabilities, jinjaContext, renderPrompt, selectTemplate, type RenderInput, type RenderMessage } from "../../src/daemon/prompt/render.js";
+import { ALL_CAPABILITIES, type JinjaCapabilities } from "../../src/daemon/prompt/jinja-capabilities.js";
+
+const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
+const HELPER = path.resolve(__dirname, "../helpers/jinja2_render.py");
+const NOW = new Date(2025, 6, 4, 9, 30, 15).getTime(); // both renderers read this clock (strftime_now)
+
+const tools = [
+  {
+    type: "function",
+    function: { name: "get_weather", description: "Weather in a city", parameters: { type: "object", required: ["city"], properties: { city: { type: "string", description: "City" } } } },
+  },
+];
+const call = (id: string, city = "Paris") => ({ id, function: { index: 0, name: "get_weather", arguments: { city } } });
+const CONVERSATIONS: Record<string, RenderInput> = {
+  plain: { messages: [{ role: "user", content: "hello" }] },
+  system: { messages: [{ role: "system", content: "You are terse." }, { role: "user", content: "hello" }] },
+  multi: {
+    messages: [
+      { role: "system", content: "You are terse." },
+      { role: "user", content: "hello" },
+      { role: "assistant", content: "Hi there." },
+      { role: "user", content: "How are you?" },
+    ],
+  },
+  tool_call: { messages: [{ role: "system", content: "You are terse." }, { role: "user", content: "hello" }, { role: "assistant", content: "", tool_calls: [call("call_k3j2h5g1")] }], tools },
+  tool_result: {
+    messages: [
+      { role: "user", content: "Weather in Paris and Lyon?" },
+      { role: "assistant", content: "", tool_calls: [call("call_k3j2h5g1"), call("call_8hd73hsa", "Lyon")] },
+      { role: "tool", content: "18C", tool_name: "get_weather", tool_call_id: "call_k3j2h5g1" },
+      { role: "tool", content: "21C", tool_name: "get_weather", tool_call_id: "call_8hd73hsa" },
+    ] as RenderMessage[],
+    tools,
+  },
+  think_on: {
+    messages: [{ role: "user", content: "hello" }, { role: "assistant", content: "Hi.", thinking: "The user greets me." }, { role: "user", content: "And?" }],
+    think: true,
+    thinkLevel: "high",
+    isThinkSet: true,
+  },
+  think_off: { messages: [{ role: "user", content: "hello" }], think: false, isThinkSet: true },
+  unicode: { messages: [{ role: "system", content: "Réponds en français 🇫🇷" }, { role: "user", content: "héllo 世界 🌍 \"quoted\" <b>&</b> \\ \u2028" }] },
+};
+
+interface PyResult {
+  ok?: string;
+  error?: string;
+  sandbox?: string;
+}
+interface Case {
+  template: string;
+  conversation: string;
+  ours: { ok: string } | { status?: number; error: string };
+  polyfilled: boolean;
+  adapted: PyResult;
+  raw: PyResult;
+}
+
+function python(now: number, jobs: Array<{ template: string; context: unknown }>): PyResult[] {
+  const out = spawnSync("python3", [HELPER], { input: JSON.stringify({ now_ms: now, jobs }), maxBuffer: 1 << 28, encoding: "utf8" });
+  if (out.status !== 0) throw new Error(`python3 ${HELPER} failed: ${out.stderr}`);
+  return JSON.parse(out.stdout) as PyResult[];
+}
+const missing = (caps: JinjaCapabilities): string[] => Object.entries(ALL_CAPABILITIES).filter(([k]) => !caps[k as keyof JinjaCapabilities]).map(([k]) => k);
+
+const files = readdirSync(DIR).filter((f) => f.endsWith(".jinja")).sort();
+const cases: Case[] = [];
+const capsOf = new Map<string, string[]>();
+
+beforeAll(() => {
+  vi.useFakeTimers({ now: NOW, toFake: ["Date"] });
+  const jobs: Array<{ template: string; context: unknown }> = [];
+  for (const file of files) {
+    const source = readFileSync(path.join(DIR, file), "utf8");
+    const t = selectTemplate(undefined, source, "<s>", "</s>");
+    if (t.kind !== "jinja") throw new Error(`${file}: not a Jinja template`);
+    capsOf.set(file, missing(jinjaCapabilities(t)));
+    for (const [name, input] of Object.entries(CONVERSATIONS)) {
+      let ours: Case["ours"];
+      try {
+        ours = { ok: renderPrompt(t, input) };
+      } catch (err) {
+        ours = { status: (err as { status?: number }).status, error: (err as Error).message };
+      }
+      const adapted = JSON.parse(JSON.stringify(jinjaContext(t, input))) as { messages: unknown };
+      const raw = JSON.parse(JSON.stringify(jinjaContext(t, input, false))) as { messages: unknown };
+      const polyfilled = JSON.stringify(adapted.messages) !== JSON.stringify(raw.messages);
+      jobs.push({ template: source, context: adapted }, { template: source, context: raw });
+      cases.push({ template: file, conversation: name, ours, polyfilled, adapted: {}, raw: {} });
+    }
+  }
+  const results = python(NOW, jobs);
+  cases.forEach((c, i) => {
+    c.adapted = results[2 * i]!;
+    c.raw = results[2 * i + 1]!;
+  });
+});
+afterAll(() => {
+  vi.useRealTimers();
+});
+
+/** One word a case: equal, polyfilled (equal to Python given the adapted messages), or how it differs. */
+function verdict(c: Case): string {
+  const mutable = c.adapted.sandbox === "mutable" ? "+mutable" : "";
+  if ("ok" in c.ours && c.adapted.ok !== undefined) {
+    if (c.ours.ok !== c.adapted.ok) return "DIFFERENT";
+    return c.polyfilled ? (c.raw.ok !== undefined ? "polyfilled(python-raw-renders)" : "polyfilled") : `equal${mutable}`;
+  }
+  if (c.adapted.ok !== undefined) return "OURS-FAILS";
+  return "ok" in c.ours ? "python-raises/ours-renders" : `both-raise/${c.ours.status}`;
+}
+
+describe("chat templates render byte for byte as Python Jinja2 renders them", () => {
+  it("covers every template with every conversation", () => {
+    expect(files.length).toBeGreaterThanOrEqual(68);
+    expect(cases).toHaveLength(files.length * Object.keys(CONVERSATIONS).length);
+  });
+
+  it.each(files)("%s", (file) => {
+    for (const c of cases.filter((x) => x.template === file)) {
+      const where = `${file} / ${c.conversation}`;
+      if (c.adapted.ok !== undefined) {
+        // Python renders the context we render: the bytes must agree.
+        expect("ok" in c.ours ? c.ours.ok : c.ours, where).toBe(c.adapted.ok);
+      } else if (!("ok" in c.ours)) {
+        // Both raise: ours is a clean 400 naming the template's complaint.
+        expect(c.ours.status, where).toBe(400);
+        expect(c.ours.error, where).toMatch(/^template error: /);
+      }
+      // Python raises and we render: llama.cpp's leniency (str + undefined, list.append); stated in the summary.
+    }
+  });
+
+  it("prints a per-template summary", () => {
+    const lines = files.map((file) => {
+      const mine = cases.filter((c) => c.template === file);
+      const counts = new Map<string, string[]>();
+      for (const c of mine) counts.set(verdict(c), [...(counts.get(verdict(c)) ?? []), c.conversation]);
+      const summary = [...counts].map(([v, names]) => (v === "equal" ? `equal ${names.length}/${mine.length}` : `${v}: ${names.join(",")}`)).join("; ");
+      const gaps = capsOf.get(file)!;
+      return `${file.replace(/\.jinja$/, "").padEnd(48)} ${summary}${gaps.length ? `  [polyfills: ${gaps.join(", ")}]` : ""}`;
+    });
+    console.log(`Jinja2 differential (${cases.length} renders):\n${lines.join("\n")}`);
+    expect(cases.filter((c) => verdict(c) === "DIFFERENT" || verdict(c) === "OURS-FAILS")).toEqual([]);
+  });
+});

@@ -1,0 +1,48 @@
+// Conversations adapted to what a chat template can render (jinja-polyfills.ts), and the 400 a
+// template's own refusal becomes.
+import { describe, expect, it } from "vitest";
+import { ALL_CAPABILITIES } from "../../src/daemon/prompt/jinja-capabilities.js";
+import { polyfillMessages, type JinjaMessage } from "../../src/daemon/prompt/jinja-polyfills.js";
+import { renderPrompt, selectTemplate } from "../../src/daemon/prompt/render.js";
+
+const call = (id?: string) => ({ ...(id ? { id } : {}), type: "function", function: { name: "f", arguments: { a: 1 } } });
+const conversation: JinjaMessage[] = [
+  { role: "system", content: "S" },
+  { role: "user", content: "U" },
+  { role: "assistant", content: "", tool_calls: [call("call_abc"), call()] },
+  { role: "tool", content: "R1", tool_call_id: "call_abc" },
+  { role: "tool", content: "R2" },
+  { role: "assistant", content: "", tool_calls: [call("call_abc"), call("abcdefgh9")] },
+];
+
+describe("polyfillMessages", () => {
+  it("leaves a conversation the template renders untouched (same array)", () => {
+    expect(polyfillMessages(conversation, ALL_CAPABILITIES)).toBe(conversation);
+  });
+  it("maps ids to 9 alphanumerics consistently, keeps well-formed ones, answers id-less results in order", () => {
+    const out = polyfillMessages(conversation, { ...ALL_CAPABILITIES, anyToolCallIds: false });
+    expect(out[2]!.tool_calls!.map((c) => c.id)).toEqual(["call00001", "call00002"]);
+    expect([out[3]!.tool_call_id, out[4]!.tool_call_id]).toEqual(["call00001", "call00002"]);
+    expect(out[5]!.tool_calls!.map((c) => c.id)).toEqual(["call00001", "abcdefgh9"]);
+    expect(conversation[2]!.tool_calls![0]!.id).toBe("call_abc"); // the caller's messages are not changed
+  });
+  it("gives arguments as a JSON string to a template that shows only strings", () => {
+    const out = polyfillMessages(conversation, { ...ALL_CAPABILITIES, objectArguments: false });
+    expect(out[2]!.tool_calls![0]!.function.arguments).toBe('{"a":1}');
+  });
+  it("folds system text into the next user message, tool results into user messages, and joins runs", () => {
+    const out = polyfillMessages(conversation, { ...ALL_CAPABILITIES, systemRole: false, toolRole: false, consecutiveRoles: false });
+    expect(out.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(out[0]!.content).toBe("S\n\nU");
+    expect(JSON.parse(out[2]!.content.split("\n\n")[0]!)).toEqual({ tool_response: { tool_call_id: "call_abc", content: "R1" } });
+  });
+});
+
+describe("a template's refusal", () => {
+  it("is a 400 quoting what the template raised", () => {
+    const t = selectTemplate(undefined, "{{ raise_exception('Only user messages, please') }}", "", "");
+    expect(() => renderPrompt(t, { messages: [{ role: "user", content: "hi" }] })).toThrow(
+      expect.objectContaining({ status: 400, message: "template error: the model's chat template refused the conversation: Only user messages, please" }),
+    );
+  });
+});

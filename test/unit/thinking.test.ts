@@ -155,8 +155,9 @@ describe("thinking in each real template's own tags", () => {
     // beyond <think>: Command A's and MiniMax-M3's own tags
     expect(read).toEqual(expect.arrayContaining(["Cohere2MoE.jinja", "MiniMax-M3.jinja", "Qwen-Qwen3-0.6B.jinja", "GLM-4.6.jinja"]));
     expect(read.length).toBeGreaterThanOrEqual(18);
-    // Kimi K3 builds its tags with a macro (open_tag('think')), not found in its text; gpt-oss's
-    // and glimmer's thinking is a message on a channel (harmony.ts reads gpt-oss's)
-    expect(missed).toEqual(["Kimi-K3.jinja", "muse-glimmer.jinja", "openai-gpt-oss-120b.jinja"]);
+    // Kimi K3 and Hunyuan build their tags in the template (open_tag('think'), '<think{}>'.format),
+    // not found in its text; gpt-oss's and glimmer's thinking is a message on a channel
+    // (harmony.ts reads gpt-oss's)
+    expect(missed).toEqual(["Kimi-K3.jinja", "muse-glimmer.jinja", "openai-gpt-oss-120b.jinja", "tencent-Hy3.jinja"]);
   });
 });

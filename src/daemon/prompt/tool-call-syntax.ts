@@ -78,8 +78,9 @@ function argumentsOf(v: Json | undefined): Record<string, unknown> | null {
 export function callsInJson(v: Json, names: ReadonlySet<string>): Array<{ name: string; arguments: Record<string, unknown> }> {
   if (Array.isArray(v)) return v.flatMap((x) => callsInJson(x, names));
   if (!isObject(v)) return [];
-  if ("name" in v) {
-    const name = v.name;
+  if ("name" in v || "tool_name" in v) {
+    // Command R's calls name the tool as "tool_name"
+    const name = "name" in v ? v.name : v.tool_name;
     if (typeof name !== "string" || !names.has(name)) return [];
     const args = argumentsOf(v.arguments ?? v.parameters);
     return args ? [{ name, arguments: args }] : [];

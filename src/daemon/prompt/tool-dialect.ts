@@ -18,10 +18,13 @@ export type ToolDialect =
   | { kind: "named-json"; start: string; head?: string }
   /** `<function=NAME><parameter=KEY>value</parameter></function>` (Qwen3-Coder, Qwen3.5, Nemotron 3). */
   | { kind: "xml-function"; start: string }
-  /** `NAME<arg_key>KEY</arg_key><arg_value>value</arg_value>` inside `<tool_call>` (GLM 4.5+). */
-  | { kind: "arg-pairs"; start: string }
-  /** `<NSinvoke name="NAME"><NSparameter name="KEY">value</NSparameter>` (MiniMax-M2, DeepSeek V3.2's DSML). */
-  | { kind: "invoke"; start: string; ns: string }
+  /** `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>` (GLM 4.5+,
+   *  Laguna; Hunyuan's tags carry a suffix, `<arg_key:opensource>`). `unit`: the tag each call
+   *  opens with; `start` may be a wrapper around all of them. */
+  | { kind: "arg-pairs"; start: string; unit: string; suffix: string }
+  /** `<NSinvoke name="NAME"><NSparameter name="KEY">value</NSparameter></NSinvoke>` (MiniMax-M2,
+   *  DeepSeek V3.2's DSML; MiniCPM's `<function name=…><param name=…>`). */
+  | { kind: "invoke"; start: string; ns: string; call: string; param: string }
   /** `call:NAME{key:<|"|>text<|"|>,n:1}` (Gemma 4). */
   | { kind: "gemma4"; start: string }
   /** `[NAME(key="value")]` after a tag of its own (LFM2). */
@@ -29,6 +32,8 @@ export type ToolDialect =
 
 /** Stands for the tool's name in a learned `head`. */
 export const NAME_MARK = "\u0000NAME\u0000";
+
+const GLM_PAIRS: ToolDialect = { kind: "arg-pairs", start: "<tool_call>", unit: "<tool_call>", suffix: "" };
 
 /** Ollama's model-specific parsers (Modelfile PARSER, a registry model's config) and the syntax each reads. */
 const PARSER_DIALECTS: Readonly<Record<string, ToolDialect>> = {
@@ -41,11 +46,11 @@ const PARSER_DIALECTS: Readonly<Record<string, ToolDialect>> = {
   "qwen3-thinking": { kind: "json", tag: "<tool_call>" },
   "qwen3-vl-instruct": { kind: "json", tag: "<tool_call>" },
   "qwen3-vl-thinking": { kind: "json", tag: "<tool_call>" },
-  "glm-4.6": { kind: "arg-pairs", start: "<tool_call>" },
-  "glm-4.7": { kind: "arg-pairs", start: "<tool_call>" },
-  laguna: { kind: "arg-pairs", start: "<tool_call>" },
-  "poolside-v1": { kind: "arg-pairs", start: "<tool_call>" },
-  glimmer: { kind: "invoke", ns: "atem:", start: "<atem:function_calls>" },
+  "glm-4.6": GLM_PAIRS,
+  "glm-4.7": GLM_PAIRS,
+  laguna: GLM_PAIRS,
+  "poolside-v1": GLM_PAIRS,
+  glimmer: { kind: "invoke", ns: "atem:", call: "invoke", param: "parameter", start: "<atem:function_calls>" },
   cohere: { kind: "named-json", start: "<|START_ACTION|>" },
   ministral: { kind: "named-json", start: "[TOOL_CALLS]" },
   deepseek3: { kind: "named-json", start: "<｜tool▁calls▁begin｜>" },
@@ -114,16 +119,25 @@ function probeSection(t: PromptTemplate): string | undefined {
   } catch {
     return undefined;
   }
-  const u = answered.indexOf(PROBE_USER);
-  if (u === -1) return undefined;
-  // From where the two renders part (the generation prompt's end, give or take a header) on.
+  const ua = asked.indexOf(PROBE_USER);
+  const ub = answered.indexOf(PROBE_USER);
+  if (ua === -1 || ub === -1) return undefined;
+  return afterPrompt(asked.slice(ua + PROBE_USER.length), answered.slice(ub + PROBE_USER.length));
+}
+
+/** `answer` past what it shares with `prompt` (the end of the user's turn and the generation
+ *  prompt), not cut inside a token both start alike (`<|START_RESPONSE|>`, `<|START_ACTION|>`). */
+export function afterPrompt(prompt: string, answer: string): string {
   let i = 0;
-  while (i < asked.length && i < answered.length && asked[i] === answered[i]) i++;
-  // Not from inside a token both share the start of (`<|START_RESPONSE|>` and `<|START_ACTION|>`).
-  const open = Math.max(answered.lastIndexOf("<", i - 1), answered.lastIndexOf("[", i - 1));
-  const close = Math.max(answered.lastIndexOf(">", i - 1), answered.lastIndexOf("]", i - 1));
+  while (i < prompt.length && i < answer.length && prompt[i] === answer[i]) i++;
+  const open = Math.max(answer.lastIndexOf("<", i - 1), answer.lastIndexOf("[", i - 1));
+  const close = Math.max(answer.lastIndexOf(">", i - 1), answer.lastIndexOf("]", i - 1));
   if (open > close) i = open;
-  return answered.slice(Math.max(i, u + PROBE_USER.length));
+  const rest = answer.slice(i);
+  // A prompt that puts more before its generation prompt (Command R's instructions) parts from
+  // the answer earlier: the generation prompt's end, where the answer repeats it, is not the answer.
+  for (let k = Math.min(rest.length, 64); k > 0; k--) if (prompt.endsWith(rest.slice(0, k))) return rest.slice(k);
+  return rest;
 }
 
 /** A thinking block (or its lone close) that a template writes before an answer. */
@@ -156,12 +170,17 @@ export function learnDialect(t: PromptTemplate): ToolDialect | undefined {
   // Markup that names the tool, wherever the template wrote it (a header may name it first).
   const xml = s.indexOf(`<function=${PROBE_TOOL}>`);
   if (xml !== -1 && s.includes(`<parameter=${PROBE_ARG}>`, xml)) return { kind: "xml-function", start: firstToken(s.slice(0, xml)) || "<function=" };
-  const inv = new RegExp(`<([^<>\\s]*)invoke name="${PROBE_TOOL}"`).exec(s);
-  if (inv && s.includes(`<${inv[1]!}parameter name="${PROBE_ARG}"`, inv.index)) {
-    const ns = inv[1]!;
-    return { kind: "invoke", ns, start: lastToken(s.slice(0, inv.index)) || `<${ns}invoke` };
+  const inv = new RegExp(`<([^<>\\s]*?)(\\w+) name="${PROBE_TOOL}"`).exec(s);
+  const param = inv && new RegExp(`<${escapeRegExp(inv[1]!)}(\\w+) name="${PROBE_ARG}"`).exec(s.slice(inv.index));
+  if (inv && param) {
+    const [, ns, call] = inv as unknown as [string, string, string];
+    return { kind: "invoke", ns, call, param: param[1]!, start: lastToken(s.slice(0, inv.index)) || `<${ns}${call} name="` };
   }
-  if (new RegExp(`${PROBE_TOOL}\\s*<arg_key>`).test(s)) return { kind: "arg-pairs", start: firstToken(before) || "<tool_call>" };
+  const key = new RegExp(`<arg_key([^>]*)>${PROBE_ARG}</arg_key\\1>`).exec(after);
+  if (key) {
+    const unit = lastToken(before) || "<tool_call>";
+    return { kind: "arg-pairs", start: firstToken(before) || unit, unit, suffix: key[1]! };
+  }
   if (before.endsWith("call:") && after.startsWith("{")) return { kind: "gemma4", start: firstToken(before.slice(0, -"call:".length)) || "call:" };
   if (/^\s*\(/.test(after)) {
     const start = firstToken(before.replace(/\[\s*$/, ""));
@@ -189,4 +208,8 @@ function namedHead(before: string, after: string): string | undefined {
   const open = after.indexOf("{");
   if (open === -1) return undefined;
   return before.replace(LEADING_THINK, "").trimStart() + NAME_MARK + after.slice(0, open);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

@@ -35,9 +35,9 @@ export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[])
     case "xml-function":
       return new MarkupCallParser([dialect.start, "<function="], readXmlFunction(schema), ">");
     case "arg-pairs":
-      return new MarkupCallParser([dialect.start], readArgPairs(dialect.start, schema), ">");
+      return new MarkupCallParser([dialect.start, dialect.unit], readArgPairs(dialect.unit, dialect.suffix, schema), ">");
     case "invoke":
-      return new MarkupCallParser([dialect.start, `<${dialect.ns}invoke name="`], readInvoke(dialect.ns, schema), ">");
+      return new MarkupCallParser([dialect.start, `<${dialect.ns}${dialect.call} name="`], readInvoke(dialect, schema), ">");
     case "gemma4":
       return new MarkupCallParser([dialect.start, "call:"].filter((s, i) => i === 0 || dialect.start !== "call:"), readGemma4, "}");
     case "python":
@@ -217,16 +217,21 @@ function readXmlFunction(schema: ToolSchemas): Reader {
   };
 }
 
-/** GLM: `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>`. */
-function readArgPairs(start: string, schema: ToolSchemas): Reader {
-  const close = start.startsWith("<") ? `</${start.slice(1)}` : "</tool_call>";
+/** GLM: `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>` (the
+ *  tags with `suffix` before their `>`: Hunyuan's `<arg_key:opensource>`). */
+function readArgPairs(open: string, suffix: string, schema: ToolSchemas): Reader {
+  const close = open.startsWith("<") ? `</${open.slice(1)}` : "</tool_call>";
+  const sfx = escapeRegExp(suffix);
+  const pair = new RegExp(`<arg_key${sfx}>([\\s\\S]*?)</arg_key${sfx}>\\s*<arg_value${sfx}>([\\s\\S]*?)(?:</arg_value${sfx}>|$)`, "g");
+  const firstKey = `<arg_key${suffix}>`;
   return (s, final) => {
-    const u = unit(s, start, close, final);
+    const u = unit(s, open, close, final);
     if (!u) return undefined;
-    const k = u.body.indexOf("<arg_key>");
-    const name = (k === -1 ? u.body : u.body.slice(0, k)).trim();
+    const k = u.body.indexOf(firstKey);
+    // the name, less any separator token after it (Hunyuan's <tool_sep:opensource>)
+    const name = (k === -1 ? u.body : u.body.slice(0, k)).replace(/<[^<>]*>/g, "").trim();
     const args: Record<string, unknown> = {};
-    for (const m of u.body.matchAll(/<arg_key>([\s\S]*?)<\/arg_key>\s*<arg_value>([\s\S]*?)(?:<\/arg_value>|$)/g)) {
+    for (const m of u.body.matchAll(pair)) {
       const key = m[1]!.trim();
       args[key] = schema.value(name, key, m[2]!);
     }
@@ -234,12 +239,13 @@ function readArgPairs(start: string, schema: ToolSchemas): Reader {
   };
 }
 
-/** MiniMax-M2 and DeepSeek's DSML: `<NSinvoke name="NAME"><NSparameter name="KEY" string="true">value</NSparameter></NSinvoke>`;
- *  `string="false"` marks a JSON value. */
-function readInvoke(ns: string, schema: ToolSchemas): Reader {
-  const param = new RegExp(`<${escapeRegExp(ns)}parameter name="([^"]*)"([^>]*)>([\\s\\S]*?)(?:</${escapeRegExp(ns)}parameter>|$)`, "g");
+/** MiniMax-M2 and DeepSeek's DSML: `<NSinvoke name="NAME"><NSparameter name="KEY" string="true">value</NSparameter></NSinvoke>`
+ *  (MiniCPM's `<function name=…><param name=…>`); `string="false"` marks a JSON value. */
+function readInvoke(d: { ns: string; call: string; param: string }, schema: ToolSchemas): Reader {
+  const ns = escapeRegExp(d.ns);
+  const param = new RegExp(`<${ns}${d.param} name="([^"]*)"([^>]*)>([\\s\\S]*?)(?:</${ns}${d.param}>|$)`, "g");
   return (s, final) => {
-    const u = unit(s, `<${ns}invoke name="`, `</${ns}invoke>`, final);
+    const u = unit(s, `<${d.ns}${d.call} name="`, `</${d.ns}${d.call}>`, final);
     if (!u) return undefined;
     const q = u.body.indexOf('"');
     if (q === -1) return { calls: [], end: u.end };

@@ -50,6 +50,9 @@ export interface GgufFacts {
   headCount?: number;
   headCountKv?: number;
   chatTemplate?: string;
+  /** tokenizer.chat_template.tool_use: the template for a conversation with tools (Command R,
+   *  Hermes), used then as llama.cpp uses it. */
+  toolUseTemplate?: string;
   poolingType?: number;
   /** Ollama's rule: the model has a `<arch>.pooling_type` key (any value). */
   isEmbedding: boolean;
@@ -508,6 +511,8 @@ export function ggufFacts(info: GgufInfo): GgufFacts {
   set("headCountKv", maxOf(md[`${arch}.attention.head_count_kv`]));
   const tpl = md["tokenizer.chat_template"];
   set("chatTemplate", typeof tpl === "string" ? tpl : undefined);
+  const toolUse = md["tokenizer.chat_template.tool_use"];
+  set("toolUseTemplate", typeof toolUse === "string" ? toolUse : undefined);
   set("poolingType", num(md[`${arch}.pooling_type`]));
   return facts;
 }

@@ -98,6 +98,8 @@ export async function readTokenizer(files: Map<string, string>, rows: number, fa
       tokenizerConfig: await readJson(files, "tokenizer_config.json"),
       generationConfig: await readJson(files, "generation_config.json"),
       addedTokensJson: await readJson(files, "added_tokens.json"),
+      chatTemplateJson: await readJson(files, "chat_template.json"),
+      chatTemplateJinja: files.has("chat_template.jinja") ? (await readLimited(files.get("chat_template.jinja")!, "chat_template.jinja", MAX_JSON)).toString("utf8") : undefined,
     }, rows, family);
   } catch (e) {
     if (e instanceof TokenizerError) throw new ConvertError(e.message);

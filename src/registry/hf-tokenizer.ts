@@ -20,6 +20,10 @@ export interface TokenizerFiles {
   tokenizerConfig?: unknown;
   generationConfig?: unknown;
   addedTokensJson?: unknown;
+  /** chat_template.jinja: where transformers ≥ 4.50 saves the template (it wins, as in llama.cpp's converter). */
+  chatTemplateJinja?: string;
+  /** chat_template.json: {"chat_template": …}, the processor's file. */
+  chatTemplateJson?: unknown;
 }
 
 interface Vocabulary {
@@ -223,15 +227,26 @@ const SPECIAL_KEYS: ReadonlyArray<[string, string]> = [
   ["mask", "mask"],
 ];
 
-function chatTemplate(tc: Json | undefined): string | undefined {
-  const t = tc?.chat_template;
-  if (typeof t === "string") return t;
-  if (Array.isArray(t)) {
-    for (const e of t) if (obj(e)?.name === "default" && typeof obj(e)?.template === "string") return obj(e)!.template as string;
-    return undefined;
-  }
-  if (t !== undefined) throw new TokenizerError("tokenizer_config.json: invalid chat_template");
-  return undefined;
+/** The chat templates by name ("default" is tokenizer.chat_template): tokenizer_config.json's
+ *  chat_template (a string or a list of named ones), then chat_template.json's, then
+ *  chat_template.jinja, each later one replacing the default, as llama.cpp's converter reads them. */
+function chatTemplates(tc: Json | undefined, f: TokenizerFiles): Map<string, string> {
+  const out = new Map<string, string>();
+  const take = (t: unknown, file: string) => {
+    if (t === undefined) return;
+    if (typeof t === "string") out.set("default", t);
+    else if (Array.isArray(t)) {
+      for (const e of t) {
+        const name = obj(e)?.name;
+        const template = obj(e)?.template;
+        if (typeof name === "string" && /^[\w.-]{1,64}$/.test(name) && typeof template === "string") out.set(name, template);
+      }
+    } else throw new TokenizerError(`${file}: invalid chat_template`);
+  };
+  take(tc?.chat_template, "tokenizer_config.json");
+  if (f.chatTemplateJson !== undefined) take(obj(f.chatTemplateJson as Json)?.chat_template, "chat_template.json");
+  if (f.chatTemplateJinja !== undefined) out.set("default", f.chatTemplateJinja);
+  return out;
 }
 
 function push(v: Vocabulary, token: string, score: number, type: number): void {
@@ -285,8 +300,12 @@ export function tokenizerKvs(f: TokenizerFiles, vocabSize?: number, family: Fami
   const spacePrefix = family.spacePrefix ?? v.addSpacePrefix;
   if (spacePrefix !== undefined) kvs.push(kv.bool("tokenizer.ggml.add_space_prefix", spacePrefix));
   const tc = v.model === "bert" && tj ? bertSpecials(obj(f.tokenizerConfig), tj) : obj(f.tokenizerConfig);
-  const template = chatTemplate(tc);
-  if (template) kvs.push(kv.str("tokenizer.chat_template", template));
+  const templates = chatTemplates(tc, f);
+  const named = [...templates.keys()].filter((n) => n !== "default");
+  if (templates.get("default")) kvs.push(kv.str("tokenizer.chat_template", templates.get("default")!));
+  // the others (Command R's and Hermes' "tool_use", "rag") as llama.cpp's converter writes them
+  for (const n of named) kvs.push(kv.str(`tokenizer.chat_template.${n}`, templates.get(n)!));
+  if (named.length > 0) kvs.push(kv.strs("tokenizer.chat_templates", named));
 
   const idOf = new Map<string, number>();
   for (const a of added) idOf.set(a.content, a.id);

@@ -266,7 +266,7 @@ function templateCapabilities(spec: Pick<ModelSpec, "source" | "template" | "con
     return caps;
   }
   const jinja = facts.chatTemplate ?? "";
-  if (/tools|tool_call/.test(jinja)) caps.push("tools");
+  if (/tools|tool_call/.test(jinja) || facts.toolUseTemplate) caps.push("tools");
   if (jinjaThinkingTags(jinja).open !== "") caps.push("thinking");
   return caps;
 }

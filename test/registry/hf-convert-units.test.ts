@@ -52,6 +52,22 @@ describe("tokenizer metadata", () => {
     expect(holes.vocabSize).toBe(9);
   });
 
+  it("chat templates: named ones (Command R's tool_use) as llama.cpp's converter writes them; chat_template.json, then chat_template.jinja replace the default", () => {
+    const named = kvMap(
+      tokenizerKvs({ tokenizerJson: bpe(), tokenizerConfig: { chat_template: [{ name: "default", template: "D" }, { name: "tool_use", template: "T" }, { name: "rag", template: "R" }, { name: "../x", template: "bad name" }] } }).kvs,
+    );
+    expect(named["tokenizer.chat_template"]).toBe("D");
+    expect(named["tokenizer.chat_template.tool_use"]).toBe("T");
+    expect(named["tokenizer.chat_template.rag"]).toBe("R");
+    expect(named["tokenizer.chat_templates"]).toEqual(["tool_use", "rag"]);
+    expect(Object.keys(named).filter((k) => k.includes("x"))).toEqual([]);
+    const files = { tokenizerJson: bpe(), tokenizerConfig: { chat_template: "config" }, chatTemplateJson: { chat_template: "json file" } };
+    expect(kvMap(tokenizerKvs(files).kvs)["tokenizer.chat_template"]).toBe("json file");
+    expect(kvMap(tokenizerKvs({ ...files, chatTemplateJinja: "jinja file" }).kvs)["tokenizer.chat_template"]).toBe("jinja file");
+    expect(kvMap(tokenizerKvs({ tokenizerJson: bpe(), chatTemplateJinja: "only jinja" }).kvs)["tokenizer.chat_template"]).toBe("only jinja");
+    expect(() => tokenizerKvs({ tokenizerJson: bpe(), chatTemplateJson: { chat_template: 7 } })).toThrow("chat_template.json: invalid chat_template");
+  });
+
   it("names qwen2's pre-tokenizer, and the default for one it does not know", () => {
     const qwen = LLAMA3.replace(String.raw`\p{N}{1,3}`, String.raw`\p{N}`);
     const pre = (regex: string) => kvMap(tokenizerKvs({ tokenizerJson: bpe({ pre_tokenizer: { type: "Sequence", pretokenizers: [{ type: "Split", pattern: { Regex: regex } }] } }) }).kvs)["tokenizer.ggml.pre"];

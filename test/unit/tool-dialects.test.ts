@@ -10,6 +10,7 @@ import { afterPrompt, toolDialect, type ToolDialect } from "../../src/daemon/pro
 import { toolCallParser } from "../../src/daemon/prompt/tool-markup.js";
 import { toolCallFormat } from "../../src/daemon/prompt/tool-choice.js";
 import { capabilitiesOf } from "../../src/registry/model-spec.js";
+import { templateFor } from "../../src/daemon/services/request.js";
 
 const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
 const TEMPLATES = readdirSync(DIR).filter((f) => f.endsWith(".jinja")).sort();
@@ -177,5 +178,27 @@ describe("tool calls in each template's own syntax", () => {
     expect(caps("qwen3-coder")).toEqual(["completion", "tools"]);
     expect(caps("glm-4.7")).toEqual(["completion", "tools", "thinking"]);
     expect(caps("no-such-parser")).toEqual(["completion"]);
+  });
+});
+
+describe("the template a conversation gets", () => {
+  const spec = (facts: Record<string, unknown>, config: Record<string, unknown> = {}, template?: string) =>
+    ({ template, config, source: { kind: "gguf", facts: { isEmbedding: false, ...facts }, gguf: { metadata: {} } } }) as never;
+
+  it("with tools, the GGUF's tool_use template where it has one (Command R, Hermes), as llama.cpp chooses", () => {
+    const s = spec({ chatTemplate: "plain {{ messages[0].content }}", toolUseTemplate: "tools {{ messages[0].content }}" });
+    const input = { messages: [{ role: "user", content: "hi" }] };
+    expect(renderPrompt(templateFor(s), input)).toBe("plain hi");
+    expect(renderPrompt(templateFor(s, undefined, true), input)).toBe("tools hi");
+    expect(renderPrompt(templateFor(spec({ chatTemplate: "plain {{ messages[0].content }}" }), undefined, true), input)).toBe("plain hi");
+    expect(capabilitiesOf({ template: undefined, config: {}, source: { kind: "gguf", facts: { isEmbedding: false, chatTemplate: "x", toolUseTemplate: "y" } } as never })).toContain("tools");
+  });
+
+  it("a RENDERER makes the GGUF's own template stand in for the TEMPLATE; a request's template still wins", () => {
+    const s = spec({ chatTemplate: "jinja {{ messages[0].content }}" }, { renderer: "qwen3-coder" }, "{{ .Prompt }}");
+    const input = { messages: [{ role: "user", content: "hi" }] };
+    expect(renderPrompt(templateFor(s), input)).toBe("jinja hi");
+    expect(renderPrompt(templateFor(s, "go {{ .Prompt }}"), input)).toBe("go hi");
+    expect(renderPrompt(templateFor(spec({ chatTemplate: "jinja {{ messages[0].content }}" }, {}, "go {{ .Prompt }}")), input)).toBe("go hi");
   });
 });

@@ -99,7 +99,7 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
   if (spec.config.model_family === "qwen3" || spec.name.model === "deepseek-r1") messages = stripHistoryThinking(messages);
 
   // Only a prompt runner's conversation is templated here (and the debug render).
-  const template = features.messages ? undefined : templateFor(spec);
+  const template = features.messages ? undefined : templateFor(spec, undefined, tools.length > 0);
   // gpt-oss: the prompt names tools as identifiers, and its answer is read as harmony messages.
   const harmony = template && usesHarmony(spec.config, template) ? { names: new HarmonyNames(), last: messages.at(-1) } : undefined;
   const shownTools = harmony ? harmonyTools(tools, harmony.names) : tools;

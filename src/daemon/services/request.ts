@@ -137,8 +137,10 @@ function tokenText(spec: ModelSpec, idKey: string): string {
   return src && typeof id === "number" ? (ggufTokenText(src.gguf, id) ?? "") : "";
 }
 
-export function templateFor(spec: ModelSpec, override?: string): PromptTemplate {
-  const jinja = ggufSource(spec)?.facts.chatTemplate;
+export function templateFor(spec: ModelSpec, override?: string, withTools = false): PromptTemplate {
+  const facts = ggufSource(spec)?.facts;
+  // A conversation with tools gets the GGUF's tool_use template where it has one (llama.cpp's rule).
+  const jinja = (withTools ? facts?.toolUseTemplate : undefined) ?? facts?.chatTemplate;
   // A RENDERER (Ollama's Go copy of a model's own chat template, which then replaces its TEMPLATE,
   // often a bare `{{ .Prompt }}` in such models) is stood in for by the model's own template.
   const go = override ?? (spec.config?.renderer && jinja ? undefined : spec.template);

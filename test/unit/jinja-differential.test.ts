@@ -155,3 +155,14 @@ describe("chat templates render byte for byte as Python Jinja2 renders them", ()
     expect(cases.filter((c) => verdict(c) === "DIFFERENT" || verdict(c) === "OURS-FAILS")).toEqual([]);
   });
 });
+
+describe("Python's operators on sequences", () => {
+  it("repeats a string or a list times an int as Python does", () => {
+    const source = "{{ '=' * 3 }}|{{ 2 * 'ab' }}|{{ 'x' * 0 }}|{{ ([1, 2] * 2) | length }}|{{ messages[0].content * 2 }}";
+    const input = { messages: [{ role: "user", content: "hi" }] };
+    const t = selectTemplate(undefined, source, "", "");
+    const ours = renderPrompt(t, input);
+    expect(ours).toBe(python(NOW, [{ template: source, context: jinjaContext(t, input) }])[0]!.ok);
+    expect(ours).toBe("===|abab||4|hihi");
+  });
+});

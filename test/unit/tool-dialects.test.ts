@@ -170,6 +170,22 @@ describe("tool calls in each template's own syntax", () => {
     expect(toolCallFormat({ name: "get_weather" }, TOOLS, load("Qwen3-Coder.jinja"))).toBeUndefined();
   });
 
+  it("a template that writes more than a call could take is not studied: its calls are read as JSON", () => {
+    const call = "{% set c = m.tool_calls[0].function %}{% for i in range(2000) %}aaaaaaaaaa{% endfor %}<invoke name=\"{{ c.name }}\">{% for k, v in c.arguments.items() %}<parameter name=\"{{ k }}\">{{ v }}</parameter>{% endfor %}</invoke>";
+    const huge = selectTemplate(undefined, `{% for m in messages %}{{ m.content }}{% if m.tool_calls %}${call}{% endif %}{% endfor %}`, "", "");
+    expect(toolDialect(huge)).toEqual({ kind: "json", tag: "{" });
+  });
+
+  it("a long call streamed in small pieces is read whole, once", () => {
+    const code = "if (a > b) { return a; }\n".repeat(4000);
+    const p = toolCallParser({ kind: "xml-function", start: "<tool_call>" }, TOOLS);
+    const text = `<tool_call>\n<function=get_weather>\n<parameter=city>\n${code}\n</parameter>\n</function>\n</tool_call>`;
+    const calls: ToolCall[] = [];
+    for (let i = 0; i < text.length; i += 4) calls.push(...p.add(text.slice(i, i + 4)).calls);
+    calls.push(...p.flush().calls);
+    expect(calls.map((c) => c.function.arguments)).toEqual([{ city: code }]);
+  });
+
   it("a Modelfile PARSER names the syntax, and the capabilities Ollama's parser of that name has", () => {
     const t = load("Qwen-Qwen2.5-7B-Instruct.jinja");
     expect(toolDialect(t, "qwen3-coder")).toEqual({ kind: "xml-function", start: "<tool_call>" });

@@ -11,6 +11,7 @@ import {
   rv, TupleClass, V, type RValue,
 } from "./jinja-values.js";
 import { boundedRange } from "./jinja-bounds.js";
+import { renderLimits, TemplateSizeError, tooLong } from "./render-budget.js";
 import { pyStrftime } from "./strftime.js";
 
 /** What a template raised with raise_exception(): its own words, for the 400 it becomes. */
@@ -404,7 +405,7 @@ function concat(left: RValue, right: RValue): RValue {
   }
   return str(pyStr(left) + pyStr(right));
 }
-const OWN_OPERATORS = new Set(["~", "+", "==", "!=", "in", "not in"]);
+const OWN_OPERATORS = new Set(["~", "+", "*", "==", "!=", "in", "not in"]);
 const engineBinary = proto.evaluateBinaryExpression;
 proto.evaluateBinaryExpression = function (this: Interp, node: Node, env: Environment) {
   const op: string = node.operator.value;
@@ -425,6 +426,19 @@ proto.evaluateBinaryExpression = function (this: Interp, node: Node, env: Enviro
         return concat(isMissing(left) || is(left, V.Null) ? str("") : left, isMissing(right) || is(right, V.Null) ? str("") : right);
       }
       break;
+    case "*": {
+      // Python repeats a string (or list) times an int: `"=" * 20`; the render's size budget bounds it
+      const [seq, n] = isStr(left) || isList(left) ? [left, right] : [right, left];
+      if ((isStr(seq) || isList(seq)) && is(n, V.Integer)) {
+        const times = Math.max(0, n.value as number);
+        const size = times * seq.value.length;
+        const limits = renderLimits();
+        if (size > (isStr(seq) ? limits.chars : limits.items)) throw isStr(seq) ? tooLong(size) : new TemplateSizeError(`the template built a list of ${size} items, more than the ${limits.items} this prompt may use`);
+        if (isStr(seq)) return str(seq.value.repeat(times));
+        return new V.Array(Array.from({ length: times }, () => seq.value).flat());
+      }
+      break;
+    }
     case "in":
     case "not in":
       if (isDict(right)) return new V.Boolean(right.value.has(keyOf(left)) === (op === "in"));

@@ -66,6 +66,7 @@ const PROBE_VALUE = "zq_probe_value";
 const PROBE_USER = "zq probe question";
 
 const CACHE_MAX = 64;
+const PROBE_MAX = 16 << 10;
 const learned = new Map<string, ToolDialect>();
 
 /** The syntax of the model's tool calls: from its config's parser, else from its template. */
@@ -122,6 +123,9 @@ function probeSection(t: PromptTemplate): string | undefined {
   const ua = asked.indexOf(PROBE_USER);
   const ub = answered.indexOf(PROBE_USER);
   if (ua === -1 || ub === -1) return undefined;
+  // A call takes a few hundred characters; more is no chat template's call (and the patterns
+  // below are not run over megabytes a hostile template writes).
+  if (answered.length - ub > PROBE_MAX) return undefined;
   return afterPrompt(asked.slice(ua + PROBE_USER.length), answered.slice(ub + PROBE_USER.length));
 }
 

@@ -23,8 +23,9 @@ interface ParsedCall {
 }
 
 /** The next whole call (or list of calls) in a call section, and where it ends; undefined while
- *  none is whole (with `final`, what is there is read as it stands). */
-type Reader = (s: string, final: boolean) => { calls: ParsedCall[]; end: number } | undefined;
+ *  none is whole (with `final`, what is there is read as it stands). A closing tag can only start
+ *  at or after `from` (the text before was searched already). */
+type Reader = (s: string, final: boolean, from: number) => { calls: ParsedCall[]; end: number } | undefined;
 
 /** The reader of a model's tool calls, for the syntax its template shows. */
 export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[]): ToolStreamParser {
@@ -53,6 +54,8 @@ class MarkupCallParser implements ToolStreamParser {
   /** Section text already read (given back as content if no call is ever found). */
   private raw = "";
   private n = 0;
+  /** How much of `buf` was searched for a closing tag without finding one. */
+  private searched = 0;
 
   constructor(
     private readonly starts: readonly string[],
@@ -119,8 +122,13 @@ class MarkupCallParser implements ToolStreamParser {
 
   private take(out: ToolStep, final: boolean): void {
     for (;;) {
-      const r = this.read(this.buf, final);
-      if (!r) return;
+      // a closing tag may have begun in the text searched before (none is longer than 32)
+      const r = this.read(this.buf, final, Math.max(0, this.searched - 32));
+      if (!r) {
+        this.searched = this.buf.length;
+        return;
+      }
+      this.searched = 0;
       for (const c of r.calls) out.calls.push({ id: toolCallId(), function: { index: this.n++, name: c.name, arguments: c.arguments } });
       this.raw += this.buf.slice(0, r.end);
       this.buf = this.buf.slice(r.end);
@@ -192,18 +200,18 @@ class ToolSchemas {
 // ---------- readers ----------
 
 /** The text from `open` to `close` (both included) at or after `from`; to the end when final. */
-function unit(s: string, open: string, close: string, final: boolean): { start: number; body: string; end: number } | undefined {
+function unit(s: string, open: string, close: string, final: boolean, from: number): { start: number; body: string; end: number } | undefined {
   const start = s.indexOf(open);
   if (start === -1) return undefined;
-  const c = s.indexOf(close, start + open.length);
+  const c = s.indexOf(close, Math.max(start + open.length, from));
   if (c === -1) return final ? { start, body: s.slice(start + open.length), end: s.length } : undefined;
   return { start, body: s.slice(start + open.length, c), end: c + close.length };
 }
 
 /** Qwen3-Coder: `<function=NAME>\n<parameter=KEY>\nvalue\n</parameter>\n</function>`. */
 function readXmlFunction(schema: ToolSchemas): Reader {
-  return (s, final) => {
-    const u = unit(s, "<function=", "</function>", final);
+  return (s, final, from) => {
+    const u = unit(s, "<function=", "</function>", final, from);
     if (!u) return undefined;
     const gt = u.body.indexOf(">");
     if (gt === -1) return { calls: [], end: u.end };
@@ -224,8 +232,8 @@ function readArgPairs(open: string, suffix: string, schema: ToolSchemas): Reader
   const sfx = escapeRegExp(suffix);
   const pair = new RegExp(`<arg_key${sfx}>([\\s\\S]*?)</arg_key${sfx}>\\s*<arg_value${sfx}>([\\s\\S]*?)(?:</arg_value${sfx}>|$)`, "g");
   const firstKey = `<arg_key${suffix}>`;
-  return (s, final) => {
-    const u = unit(s, open, close, final);
+  return (s, final, from) => {
+    const u = unit(s, open, close, final, from);
     if (!u) return undefined;
     const k = u.body.indexOf(firstKey);
     // the name, less any separator token after it (Hunyuan's <tool_sep:opensource>)
@@ -244,8 +252,8 @@ function readArgPairs(open: string, suffix: string, schema: ToolSchemas): Reader
 function readInvoke(d: { ns: string; call: string; param: string }, schema: ToolSchemas): Reader {
   const ns = escapeRegExp(d.ns);
   const param = new RegExp(`<${ns}${d.param} name="([^"]*)"([^>]*)>([\\s\\S]*?)(?:</${ns}${d.param}>|$)`, "g");
-  return (s, final) => {
-    const u = unit(s, `<${d.ns}${d.call} name="`, `</${d.ns}${d.call}>`, final);
+  return (s, final, from) => {
+    const u = unit(s, `<${d.ns}${d.call} name="`, `</${d.ns}${d.call}>`, final, from);
     if (!u) return undefined;
     const q = u.body.indexOf('"');
     if (q === -1) return { calls: [], end: u.end };
@@ -305,7 +313,7 @@ const GEMMA_QUOTE = '<|"|>';
 
 /** Gemma 4: `call:NAME{key:<|"|>text<|"|>,n:1,list:[…]}`: bare keys, strings between `<|"|>`. */
 const readGemma4: Reader = (s, final) => {
-  const m = /call:([^{\s]+)\{/.exec(s);
+  const m = /call:([^{\s]{1,128})\{/.exec(s);
   if (!m) return undefined;
   const open = m.index + m[0].length - 1;
   const json = gemmaArgsToJson(s, open);

@@ -206,6 +206,16 @@ async function remoteConfig(remote: { host: string; model: string }, ctx: Create
   return { config, ...(d ? { description: d } : {}) };
 }
 
+/** Ollama's create (server/create.go): a GGUF of these architectures gets this renderer and
+ *  parser unless the request names its own, and this stop unless the request sets one. */
+const ARCH_DEFAULTS: Readonly<Record<string, { renderer: string; parser: string; stop?: string[] }>> = {
+  gemma4: { renderer: "gemma4", parser: "gemma4", stop: ["<turn|>"] },
+  laguna: { renderer: "laguna", parser: "laguna" },
+  nemotron_h: { renderer: "nemotron-3-nano", parser: "nemotron-3-nano" },
+  nemotron_h_moe: { renderer: "nemotron-3-nano", parser: "nemotron-3-nano" },
+  nemotron_h_omni: { renderer: "nemotron-3-nano", parser: "nemotron-3-nano" },
+};
+
 async function build(store: Store, models: ModelResolver, input: CreateInput, plan: Plan, progress: Progress, written: string[], ctx: CreateContext): Promise<void> {
   let layers: Layer[] = [];
   let inheritedParams: Record<string, unknown> = {};
@@ -247,6 +257,12 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
       // the family's stop parameters stay unless the request sets `stop`.
       detected = detectChatTemplate(ggufFacts(model.info).chatTemplate);
       if (detected?.stop) inheritedParams = { stop: detected.stop };
+      // Ollama's defaults by architecture: the renderer and parser that family needs, and its stop
+      const byArch = ARCH_DEFAULTS[ggufFacts(model.info).architecture];
+      if (byArch) {
+        config = { ...config, renderer: byArch.renderer, parser: byArch.parser };
+        if (byArch.stop) inheritedParams = { ...inheritedParams, stop: byArch.stop };
+      }
     }
   } else if (plan.fromName) {
     const from = plan.fromName;
@@ -317,7 +333,8 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
   if (input.template !== undefined) await addText(MEDIA_TYPE_TEMPLATE, input.template);
   else if (detected) await addText(MEDIA_TYPE_TEMPLATE, detected.template, `using autodetected template ${detected.name}`);
   if (input.system !== undefined) await addText(MEDIA_TYPE_SYSTEM, input.system);
-  if (Object.keys(plan.newParams).length > 0 || detected?.stop) {
+  // A base model's parameters are already among its layers; a file's (detected stop) are new.
+  if (Object.keys(plan.newParams).length > 0 || (!plan.fromName && Object.keys(inheritedParams).length > 0)) {
     layers = layers.filter((l) => l.mediaType !== MEDIA_TYPE_PARAMS);
     await addText(MEDIA_TYPE_PARAMS, JSON.stringify({ ...inheritedParams, ...plan.newParams }));
   }

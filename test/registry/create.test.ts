@@ -222,6 +222,30 @@ describe("request forms and sources", () => {
   });
 });
 
+describe("architecture defaults", () => {
+  it("a GGUF of an architecture Ollama gives a renderer and parser gets them (Gemma 4: and its stop), unless the request names its own", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "ollamats-arch-"));
+    try {
+      const file = path.join(dir, "g4.gguf");
+      await writeGguf(file, [kv.str("general.architecture", "gemma4")], [{ name: "token_embd.weight", dims: [8, 4], type: "F32" as const, data: () => [new Uint8Array(8 * 4 * 4)] }]);
+      const digest = await upload(file);
+      expect((await create({ model: "g4", files: { "g4.gguf": digest } })).status).toBe(200);
+      const shown = await show("g4");
+      expect(shown.modelfile).toContain("\nRENDERER gemma4\n");
+      expect(shown.modelfile).toContain("\nPARSER gemma4\n");
+      expect(shown.parameters).toMatch(/^stop\s+"<turn\|>"$/m);
+      expect((await create({ model: "g4-own", files: { "g4.gguf": digest }, parser: "qwen3", parameters: { stop: ["<end>"] } })).status).toBe(200);
+      const own = await show("g4-own");
+      expect(own.modelfile).toContain("\nPARSER qwen3\n");
+      expect(own.modelfile).toContain("\nRENDERER gemma4\n");
+      expect(own.parameters).toMatch(/^stop\s+"<end>"$/m);
+      expect(own.parameters).not.toContain("<turn|>");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("show --modelfile", () => {
   it("prints a Modelfile that re-creates the model (ollamats create -f)", async () => {
     const template = '{{ if .System }}<|system|>{{ .System }}{{ end }}<|user|>{{ .Prompt }}<|assistant|>{{ .Response }}';

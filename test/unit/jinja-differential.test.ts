@@ -161,6 +161,7 @@ describe("Python's operators on sequences", () => {
     const source = "{{ '=' * 3 }}|{{ 2 * 'ab' }}|{{ 'x' * 0 }}|{{ ([1, 2] * 2) | length }}|{{ messages[0].content * 2 }}";
     const input = { messages: [{ role: "user", content: "hi" }] };
     const t = selectTemplate(undefined, source, "", "");
+    if (t.kind !== "jinja") throw new Error("not a Jinja template");
     const ours = renderPrompt(t, input);
     expect(ours).toBe(python(NOW, [{ template: source, context: jinjaContext(t, input) }])[0]!.ok);
     expect(ours).toBe("===|abab||4|hihi");

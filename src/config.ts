@@ -152,7 +152,7 @@ function parseGoDurationNs(input: string): bigint {
     if (k === 0) throw new Error(`time: missing unit in duration ${goQuote(input)}`);
     const unitName = s.slice(0, k);
     s = s.slice(k);
-    const unit = NS_PER_UNIT[unitName];
+    const unit = Object.hasOwn(NS_PER_UNIT, unitName) ? NS_PER_UNIT[unitName] : undefined;
     if (unit === undefined) {
       throw new Error(`time: unknown unit ${goQuote(unitName)} in duration ${goQuote(input)}`);
     }

@@ -92,7 +92,7 @@ export function parseGoDurationStrict(input: string): number {
     s = s.slice(m?.[0].length ?? 0);
     const u = /^[^0-9.]*/.exec(s)?.[0] ?? "";
     if (u === "") throw new Error(`time: missing unit in duration ${goQuote(orig)}`);
-    const unit = UNITS[u];
+    const unit = Object.hasOwn(UNITS, u) ? UNITS[u] : undefined;
     if (unit === undefined) throw new Error(`time: unknown unit ${goQuote(u)} in duration ${goQuote(orig)}`);
     s = s.slice(u.length);
     const value = Number(`${intPart || "0"}.${fracPart || "0"}`);

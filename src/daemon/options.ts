@@ -27,7 +27,7 @@ const TYPE_WORD: Record<string, string> = { int: "integer", float: "float32", bo
 const wrongType = (key: string, what: string) => new ApiError("invalid_option", `option "${key}" must be of ${what}`);
 
 function coerce(key: string, value: unknown): unknown {
-  const type = OPTION_TYPES[key];
+  const type = Object.hasOwn(OPTION_TYPES, key) ? OPTION_TYPES[key] : undefined;
   // Ollama's Options no longer hold the deprecated keys: in the API they are ignored, any type.
   if (type === undefined || DEPRECATED_OPTIONS.has(key) || value === null || value === undefined) return undefined;
   const fail = () => wrongType(key, `type ${TYPE_WORD[type] ?? type}`);

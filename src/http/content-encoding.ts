@@ -26,7 +26,7 @@ export function decodedBody(body: Readable, contentEncoding: string | string[] |
     .map((c) => c.trim())
     .filter((c) => c !== "" && c !== "identity");
   if (codings.length === 0) return body;
-  if (codings.length > MAX_CODINGS || !codings.every((c) => c in DECODERS)) {
+  if (codings.length > MAX_CODINGS || !codings.every((c) => Object.hasOwn(DECODERS, c))) {
     discardBody(body);
     throw new UnknownEncodingError(`a body in Content-Encoding '${codings.join(", ")}', which this server cannot read`);
   }

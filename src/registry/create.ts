@@ -258,7 +258,8 @@ async function build(store: Store, models: ModelResolver, input: CreateInput, pl
       detected = detectChatTemplate(ggufFacts(model.info).chatTemplate);
       if (detected?.stop) inheritedParams = { stop: detected.stop };
       // Ollama's defaults by architecture: the renderer and parser that family needs, and its stop
-      const byArch = ARCH_DEFAULTS[ggufFacts(model.info).architecture];
+      const arch = ggufFacts(model.info).architecture;
+      const byArch = Object.hasOwn(ARCH_DEFAULTS, arch) ? ARCH_DEFAULTS[arch] : undefined;
       if (byArch) {
         config = { ...config, renderer: byArch.renderer, parser: byArch.parser };
         if (byArch.stop) inheritedParams = { ...inheritedParams, stop: byArch.stop };

@@ -97,7 +97,7 @@ interface Pair {
 /** Plan the GGUF adapter for `files` (name → path) on the base model `base`. */
 export async function planAdapterConversion(files: Map<string, string>, base: GgufInfo): Promise<ConvertPlan> {
   const arch = String(base.metadata["general.architecture"] ?? "");
-  const spec = BASES[arch];
+  const spec = Object.hasOwn(BASES, arch) ? BASES[arch] : undefined;
   if (!spec) {
     throw new ConvertError(
       `ollamats converts safetensors adapters for ${Object.keys(BASES).join(", ")} models, not ${arch || "this"} one; convert it with llama.cpp's convert_lora_to_gguf.py and use the .gguf file`,

@@ -101,7 +101,7 @@ export async function planConversion(files: Map<string, string>): Promise<Conver
   if (!config || typeof config !== "object") throw new ConvertError("config.json is missing: a safetensors model directory needs its config.json");
   const archName = Array.isArray(config.architectures) ? String(config.architectures[0]) : undefined;
   if (archName && BERT_ARCHITECTURES.has(archName)) return planBertConversion(files, config);
-  const arch = archName ? ARCHITECTURES[archName] : undefined;
+  const arch = archName && Object.hasOwn(ARCHITECTURES, archName) ? ARCHITECTURES[archName] : undefined;
   if (!arch) {
     throw new ConvertError(
       `unsupported architecture ${JSON.stringify(archName ?? "")}: ollamats converts ${[...Object.keys(ARCHITECTURES), ...BERT_ARCHITECTURES].join(", ")}; convert other models to GGUF with llama.cpp's convert_hf_to_gguf.py`,

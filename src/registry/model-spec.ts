@@ -210,7 +210,8 @@ export function capabilitiesOf(spec: Pick<ModelSpec, "source" | "template" | "co
   // Ollama's parser and family rules: the harmony parser reads tool calls and thinking, and a
   // gpt-oss model always thinks.
   const add = (c: string) => caps.includes(c) || caps.push(c);
-  const parser = spec.config.parser ? PARSER_CAPABILITIES[spec.config.parser] : undefined;
+  const name = spec.config.parser;
+  const parser = typeof name === "string" && Object.hasOwn(PARSER_CAPABILITIES, name) ? PARSER_CAPABILITIES[name] : undefined;
   if (parser) parser.forEach(add);
   if (spec.config.model_family === "gptoss" || spec.config.model_family === "gpt-oss") add("thinking");
   return caps;

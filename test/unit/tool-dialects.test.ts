@@ -194,6 +194,11 @@ describe("tool calls in each template's own syntax", () => {
     expect(caps("qwen3-coder")).toEqual(["completion", "tools"]);
     expect(caps("glm-4.7")).toEqual(["completion", "tools", "thinking"]);
     expect(caps("no-such-parser")).toEqual(["completion"]);
+    // names are the user's: an object's own keys are no parsers
+    for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+      expect(caps(name)).toEqual(["completion"]);
+      expect(toolDialect(t, name)).toEqual({ kind: "json", tag: "<tool_call>" });
+    }
   });
 });
 

@@ -389,7 +389,7 @@ FILTERS.count = FILTERS.length!;
 const engineFilter = proto.applyFilter;
 proto.applyFilter = function (this: Interp, operand: RValue, node: Node, env: Environment) {
   const name: string = node.type === "Identifier" ? node.value : node.callee?.type === "Identifier" ? node.callee.value : "";
-  const filter = FILTERS[name];
+  const filter = Object.hasOwn(FILTERS, name) ? FILTERS[name] : undefined;
   if (!filter) return engineFilter.call(this, operand, node, env);
   const [args, kw] = node.type === "CallExpression" ? this.evaluateArguments(node.args, env) : [[], new Map()];
   return filter(operand, { self: this, env, args, kw });

@@ -24,13 +24,13 @@ const WORDS: Readonly<Record<string, ToolChoice>> = { auto: "auto", none: "none"
  * Ollama ignores the whole field (the /v1 routes check theirs).
  */
 export function parseToolChoice(v: unknown): ToolChoice | undefined {
-  if (typeof v === "string") return WORDS[v];
+  if (typeof v === "string") return Object.hasOwn(WORDS, v) ? WORDS[v] : undefined;
   if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
   const o = v as Record<string, unknown>;
   const fn = o.function;
   const name = typeof fn === "object" && fn !== null && typeof (fn as Record<string, unknown>).name === "string" ? (fn as Record<string, unknown>).name : o.name;
   if (typeof name === "string" && name !== "") return { name };
-  return typeof o.type === "string" ? WORDS[o.type] : undefined;
+  return typeof o.type === "string" && Object.hasOwn(WORDS, o.type) ? WORDS[o.type] : undefined;
 }
 
 interface ToolDef {

@@ -71,7 +71,8 @@ const learned = new Map<string, ToolDialect>();
 
 /** The syntax of the model's tool calls: from its config's parser, else from its template. */
 export function toolDialect(template: PromptTemplate, parser?: string): ToolDialect {
-  const named = parser ? PARSER_DIALECTS[parser] : undefined;
+  // the name is the user's (Modelfile PARSER): only the table's own entries, never "constructor"
+  const named = parser && Object.hasOwn(PARSER_DIALECTS, parser) ? PARSER_DIALECTS[parser] : undefined;
   if (named) return named;
   switch (template.kind) {
     case "go":

@@ -118,7 +118,7 @@ export async function planAdapterConversion(files: Map<string, string>, base: Gg
     const m = (mlx ? MLX : PEFT).exec(s.name);
     const layer = m?.[1];
     const proj = m?.[2];
-    const target = proj ? MODULES[proj] : undefined;
+    const target = proj && Object.hasOwn(MODULES, proj) ? MODULES[proj] : undefined;
     if (!m || !target) {
       if (/modules_to_save|embed_tokens|lm_head/.test(s.name)) {
         throw new ConvertError(`tensor ${s.name} is a fully trained module, which a llama.cpp LoRA adapter cannot carry; merge the adapter into its base model (PEFT's merge_and_unload) and create from the merged model`);

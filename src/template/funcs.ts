@@ -274,7 +274,7 @@ export function toTypeScriptType(v: unknown): string {
   const t = unwrap(u.field("Type"));
   const types = Array.isArray(t) ? (t as string[]) : [];
   if (types.length === 0) return "any";
-  return types.map((x) => TS_TYPES[x] ?? "any").join(" | ");
+  return types.map((x) => (Object.hasOwn(TS_TYPES, x) ? TS_TYPES[x] : "any")).join(" | ");
 }
 
 const V: ParamKind = "value";

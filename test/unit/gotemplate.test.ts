@@ -428,9 +428,11 @@ describe("Ollama functions", () => {
       b: toolPropertyValue({ type: ["string", "null"] }),
       c: toolPropertyValue({ anyOf: [{ type: "array" }, { type: "object" }] }),
       d: toolPropertyValue({}),
+      // a type named like an object's inherited key is no type it knows
+      e: toolPropertyValue({ type: ["constructor", "toString"] }),
     };
     expect(render("{{ range $k, $v := .P }}{{ $k }}:{{ toTypeScriptType $v }};{{ end }}{{ toTypeScriptType 1 }}", { P: props })).toBe(
-      "a:number;b:string | null;c:any[] | Record<string, any>;d:any;any",
+      "a:number;b:string | null;c:any[] | Record<string, any>;d:any;e:any | any;any",
     );
   });
 });

@@ -15,6 +15,7 @@ import { renderPrompt, selectTemplate } from "../../src/daemon/prompt/render.js"
 import { parseToolChoice } from "../../src/daemon/prompt/tool-choice.js";
 import { decodedBody, UnknownEncodingError } from "../../src/http/content-encoding.js";
 import { planConversion } from "../../src/registry/hf-convert.js";
+import { jsonSchemaGrammar } from "../../src/backends/llamacpp/json-schema-grammar.js";
 
 const INHERITED = ["constructor", "toString", "__proto__", "hasOwnProperty", "valueOf"];
 
@@ -36,6 +37,10 @@ describe("names from outside are never an object's inherited keys", () => {
       expect(parseToolChoice({ type: key })).toBeUndefined();
     }
     expect(parseToolChoice("required")).toBe("required");
+  });
+
+  it("a string format named like an inherited key is a format the grammar does not know: any string", () => {
+    for (const format of INHERITED) expect(jsonSchemaGrammar({ type: "string", format })).toBe(jsonSchemaGrammar({ type: "string" }));
   });
 
   it("a template's filter named like an inherited key is unknown: a 400", () => {

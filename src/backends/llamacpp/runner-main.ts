@@ -218,8 +218,8 @@ async function load(modelPath: string, requested: LoadOptions, gpuLayers: number
       batching: { itemPrioritizationStrategy: batchPlanStrategy(() => context, applyThreads) },
       ...(opts.adapters.length > 0 ? { lora: { adapters: opts.adapters.map((filePath) => ({ filePath })) } } : {}),
     };
-    const k = KV_TYPES[opts.kvCacheTypeK] ?? "F16";
-    const v = KV_TYPES[opts.kvCacheTypeV] ?? "F16";
+    const k = Object.hasOwn(KV_TYPES, opts.kvCacheTypeK) ? KV_TYPES[opts.kvCacheTypeK]! : "F16";
+    const v = Object.hasOwn(KV_TYPES, opts.kvCacheTypeV) ? KV_TYPES[opts.kvCacheTypeV]! : "F16";
     try {
       context = await model.createContext({ ...base, experimentalKvCacheKeyType: k, experimentalKvCacheValueType: v });
     } catch (err) {

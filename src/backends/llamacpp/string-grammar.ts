@@ -81,7 +81,7 @@ export function stringGrammar(k: StringKeywords, rules: RuleSet, hint: string, c
   const max = count(k.maxLength) ?? Infinity;
   if (min > max) throw new InvalidSchemaError(`minLength ${min} is greater than maxLength ${max}`);
   const pattern = patternTree(k.pattern);
-  const format = typeof k.format === "string" && FORMATS[k.format] ? parsePattern(FORMATS[k.format]!) : undefined;
+  const format = typeof k.format === "string" && Object.hasOwn(FORMATS, k.format) ? parsePattern(FORMATS[k.format]!) : undefined;
   const quoted = (body: string) => rules.add(hint, `"\\"" ${body} "\\""`);
   // Lengths narrow the first tree; a second one is intersected (the pattern's own format first).
   const [first, second] = [pattern, within ?? format, format].filter((t, i, all): t is Rx => t !== undefined && all.indexOf(t) === i);

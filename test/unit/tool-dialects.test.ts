@@ -87,6 +87,8 @@ const NOT_READ: Readonly<Record<string, string>> = {
   "meetkai-functionary-medium-v3.2.jinja": "its generation prompt ends in the call's own marker (>>>)",
 };
 
+const GLM_LIKE: ToolDialect = { kind: "arg-pairs", start: "<tool_call>", unit: "<tool_call>", suffix: "" };
+
 describe("tool calls in each template's own syntax", () => {
   const results = TEMPLATES.map((f) => {
     const t = load(f);
@@ -147,6 +149,19 @@ describe("tool calls in each template's own syntax", () => {
     expect(a.content).toBe("Checking.");
     // "soon" is no integer: kept as text, as Ollama keeps it
     expect(a.calls.map((c) => c.function.arguments)).toEqual([{ city: "Oslo", days: "soon" }]);
+  });
+
+  it("an argument the model names __proto__ is an argument, in every syntax", () => {
+    const read = (d: ToolDialect, text: string) => {
+      const p = toolCallParser(d, TOOLS);
+      return [...p.add(text).calls, ...p.flush().calls].map((c) => JSON.stringify(c.function.arguments));
+    };
+    const want = ['{"__proto__":"x","city":"Oslo"}'];
+    expect(read({ kind: "xml-function", start: "<tool_call>" }, "<tool_call><function=get_weather><parameter=__proto__>x</parameter><parameter=city>Oslo</parameter></function></tool_call>")).toEqual(want);
+    expect(read(GLM_LIKE, "<tool_call>get_weather<arg_key>__proto__</arg_key><arg_value>x</arg_value><arg_key>city</arg_key><arg_value>Oslo</arg_value></tool_call>")).toEqual(want);
+    expect(read({ kind: "invoke", ns: "", call: "invoke", param: "parameter", start: "<x>" }, '<invoke name="get_weather"><parameter name="__proto__">x</parameter><parameter name="city">Oslo</parameter></invoke>')).toEqual(want);
+    expect(read({ kind: "python", start: "<|tool_call_start|>" }, '<|tool_call_start|>[get_weather(__proto__="x", city="Oslo")]<|tool_call_end|>')).toEqual(want);
+    expect(read({ kind: "json", tag: "{" }, '[get_weather(__proto__="x", city="Oslo")]')).toEqual(want);
   });
 
   it("a call cut off by the end of generation is read as far as it goes, markup or not", () => {

@@ -53,6 +53,12 @@ export function matchingBrace(s: string, start: number, open = "{", close = "}",
 }
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** Sets an argument the model named: as an own property even when the name is "__proto__"
+ *  (a plain assignment would set the object's prototype and lose the argument). */
+export function setArgument(args: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(args, key, { value, enumerable: true, writable: true, configurable: true });
+}
 export const isObject = (v: unknown): v is Record<string, Json> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function argumentsOf(v: Json | undefined): Record<string, unknown> | null {
@@ -196,7 +202,7 @@ export function parsePythonCalls(text: string, names: ReadonlySet<string>): Arra
       while (r.peek() !== ")") {
         const key = r.ident();
         r.expect("=");
-        args[key] = r.value();
+        setArgument(args, key, r.value());
         if (r.peek() === ",") r.i++;
         else if (r.peek() !== ")") return null;
       }

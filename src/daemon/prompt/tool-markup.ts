@@ -3,7 +3,7 @@
 // qwen3-coder parser does, so the space before a call is not sent); each call is read once its
 // markup closes, its values typed by the tool's parameter schema as Ollama types them.
 import { parseJson } from "../bounded-json.js";
-import { isObject, matchingBrace, parsePythonCalls } from "./tool-call-syntax.js";
+import { isObject, matchingBrace, parsePythonCalls, setArgument } from "./tool-call-syntax.js";
 import type { ToolDialect } from "./tool-dialect.js";
 import { ToolCallParser, toolCallId, type ToolStep } from "./tools.js";
 
@@ -219,7 +219,7 @@ function readXmlFunction(schema: ToolSchemas): Reader {
     const args: Record<string, unknown> = {};
     for (const m of u.body.slice(gt + 1).matchAll(/<parameter=([^>\n]*)>([\s\S]*?)(?:<\/parameter>|(?=<parameter=)|$)/g)) {
       const key = m[1]!.trim();
-      args[key] = schema.value(name, key, m[2]!);
+      setArgument(args, key, schema.value(name, key, m[2]!));
     }
     return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
   };
@@ -241,7 +241,7 @@ function readArgPairs(open: string, suffix: string, schema: ToolSchemas): Reader
     const args: Record<string, unknown> = {};
     for (const m of u.body.matchAll(pair)) {
       const key = m[1]!.trim();
-      args[key] = schema.value(name, key, m[2]!);
+      setArgument(args, key, schema.value(name, key, m[2]!));
     }
     return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
   };
@@ -269,7 +269,7 @@ function readInvoke(d: { ns: string; call: string; param: string }, schema: Tool
           // as text, typed by the schema
         }
       }
-      args[key] = v;
+      setArgument(args, key, v);
     }
     return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
   };

@@ -379,9 +379,8 @@ export function fromJSON(v: unknown): unknown {
   if (typeof v === "number") return Number.isInteger(v) ? new GoFloat(v) : v;
   if (Array.isArray(v)) return v.map(fromJSON);
   if (v !== null && typeof v === "object" && !(v instanceof GoFloat) && !(v instanceof GoStruct) && !(v instanceof GoNamed)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, val] of Object.entries(v)) out[k] = fromJSON(val);
-    return out;
+    // fromEntries defines own properties: a key "__proto__" (a tool parameter's name) stays a key
+    return Object.fromEntries(Object.entries(v).map(([k, val]) => [k, fromJSON(val)]));
   }
   return v;
 }

@@ -443,6 +443,10 @@ describe("Go value model", () => {
     expect(render("{{ range $k, $v := . }}{{ $k }}={{ $v }};{{ end }}", d)).toBe("big=1e+21;m=1e+08;n=3;x=1.5;");
     expect(render("{{ printf \"%T\" .n }}", d)).toBe("float64");
   });
+  it("a JSON key named __proto__ is a key like any other", () => {
+    const d = fromJSON(JSON.parse('{"__proto__": {"a": 1}, "b": 2}')) as object;
+    expect(render("{{ range $k, $v := . }}{{ $k }};{{ end }}", d)).toBe("__proto__;b;");
+  });
   it("JS integers are ints", () => {
     expect(render("{{ .m }} {{ printf \"%T\" .m }}", { m: 100000000 })).toBe("100000000 int");
   });

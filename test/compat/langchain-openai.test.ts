@@ -24,6 +24,13 @@ async function native(model: string, messages: Array<{ role: string; content: st
   return r.json as { message: { content: string }; prompt_eval_count: number; eval_count: number; done_reason: string };
 }
 
+/** A conversation as LangChain messages, and as native ones. */
+const messages = [new SystemMessage("You are terse."), new HumanMessage("Hello there")];
+const plain = [
+  { role: "system", content: "You are terse." },
+  { role: "user", content: "Hello there" },
+];
+
 beforeAll(async () => {
   d = await startCompatDaemon();
 });
@@ -33,12 +40,6 @@ afterAll(async () => {
 });
 
 describe("@langchain/openai ChatOpenAI on /v1", () => {
-  const messages = [new SystemMessage("You are terse."), new HumanMessage("Hello there")];
-  const plain = [
-    { role: "system", content: "You are terse." },
-    { role: "user", content: "Hello there" },
-  ];
-
   it("invoke: the native answer's text, usage equal to prompt_eval_count/eval_count, finish_reason", async () => {
     await native(MODELS.chat, plain); // asked once first: compared answers both find the prompt in the cache (README, "Same seed, same text")
     const ref = await native(MODELS.chat, plain);
@@ -166,6 +167,53 @@ describe("@langchain/openai ChatOpenAI on /v1", () => {
     expect(n).toBe(2);
     const next = await chat().invoke([new HumanMessage("Next")]);
     expect((next.content as string).length).toBeGreaterThan(0);
+  });
+});
+
+describe("@langchain/openai ChatOpenAI with useResponsesApi (/v1/responses)", () => {
+  const responses = (model: string = MODELS.chat, extra: ConstructorParameters<typeof ChatOpenAI>[0] = {}) => chat(model, { useResponsesApi: true, ...extra });
+  it("invoke and stream: the native answer's text and counts, the response id", async () => {
+    await native(MODELS.chat, plain); // asked once first: compared answers both find the prompt in the cache (README, "Same seed, same text")
+    const ref = await native(MODELS.chat, plain);
+    const r = await responses().invoke(messages);
+    expect(r.text).toBe(ref.message.content);
+    expect(r.usage_metadata).toMatchObject({ input_tokens: ref.prompt_eval_count, output_tokens: ref.eval_count, total_tokens: ref.prompt_eval_count + ref.eval_count });
+    expect(r.response_metadata.id).toMatch(/^resp_/);
+    expect(r.response_metadata.status).toBe("incomplete"); // cut off at max_output_tokens: ref.done_reason is "length"
+    expect(ref.done_reason).toBe("length");
+    let whole: AIMessageChunk | undefined;
+    let n = 0;
+    for await (const chunk of await responses().stream(messages)) {
+      whole = whole ? whole.concat(chunk) : chunk;
+      n++;
+    }
+    expect(n).toBeGreaterThan(2);
+    expect(whole!.text).toBe(ref.message.content);
+    expect(whole!.usage_metadata).toMatchObject({ input_tokens: ref.prompt_eval_count, output_tokens: ref.eval_count });
+  });
+
+  it("a second turn sends the first answer back as LangChain converts it: the native conversation's prompt", async () => {
+    const first = await responses().invoke(messages);
+    const next = new HumanMessage("And then?");
+    const second = await responses().invoke([...messages, first, next]);
+    const ref = await native(MODELS.chat, [...plain, { role: "assistant", content: first.text }, { role: "user", content: "And then?" }]);
+    expect(second.usage_metadata!.input_tokens).toBe(ref.prompt_eval_count);
+    expect(second.text).toBe(ref.message.content);
+  });
+
+  it("withStructuredOutput (text.format json_schema) and a forced tool call whose result goes back as function_call_output", async () => {
+    expectAnswer(await responses(MODELS.chat, { maxTokens: 64 }).withStructuredOutput({ title: "Answer", ...ANSWER_SCHEMA }).invoke([new HumanMessage("yes or no?")]));
+    const withTools = responses(MODELS.tools, { maxTokens: 128 }).bindTools(FINITE_TOOLS, { tool_choice: "get_time" });
+    const ask = new HumanMessage("What time is it?");
+    const r = await withTools.invoke([ask]);
+    expect(r.invalid_tool_calls ?? []).toEqual([]);
+    expect(r.tool_calls).toEqual([expect.objectContaining({ name: "get_time", args: { zone: expect.stringMatching(/^(UTC|CET)$/) }, id: expect.stringMatching(/^call_/) })]);
+    const follow = responses(MODELS.tools).bindTools(FINITE_TOOLS);
+    const answer = (result: string) => follow.invoke([ask, r, new ToolMessage({ content: result, tool_call_id: r.tool_calls![0]!.id! })]);
+    const short = await answer("noon");
+    const long = await answer("noon, and the bells of the town hall are ringing twelve times");
+    expect(short.text.length).toBeGreaterThan(0);
+    expect(long.usage_metadata!.input_tokens).toBeGreaterThan(short.usage_metadata!.input_tokens);
   });
 });
 

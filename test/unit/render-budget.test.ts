@@ -41,6 +41,37 @@ describe("template time budget", () => {
     expect(renderSuffix(selectTemplate("{{.Prompt}}|{{.Suffix}}", undefined, "", ""), "a", "b")).toBe("a|b");
   });
 
+  it("the budget is processor time: a render the clock stops while it is off the processor runs again", () => {
+    // Atomics.wait holds the thread without running, as the scheduler does on a busy machine
+    // (a render of 0.1 ms was seen to take 184 ms there); stopped at 250 ms, it is tried again.
+    const cell = new Int32Array(new SharedArrayBuffer(4));
+    let tries = 0;
+    const slowOnce = () => {
+      if (++tries === 1) Atomics.wait(cell, 0, 0, 400);
+      return "rendered";
+    };
+    expect(withinBudget(slowOnce)).toBe("rendered");
+    expect(tries).toBe(2);
+    // …but not for ever: off the processor every time, it stops after at most eight tries (fewer
+    // when the process's other threads' time, which is counted too, adds up to the budget)
+    tries = 0;
+    const alwaysOff = () => (tries++, Atomics.wait(cell, 0, 0, 150), "never");
+    expect(() => withinBudget(alwaysOff, 100)).toThrow(/^the template ran longer than 100 ms and was stopped$/);
+    expect(tries).toBeGreaterThan(1);
+    expect(tries).toBeLessThanOrEqual(8);
+    // and a loop that runs is stopped once it has had the budget (on an idle machine at the first
+    // try; where other processes share the processor, after as many as it took to get it)
+    tries = 0;
+    expect(() =>
+      withinBudget(() => {
+        tries++;
+        for (;;);
+      }, 50),
+    ).toThrow(/ran longer than 50 ms/);
+    expect(tries).toBeGreaterThanOrEqual(1);
+    expect(tries).toBeLessThanOrEqual(8);
+  });
+
   it("a chat template that does not parse is a 400 that says how to replace it", () => {
     refused(() => selectTemplate(undefined, "{{", "", ""), /^template error: the model's chat template does not parse; give the model a TEMPLATE in its Modelfile$/);
   });

@@ -192,13 +192,25 @@ describe("tool calls in each template's own syntax", () => {
   });
 
   it("a long call streamed in small pieces is read whole, once", () => {
-    const code = "if (a > b) { return a; }\n".repeat(4000);
+    const code = "if (a > b && c < d) { return [a]; }\n".repeat(4000);
     const p = toolCallParser({ kind: "xml-function", start: "<tool_call>" }, TOOLS);
     const text = `<tool_call>\n<function=get_weather>\n<parameter=city>\n${code}\n</parameter>\n</function>\n</tool_call>`;
     const calls: ToolCall[] = [];
     for (let i = 0; i < text.length; i += 4) calls.push(...p.add(text.slice(i, i + 4)).calls);
     calls.push(...p.flush().calls);
     expect(calls.map((c) => c.function.arguments)).toEqual([{ city: code }]);
+    // the same long value in the JSON, python and Gemma 4 syntaxes, whose scans resume
+    const stream = (d: ToolDialect, text: string) => {
+      const q = toolCallParser(d, TOOLS);
+      const out: ToolCall[] = [];
+      for (let i = 0; i < text.length; i += 3) out.push(...q.add(text.slice(i, i + 3)).calls);
+      out.push(...q.flush().calls);
+      return out.map((c) => [c.function.name, c.function.arguments]);
+    };
+    const want = [["get_weather", { city: code }], ["get_time", { zone: "UTC" }]];
+    expect(stream({ kind: "named-json", start: "[TOOL_CALLS]" }, `[TOOL_CALLS]get_weather[ARGS]${JSON.stringify({ city: code })}[TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}`)).toEqual(want);
+    expect(stream({ kind: "python", start: "<|tool_call_start|>" }, `<|tool_call_start|>[get_weather(city=${JSON.stringify(code)}), get_time(zone="UTC")]<|tool_call_end|>`)).toEqual(want);
+    expect(stream({ kind: "gemma4", start: "<|tool_call>" }, `<|tool_call>call:get_weather{city:<|"|>${code}<|"|>}<tool_call|><|tool_call>call:get_time{zone:<|"|>UTC<|"|>}<tool_call|>`)).toEqual(want);
   });
 
   it("a Modelfile PARSER names the syntax, and the capabilities Ollama's parser of that name has", () => {

@@ -3,7 +3,7 @@
 // qwen3-coder parser does, so the space before a call is not sent); each call is read once its
 // markup closes, its values typed by the tool's parameter schema as Ollama types them.
 import { parseJson } from "../bounded-json.js";
-import { isObject, matchingBrace, parsePythonCalls, setArgument } from "./tool-call-syntax.js";
+import { braceScan, isObject, parsePythonCalls, resumeBrace, setArgument, type BraceScan } from "./tool-call-syntax.js";
 import type { ToolDialect } from "./tool-dialect.js";
 import { ToolCallParser, toolCallId, type ToolStep } from "./tools.js";
 
@@ -40,7 +40,7 @@ export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[])
     case "invoke":
       return new MarkupCallParser([dialect.start, `<${dialect.ns}${dialect.call} name="`], readInvoke(dialect, schema), ">");
     case "gemma4":
-      return new MarkupCallParser([dialect.start, "call:"].filter((s, i) => i === 0 || dialect.start !== "call:"), readGemma4, "}");
+      return new MarkupCallParser([dialect.start, "call:"].filter((s, i) => i === 0 || dialect.start !== "call:"), readGemma4(), "}");
     case "python":
       return new MarkupCallParser([dialect.start], readPython(schema.names), "]");
     case "named-json":
@@ -279,53 +279,141 @@ function readInvoke(d: { ns: string; call: string; param: string }, schema: Tool
 function readNamedJson(names: ReadonlySet<string>): Reader {
   const byLength = [...names].sort((a, b) => b.length - a.length).map(escapeRegExp);
   const name = byLength.length > 0 ? new RegExp(`(?<![\\w-])(?:${byLength.join("|")})(?![\\w-])`) : undefined;
+  // The arguments being read: their scan resumes where it stopped, so long arguments streamed
+  // token by token (a file written through a tool) are scanned once.
+  let open: { name: string; start: number; scan: BraceScan } | undefined;
   return (s, final) => {
-    const m = name?.exec(s);
-    if (!m) return undefined;
-    const after = m.index + m[0].length;
-    const open = s.indexOf("{", after);
-    // The arguments follow the name closely (`[ARGS]`, "<｜tool▁sep｜>", "\n```json\n").
-    if (open === -1 || open - after > 100) return open === -1 && !final ? undefined : { calls: [], end: after };
-    const close = matchingBrace(s, open);
-    if (close === -1) return final ? { calls: [], end: s.length } : undefined;
+    if (!open) {
+      const m = name?.exec(s);
+      if (!m) return undefined;
+      const after = m.index + m[0].length;
+      const brace = s.indexOf("{", after);
+      // The arguments follow the name closely (`[ARGS]`, "<｜tool▁sep｜>", "\n```json\n").
+      if (brace === -1 || brace - after > 100) return brace === -1 && !final ? undefined : { calls: [], end: after };
+      open = { name: m[0], start: brace, scan: braceScan(brace) };
+    }
+    const start = open.start;
+    const close = resumeBrace(s, open.scan);
+    if (close === -1) {
+      if (!final) return undefined;
+      open = undefined;
+      return { calls: [], end: s.length };
+    }
+    const called = open.name;
+    open = undefined;
     let args: unknown;
     try {
-      args = parseJson(s.slice(open, close + 1));
+      args = parseJson(s.slice(start, close + 1));
     } catch {
       args = undefined;
     }
-    return { calls: isObject(args) ? [{ name: m[0], arguments: args }] : [], end: close + 1 };
+    return { calls: isObject(args) ? [{ name: called, arguments: args }] : [], end: close + 1 };
   };
 }
 
 /** LFM2: `[NAME(key="value"), …]` after the call tag. */
 function readPython(names: ReadonlySet<string>): Reader {
+  let open: { start: number; scan: BraceScan } | undefined;
   return (s, final) => {
-    const open = s.indexOf("[", 1);
-    if (open === -1) return undefined;
-    const close = matchingBrace(s, open, "[", "]", "\"'");
-    if (close === -1) return final ? { calls: [], end: s.length } : undefined;
-    return { calls: parsePythonCalls(s.slice(open, close + 1), names) ?? [], end: close + 1 };
+    if (!open) {
+      const bracket = s.indexOf("[", 1);
+      if (bracket === -1) return undefined;
+      open = { start: bracket, scan: braceScan(bracket) };
+    }
+    const start = open.start;
+    const close = resumeBrace(s, open.scan, "[", "]", "\"'");
+    if (close === -1) {
+      if (!final) return undefined;
+      open = undefined;
+      return { calls: [], end: s.length };
+    }
+    open = undefined;
+    return { calls: parsePythonCalls(s.slice(start, close + 1), names) ?? [], end: close + 1 };
   };
 }
 
 const GEMMA_QUOTE = '<|"|>';
 
 /** Gemma 4: `call:NAME{key:<|"|>text<|"|>,n:1,list:[…]}`: bare keys, strings between `<|"|>`. */
-const readGemma4: Reader = (s, final) => {
-  const m = /call:([^{\s]{1,128})\{/.exec(s);
-  if (!m) return undefined;
-  const open = m.index + m[0].length - 1;
-  const json = gemmaArgsToJson(s, open);
-  if (!json) return final ? { calls: [], end: s.length } : undefined;
-  let args: unknown;
-  try {
-    args = parseJson(json.text);
-  } catch {
-    args = undefined;
+function readGemma4(): Reader {
+  let open: { name: string; start: number; scan: GemmaScan } | undefined;
+  return (s, final) => {
+    if (!open) {
+      const m = /call:([^{\s]{1,128})\{/.exec(s);
+      if (!m) return undefined;
+      const start = m.index + m[0].length - 1;
+      open = { name: m[1]!, start, scan: { at: start, depth: 0, quote: "", escaped: false } };
+    }
+    const { name, start } = open;
+    const close = resumeGemma(s, open.scan);
+    if (close === -1) {
+      if (!final) return undefined;
+      open = undefined;
+      return { calls: [], end: s.length };
+    }
+    open = undefined;
+    const json = gemmaArgsToJson(s, start);
+    let args: unknown;
+    try {
+      args = json ? parseJson(json.text) : undefined;
+    } catch {
+      args = undefined;
+    }
+    return { calls: isObject(args) ? [{ name, arguments: args }] : [], end: close + 1 };
+  };
+}
+
+interface GemmaScan {
+  at: number;
+  depth: number;
+  /** Inside a `<|"|>` string ("g") or a JSON one ('"'). */
+  quote: "" | "g" | '"';
+  escaped: boolean;
+}
+
+/** Goes on with `scan` over `s`: the index of the bracket closing the object it started at, or -1
+ *  with `scan` left where it must look again (before a `<|"|>` cut off at the end). */
+function resumeGemma(s: string, scan: GemmaScan): number {
+  let i = scan.at;
+  while (i < s.length) {
+    if (scan.quote === "g") {
+      const q = s.indexOf(GEMMA_QUOTE, i);
+      if (q === -1) {
+        scan.at = Math.max(i, s.length - GEMMA_QUOTE.length + 1);
+        return -1;
+      }
+      i = q + GEMMA_QUOTE.length;
+      scan.quote = "";
+      continue;
+    }
+    const c = s[i]!;
+    if (scan.quote === '"') {
+      if (scan.escaped) scan.escaped = false;
+      else if (c === "\\") scan.escaped = true;
+      else if (c === '"') scan.quote = "";
+      i++;
+      continue;
+    }
+    if (c === "<" && s.length - i < GEMMA_QUOTE.length && GEMMA_QUOTE.startsWith(s.slice(i))) break; // maybe a quote: wait
+    if (s.startsWith(GEMMA_QUOTE, i)) {
+      scan.quote = "g";
+      i += GEMMA_QUOTE.length;
+      continue;
+    }
+    if (c === '"') scan.quote = '"';
+    else if (c === "{" || c === "[") scan.depth++;
+    else if (c === "}" || c === "]") {
+      scan.depth--;
+      if (scan.depth === 0) {
+        scan.at = i + 1;
+        return i;
+      }
+    }
+    i++;
   }
-  return { calls: isObject(args) ? [{ name: m[1]!, arguments: args }] : [], end: json.end };
-};
+  scan.at = i;
+  return -1;
+}
 
 /** The object at `open` in JSON: `<|"|>` strings become JSON strings, bare keys get quotes. */
 function gemmaArgsToJson(s: string, open: number): { text: string; end: number } | undefined {

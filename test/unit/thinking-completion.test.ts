@@ -94,6 +94,13 @@ describe("completion event stream", () => {
     expect(f.released()).toBe(1);
   });
 
+  it("drops the tokens the model wraps its answer in, after the thinking", async () => {
+    const f = fakeRunner(() => ["<think>hm</think><|START_RES", "PONSE|>Hel", "lo<|END_RESPONSE|>"]);
+    const evs = await all((await startCompletion(f.scheduler, request(qwen3, { think: true, wrapper: ["<|START_RESPONSE|>", "<|END_RESPONSE|>"] }))).events);
+    expect(textOf(evs, "thinking")).toBe("hm");
+    expect(textOf(evs, "content")).toBe("Hello");
+  });
+
   it("think off: the tags stay in the content", async () => {
     const f = fakeRunner(() => ["<think>x</think>y"]);
     const evs = await all((await startCompletion(f.scheduler, request(qwen3, { think: false }))).events);

@@ -7,6 +7,7 @@ import { resolveOptions } from "../options.js";
 import { parseFormat } from "../prompt/format.js";
 import { parseToolChoice, toolCallFormat } from "../prompt/tool-choice.js";
 import { renderPrompt, type RenderMessage } from "../prompt/render.js";
+import { answerWrapper } from "../prompt/answer-wrapper.js";
 import { harmonyLevel, harmonyTools, HarmonyNames, usesHarmony } from "../prompt/harmony.js";
 import { stripHistoryThinking } from "../prompt/thinking.js";
 import { ToolValidationError, validateTools } from "../prompt/tools.js";
@@ -143,6 +144,7 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
     // A harmony call is no final answer: its grammar applies from the first token.
     formatAfterThinking: !(harmony && callFormat),
     ...(harmony ? { harmony } : {}),
+    ...(template && !harmony ? { wrapper: answerWrapper(template, spec.config.parser) } : {}),
   });
   return { kind: "completion", completion };
 }

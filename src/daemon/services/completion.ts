@@ -21,6 +21,7 @@ import type { RequestRunOptions } from "../options.js";
 import { renderPrompt, type PromptTemplate, type RenderInput } from "../prompt/render.js";
 import { finalMessageStart, HarmonyParser, type HarmonyNames, type HarmonyPrefill } from "../prompt/harmony.js";
 import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
+import { WrapperFilter } from "../prompt/answer-wrapper.js";
 import { toolDialect } from "../prompt/tool-dialect.js";
 import { toolCallParser, type ToolSpec } from "../prompt/tool-markup.js";
 import { toolCallId } from "../prompt/tools.js";
@@ -85,6 +86,8 @@ export interface CompletionRequest {
   harmony?: { names: HarmonyNames; last?: HarmonyPrefill };
   /** Log probabilities of the output, with this many alternatives per token (0..20). */
   logprobs?: number;
+  /** Tokens the model wraps its answers in (Command R's <|START_RESPONSE|>), dropped from the content. */
+  wrapper?: readonly string[];
 }
 
 /** What preparing a request leads to: a ready reply (load, unload, debug render) or a completion. */
@@ -343,6 +346,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     const harmony = req.harmony ? new HarmonyParser(req.harmony.names, req.harmony.last) : undefined;
     const thinking = thinks && !harmony ? new ThinkingParser(tags) : undefined;
     if (thinking && s.prompt.trimEnd().endsWith(tags.open)) thinking.add(tags.open);
+    const unwrap = req.wrapper && req.wrapper.length > 0 ? new WrapperFilter(req.wrapper) : undefined;
     const tools = req.tools && req.tools.length > 0 && s.template && !harmony ? toolCallParser(toolDialect(s.template, req.spec.config?.parser), req.tools) : undefined;
     let deferring = s.deferFormat;
     let raw = ""; // the text generated so far, for the format restart
@@ -381,6 +385,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
             if (step.thinking) evs.push({ type: "thinking", text: step.thinking });
             text = step.content;
           }
+          if (unwrap) text = unwrap.add(text);
           if (deferring && text !== "") {
             pushWithLogprobs(out, evs, ev.logprobs);
             restart = true;
@@ -391,7 +396,8 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
         } else {
           const rest = thinking?.flush();
           if (rest?.thinking) out.push({ type: "thinking", text: rest.thinking });
-          content(out, rest?.content ?? "", true);
+          const restContent = unwrap ? unwrap.add(rest?.content ?? "") + unwrap.flush() : (rest?.content ?? "");
+          content(out, restContent, true);
           const calls = harmony?.finish().map((c) => ({ id: toolCallId(), ...c })) ?? [];
           if (calls.length > 0) out.push({ type: "tool_calls", calls });
           const { type: _t, ...stats } = ev;

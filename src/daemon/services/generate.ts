@@ -4,6 +4,7 @@ import type { Deps } from "../deps.js";
 import { badRequest } from "../errors.js";
 import { resolveOptions } from "../options.js";
 import { parseFormat } from "../prompt/format.js";
+import { answerWrapper } from "../prompt/answer-wrapper.js";
 import { harmonyLevel, HarmonyNames, usesHarmony } from "../prompt/harmony.js";
 import { renderPrompt, renderSuffix, type RenderMessage } from "../prompt/render.js";
 import type { GenerateBody } from "../schemas.js";
@@ -104,6 +105,7 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
     heartbeat: body.stream !== false,
     logprobs: logprobsOf(body),
     ...(harmony ? { harmony } : {}),
+    ...(template && "template" in prompt && !harmony ? { wrapper: answerWrapper(template, spec.config.parser) } : {}),
   });
   return { kind: "completion", completion };
 }

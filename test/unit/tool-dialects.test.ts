@@ -144,6 +144,9 @@ describe("tool calls in each template's own syntax", () => {
     const end = p.flush();
     expect(end.content).toBe(" <tool");
     expect(end.calls).toEqual([]);
+    // "call:" in prose is prose: only Gemma 4's own tag starts its calls
+    const g = toolCallParser({ kind: "gemma4", start: "<|tool_call>" }, TOOLS);
+    expect(g.add("I will make the call: get_weather{city:x} later.").content).toBe("I will make the call: get_weather{city:x} later.");
     const q = toolCallParser({ kind: "xml-function", start: "<tool_call>" }, TOOLS);
     const a = q.add("Checking.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n<parameter=days>\nsoon\n</parameter>\n</function>\n</tool_call>");
     expect(a.content).toBe("Checking.");

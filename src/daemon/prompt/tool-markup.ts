@@ -40,7 +40,8 @@ export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[])
     case "invoke":
       return new MarkupCallParser([dialect.start, `<${dialect.ns}${dialect.call} name="`], readInvoke(dialect, schema), ">");
     case "gemma4":
-      return new MarkupCallParser([dialect.start, "call:"].filter((s, i) => i === 0 || dialect.start !== "call:"), readGemma4(), "}");
+      // only its own tag starts a call section, as in Ollama's gemma4 parser: "call:" is also prose
+      return new MarkupCallParser([dialect.start], readGemma4(), "}");
     case "python":
       return new MarkupCallParser([dialect.start], readPython(schema.names), "]");
     case "named-json":

@@ -113,8 +113,10 @@ export interface SamplingOptions {
 /** `format` as the client sent it, shape-checked: any JSON, or a JSON Schema object. */
 export type StructuredOutput =
   | { kind: "json" }
-  /** `prefix`: text the output starts with before the value (a tool call's tag, tool_choice). */
-  | { kind: "schema"; schema: Record<string, unknown>; prefix?: string };
+  /** `prefix`: text the output starts with before the value (a tool call's tag, tool_choice).
+   *  `compact`: at most one space between tokens (a forced tool call: its JSON is re-serialized,
+   *  so whitespace means nothing, and a sampled model could spend its whole budget on it). */
+  | { kind: "schema"; schema: Record<string, unknown>; prefix?: string; compact?: boolean };
 /** `format` in the form one engine needs (a grammar, a response_format, …); opaque above. */
 export type CompiledFormat = { readonly backend: string; readonly value: unknown };
 

@@ -44,9 +44,17 @@ describe("tool_choice", () => {
     const f = toolCallFormat("required", TOOLS, t);
     expect(f).toMatchObject({ kind: "schema" });
     expect(f && "prefix" in f).toBe(false);
-    const g = await oracles.oracle.grammar(jsonSchemaGrammar(f!.kind === "schema" ? f!.schema : {}));
+    if (f?.kind !== "schema") throw new Error("no format");
+    const g = await oracles.oracle.grammar(jsonSchemaGrammar(f.schema, f));
     const call = '{"name": "get_weather", "parameters": {"city": "Rome"}}';
     expect(oracles.oracle.accepts(g, call)).toBe(true);
+    expect(oracles.oracle.accepts(g, '{"name":"get_weather","parameters":{"city":"Rome"}}')).toBe(true);
+    // Compact: one space where JSON allows whitespace, no more (a sampled model ran out of tokens
+    // writing a call padded with newlines and tabs); a user's format keeps room to pretty-print.
+    expect(oracles.oracle.accepts(g, '{"name":  "get_weather", "parameters": {"city": "Rome"}}')).toBe(false);
+    expect(oracles.oracle.accepts(g, '{\n  "name": "get_weather", "parameters": {"city": "Rome"}}')).toBe(false);
+    const pretty = await oracles.oracle.grammar(jsonSchemaGrammar(f.schema));
+    expect(oracles.oracle.accepts(pretty, '{\n  "name": "get_weather", "parameters": {"city": "Rome"}}')).toBe(true);
     expect(oracles.oracle.accepts(g, '{"name": "get_time", "parameters": {}}')).toBe(true);
     expect(oracles.oracle.accepts(g, '{"name": "get_weather", "parameters": {"city": "Oslo"}}')).toBe(false);
     expect(oracles.oracle.accepts(g, '{"name": "other", "parameters": {}}')).toBe(false);
@@ -60,7 +68,7 @@ describe("tool_choice", () => {
     const f = toolCallFormat({ name: "get_weather" }, TOOLS, t);
     if (f?.kind !== "schema") throw new Error("no format");
     expect(f.prefix).toBe("<tool_call>\n");
-    const g = await oracles.oracle.grammar(jsonSchemaGrammar(f.schema, f.prefix));
+    const g = await oracles.oracle.grammar(jsonSchemaGrammar(f.schema, f));
     const text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}';
     expect(oracles.oracle.accepts(g, text)).toBe(true);
     expect(oracles.oracle.accepts(g, '{"name": "get_weather", "arguments": {"city": "Paris"}}')).toBe(false);

@@ -18,6 +18,7 @@ const MAX_DEPTH = 128;
 const MAX_MERGES = 2_000;
 
 const PRIMITIVES: Record<string, string> = {
+  // Up to 21 characters, as llama.cpp's converter allows: room to pretty-print, and a bound.
   space: '(" " | "\\n" [ \\t]{0,20})?',
   value: "object | array | string | number | boolean | null",
   object: '"{" space (string space ":" space value ("," space string space ":" space value)* space)? "}"',
@@ -30,6 +31,8 @@ const PRIMITIVES: Record<string, string> = {
   boolean: '"true" | "false"',
   null: '"null"',
 };
+/** One optional space: the `, ` and `: ` models write, and nothing a model can run on with. */
+const COMPACT_SPACE = '" "?';
 const DEPENDS: Record<string, string[]> = {
   value: ["object", "array", "string", "number", "boolean", "null"],
   object: ["space", "string", "value"],
@@ -104,11 +107,14 @@ class Compiler {
   private readonly refs = new Map<string, string>();
   private merges = 0;
 
-  constructor(private readonly root: unknown) {}
+  constructor(
+    private readonly root: unknown,
+    private readonly compact = false,
+  ) {}
 
   prim(name: string): string {
     if (this.rules.has(name)) return name;
-    this.rules.named(name, PRIMITIVES[name]!);
+    this.rules.named(name, this.compact && name === "space" ? COMPACT_SPACE : PRIMITIVES[name]!);
     for (const dep of DEPENDS[name] ?? []) this.prim(dep);
     return name;
   }
@@ -318,9 +324,16 @@ class Compiler {
   }
 }
 
+export interface GrammarOptions {
+  /** Text the output starts with, before the value. */
+  prefix?: string;
+  /** At most one space between tokens instead of up to 21 characters. */
+  compact?: boolean;
+}
+
 /** The GBNF grammar (root rule first) of a JSON Schema; throws InvalidSchemaError. */
-export function jsonSchemaGrammar(schema: unknown, prefix?: string): string {
-  const c = new Compiler(schema);
+export function jsonSchemaGrammar(schema: unknown, { prefix, compact }: GrammarOptions = {}): string {
+  const c = new Compiler(schema, compact);
   const body = c.visit(schema, "root", 0);
   // No rule refers to root (a $ref gets a rule of its own), so the prefix is written once.
   c.rules.named("root", prefix ? `${gbnfLiteral(prefix)} (${body})` : body);

@@ -12,7 +12,7 @@ import type { GrammarSpec } from "./protocol.js";
 export function compileLlamaFormat(format: StructuredOutput): GrammarSpec {
   if (format.kind === "json") return { kind: "json" };
   try {
-    return { kind: "gbnf", grammar: jsonSchemaGrammar(format.schema, format.prefix) };
+    return { kind: "gbnf", grammar: jsonSchemaGrammar(format.schema, { prefix: format.prefix, compact: format.compact }) };
   } catch (err) {
     if (err instanceof InvalidSchemaError) throw new EngineError("invalid_schema", INVALID_SCHEMA_PREFIX + err.message);
     // A stack overflow on a pathological schema is the schema's fault, not the daemon's.

@@ -69,7 +69,7 @@ export function toolCallFormat(
   // A tag of its own ("<tool_call>", "[TOOL_CALLS]") goes first; "{" means the call is bare JSON.
   const word = tag === "{" || tag === "[" ? "" : (tag.split(/\s+/)[0] ?? "");
   const prefix = word === "" ? undefined : word.startsWith("<") ? `${word}\n` : word;
-  return { kind: "schema", schema: calls.length === 1 ? calls[0]! : { anyOf: calls }, ...(prefix ? { prefix } : {}) };
+  return { kind: "schema", schema: calls.length === 1 ? calls[0]! : { anyOf: calls }, compact: true, ...(prefix ? { prefix } : {}) };
 }
 
 /**
@@ -81,7 +81,7 @@ function harmonyCallFormat(offered: readonly ToolDef[], names: HarmonyNames): St
   const name = offered.length === 1 ? names.harmony(offered[0]!.function!.name as string) : undefined;
   if (name === undefined) return undefined;
   const params = offered[0]!.function!.parameters;
-  return { kind: "schema", schema: isSchema(params) ? params : { type: "object" }, prefix: harmonyCallHeader(name) };
+  return { kind: "schema", schema: isSchema(params) ? params : { type: "object" }, compact: true, prefix: harmonyCallHeader(name) };
 }
 
 /** A name then JSON arguments (Mistral's `[TOOL_CALLS]NAME[ARGS]{…}`): the text up to the
@@ -89,7 +89,7 @@ function harmonyCallFormat(offered: readonly ToolDef[], names: HarmonyNames): St
 function namedCallFormat(offered: readonly ToolDef[], head: string | undefined): StructuredOutput | undefined {
   if (offered.length !== 1 || head === undefined) return undefined;
   const params = offered[0]!.function!.parameters;
-  return { kind: "schema", schema: isSchema(params) ? params : { type: "object" }, prefix: head.replace(NAME_MARK, offered[0]!.function!.name as string) };
+  return { kind: "schema", schema: isSchema(params) ? params : { type: "object" }, compact: true, prefix: head.replace(NAME_MARK, offered[0]!.function!.name as string) };
 }
 
 function isSchema(v: unknown): v is Record<string, unknown> {

@@ -116,7 +116,24 @@ export type StructuredOutput =
   /** `prefix`: text the output starts with before the value (a tool call's tag, tool_choice).
    *  `compact`: at most one space between tokens (a forced tool call: its JSON is re-serialized,
    *  so whitespace means nothing, and a sampled model could spend its whole budget on it). */
-  | { kind: "schema"; schema: Record<string, unknown>; prefix?: string; compact?: boolean };
+  | { kind: "schema"; schema: Record<string, unknown>; prefix?: string; compact?: boolean }
+  /** Text of a fixed shape with values in it: a tool call a model writes as markup (Qwen3-Coder's
+   *  XML, GLM's pairs), for tool_choice. Engines that take only schemas refuse it. */
+  | { kind: "markup"; pieces: readonly MarkupPiece[] };
+
+/** One part of a markup shape. */
+export type MarkupPiece =
+  /** These characters. */
+  | { text: string }
+  /** A compact JSON value of `schema`, its $refs resolved in `root` (the tool's parameters). */
+  | { json: unknown; root: unknown }
+  /** Any text that contains none of `avoid` (a value written raw, up to its closing tag). */
+  | { free: readonly string[] }
+  /** One of these sequences. */
+  | { choice: readonly (readonly MarkupPiece[])[] }
+  /** Members in order, required ones always, optional ones free to be left out, with
+   *  `separator` between those written. */
+  | { members: readonly { pieces: readonly MarkupPiece[]; required: boolean }[]; separator: string };
 /** `format` in the form one engine needs (a grammar, a response_format, …); opaque above. */
 export type CompiledFormat = { readonly backend: string; readonly value: unknown };
 

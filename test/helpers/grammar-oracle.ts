@@ -38,6 +38,20 @@ export class GrammarOracle {
     }
     return this.bindings.canBeNextTokenForGrammarEvaluationState(state, EOS);
   }
+
+  /** The longest start of `text` that the grammar generates whole (undefined: none, not even ""). */
+  longestAccepted(grammar: LlamaGrammar, text: string): string | undefined {
+    const state = (new LlamaGrammarEvaluationState({ model: this.model, grammar }) as unknown as { _state: unknown })._state;
+    const bytes = Buffer.from(text, "utf8");
+    let last = this.bindings.canBeNextTokenForGrammarEvaluationState(state, EOS) ? 0 : -1;
+    for (let i = 0; i < bytes.length; i++) {
+      const token = (FIRST_BYTE_TOKEN + bytes[i]!) as Token;
+      if (!this.bindings.canBeNextTokenForGrammarEvaluationState(state, token)) break;
+      this.bindings.acceptGrammarEvaluationStateToken(state, token);
+      if (this.bindings.canBeNextTokenForGrammarEvaluationState(state, EOS)) last = i + 1;
+    }
+    return last === -1 ? undefined : bytes.subarray(0, last).toString("utf8");
+  }
 }
 
 /** An oracle on the tiny test model for the tests of this file: made before them, disposed after. */

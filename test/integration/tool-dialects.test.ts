@@ -2,7 +2,8 @@
 // (no Go template matches it, so the GGUF's Jinja template renders) writes
 // `<tool_call><function=NAME><parameter=KEY>value</parameter></function></tool_call>`; a grammar
 // (a string `pattern` format) makes it write exactly that, and /api/chat must answer with the call,
-// streamed or not, its values typed by the tool's schema; the OpenAI route sends it as tool_calls.
+// streamed or not, its values typed by the tool's schema; the OpenAI route sends it as tool_calls;
+// tool_choice makes the model write a call in that syntax.
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestModel } from "../../scripts/make-test-model.js";
@@ -101,5 +102,55 @@ describe("tool calls in a model's own markup (Qwen3-Coder)", () => {
     const call = choice.message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
     expect(call.function.name).toBe("get_weather");
     expect(JSON.parse(call.function.arguments)).toMatchObject({ city: expect.stringMatching(/^[A-Z][a-z]{2,8}$/), days: expect.any(Number) });
+  });
+
+  it("tool_choice (beyond Ollama) makes the answer a call in the model's own markup, sampled or not, whichever tool it must be", async () => {
+    // finite values, so that a model of random weights ends its call rather than writing on
+    const tools = [
+      { type: "function", function: { name: "get_weather", description: "The weather", parameters: { type: "object", properties: { city: { enum: ["Oslo", "Rome"] }, days: { type: "integer", minimum: 1, maximum: 9 }, detailed: { type: "boolean" } }, required: ["city"] } } },
+      { type: "function", function: { name: "get_time", description: "The time", parameters: { type: "object", properties: { zone: { type: "string", enum: ["UTC", "CET"] } }, required: ["zone"] } } },
+    ];
+    const seen = new Set<string>();
+    for (let seed = 1; seed <= 6; seed++) {
+      const r = await postJson(d.url, "/api/chat", { model: MODEL, messages: MESSAGES, tools, tool_choice: "required", stream: false, options: { seed, temperature: 1, num_predict: 200 } });
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.done_reason, r.text).toBe("stop");
+      const calls = r.json.message.tool_calls as Array<{ function: { name: string; arguments: Record<string, unknown> } }>;
+      expect(calls, r.text).toHaveLength(1);
+      const { name, arguments: args } = calls[0]!.function;
+      seen.add(name);
+      if (name === "get_weather") {
+        expect(["Oslo", "Rome"]).toContain(args.city);
+        if ("days" in args) expect(args.days).toEqual(expect.any(Number));
+        if ("detailed" in args) expect(args.detailed).toEqual(expect.any(Boolean));
+        expect(Object.keys(args).every((k) => ["city", "days", "detailed"].includes(k))).toBe(true);
+      } else expect(args).toEqual({ zone: expect.stringMatching(/^(UTC|CET)$/) });
+      expect(r.json.message.content).not.toContain("<function=");
+    }
+    expect(seen.size).toBeGreaterThan(0);
+
+    // a named function through the OpenAI client: that one, streamed
+    const client = new OpenAI({ baseURL: `${d.url}/v1`, apiKey: "ollama" });
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages: MESSAGES as OpenAI.ChatCompletionMessageParam[],
+      tools: tools as OpenAI.ChatCompletionTool[],
+      tool_choice: { type: "function", function: { name: "get_time" } },
+      max_tokens: 200,
+      stream: true,
+    });
+    const names: string[] = [];
+    let args = "";
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      for (const t of chunk.choices[0]?.delta.tool_calls ?? []) {
+        if (t.function?.name) names.push(t.function.name);
+        args += t.function?.arguments ?? "";
+      }
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(names).toEqual(["get_time"]);
+    expect(JSON.parse(args)).toEqual({ zone: expect.stringMatching(/^(UTC|CET)$/) });
+    expect(finish).toBe("tool_calls");
   });
 });

@@ -11,6 +11,10 @@ import { toolCallParser } from "../../src/daemon/prompt/tool-markup.js";
 import { toolCallFormat } from "../../src/daemon/prompt/tool-choice.js";
 import { capabilitiesOf } from "../../src/registry/model-spec.js";
 import { templateFor } from "../../src/daemon/services/request.js";
+import { markupGrammar } from "../../src/backends/llamacpp/markup-grammar.js";
+import { testGrammarOracle } from "../helpers/grammar-oracle.js";
+
+const oracles = testGrammarOracle();
 
 const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
 const TEMPLATES = readdirSync(DIR).filter((f) => f.endsWith(".jinja")).sort();
@@ -184,8 +188,40 @@ describe("tool calls in each template's own syntax", () => {
     expect(f).toMatchObject({ kind: "schema", prefix: "[TOOL_CALLS]get_weather[ARGS]", schema: TOOLS[0]!.function.parameters });
     // several tools left: one prefix cannot name them all, so the model chooses
     expect(toolCallFormat("required", TOOLS, t)).toBeUndefined();
-    // markup syntaxes are not JSON: no grammar, the model chooses
-    expect(toolCallFormat({ name: "get_weather" }, TOOLS, load("Qwen3-Coder.jinja"))).toBeUndefined();
+  });
+
+  it("tool_choice on a markup model: the grammar takes the call its template writes, in its own syntax, and nothing else", async () => {
+    const checked: string[] = [];
+    for (const r of results) {
+      const d = r.dialect;
+      if (!r.shows || NOT_READ[r.f] || d.kind === "json" || d.kind === "named-json") continue;
+      const f = toolCallFormat({ name: "get_weather" }, TOOLS, r.t);
+      if (f?.kind !== "markup") throw new Error(`${r.f}: no markup shape`);
+      const g = await oracles.oracle.grammar(markupGrammar(f.pieces));
+      const one = written(r.t, CALLS.slice(0, 1))!;
+      const section = one.slice(one.indexOf(d.start));
+      const taken = oracles.oracle.longestAccepted(g, section);
+      // the whole call, then only what ends the turn (<|im_end|>, <turn|>)
+      expect(taken, r.f).toBeDefined();
+      expect(section.slice(taken!.length), r.f).not.toMatch(/get_weather|San Francisco|detailed/);
+      expect(readBack(d, taken!).calls.map((c) => [c.function.name, c.function.arguments]), r.f).toEqual([["get_weather", CALLS[0]!.arguments]]);
+      // not prose, not a tool it was not told to call
+      expect(oracles.oracle.longestAccepted(g, "Sure, let me check the weather."), r.f).toBeUndefined();
+      expect(oracles.oracle.accepts(g, section.replace("get_weather", "get_time")), r.f).toBe(false);
+      checked.push(r.f);
+    }
+    expect(checked.length).toBeGreaterThanOrEqual(18);
+    // required: either tool, and a value that is no integer where the schema wants one is refused
+    const q = toolCallFormat("required", TOOLS, load("Qwen3-Coder.jinja"));
+    if (q?.kind !== "markup") throw new Error("no markup shape");
+    const g = await oracles.oracle.grammar(markupGrammar(q.pieces));
+    const call = (name: string, params: string) => `<tool_call>\n<function=${name}>\n${params}</function>\n</tool_call>`;
+    expect(oracles.oracle.accepts(g, call("get_time", "<parameter=zone>\nUTC\n</parameter>\n"))).toBe(true);
+    expect(oracles.oracle.accepts(g, call("get_time", ""))).toBe(true);
+    expect(oracles.oracle.accepts(g, call("get_weather", ""))).toBe(false); // city is required
+    expect(oracles.oracle.accepts(g, call("get_weather", "<parameter=city>\nOslo\n</parameter>\n<parameter=days>\nsoon\n</parameter>\n"))).toBe(false);
+    // a raw value cannot hold its own closing tag: the call would end there
+    expect(oracles.oracle.accepts(g, call("get_weather", "<parameter=city>\na</parameter>b\n</parameter>\n"))).toBe(false);
   });
 
   it("a template that writes more than a call could take is not studied: its calls are read as JSON", () => {

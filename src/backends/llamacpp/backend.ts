@@ -93,7 +93,7 @@ export class LlamaCppBackend implements Backend<LlamaPlacement, LlamaWant> {
 
   compileFormat(format: StructuredOutput): CompiledFormat | Promise<CompiledFormat> {
     if (format.kind === "json") return { backend: this.name, value: compileLlamaFormat(format) };
-    const compiled = this.formats.compile(format.schema, { prefix: format.prefix, compact: format.compact });
+    const compiled = this.formats.compile(format);
     return compiled instanceof Promise ? compiled.then((value) => ({ backend: this.name, value })) : { backend: this.name, value: compiled };
   }
 

@@ -7,8 +7,8 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { EngineError, INVALID_SCHEMA_PREFIX } from "../errors.js";
 import type { FormatReply, FormatRequest } from "./format-worker.js";
+import type { StructuredOutput } from "../backend.js";
 import { compileLlamaFormat } from "./json-schema.js";
-import type { GrammarOptions } from "./json-schema-grammar.js";
 import type { GrammarSpec } from "./protocol.js";
 
 const COMPILE_TIMEOUT_MS = 5_000;
@@ -25,8 +25,8 @@ export class FormatCompiler {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
 
-  compile(schema: Record<string, unknown>, options: GrammarOptions = {}): Promise<GrammarSpec> | GrammarSpec {
-    if (!existsSync(WORKER)) return compileLlamaFormat({ kind: "schema", schema, ...options });
+  compile(format: StructuredOutput): Promise<GrammarSpec> | GrammarSpec {
+    if (!existsSync(WORKER)) return compileLlamaFormat(format);
     const worker = this.start();
     const id = this.nextId++;
     return new Promise<GrammarSpec>((resolve, reject) => {
@@ -37,7 +37,7 @@ export class FormatCompiler {
         reject(new EngineError("invalid_schema", `${INVALID_SCHEMA_PREFIX}the schema takes too long to compile; simplify it`));
       }, COMPILE_TIMEOUT_MS);
       this.pending.set(id, { resolve, reject, timer });
-      worker.postMessage({ id, schema, options } satisfies FormatRequest);
+      worker.postMessage({ id, format } satisfies FormatRequest);
     });
   }
 

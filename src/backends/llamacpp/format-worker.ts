@@ -1,12 +1,11 @@
 // Worker thread of format-compiler.ts: compiles JSON Schemas to GBNF off the daemon's event loop.
 import { parentPort } from "node:worker_threads";
+import type { StructuredOutput } from "../backend.js";
 import { compileLlamaFormat } from "./json-schema.js";
-import type { GrammarOptions } from "./json-schema-grammar.js";
 
 export interface FormatRequest {
   id: number;
-  schema: Record<string, unknown>;
-  options: GrammarOptions;
+  format: StructuredOutput;
 }
 
 export type FormatReply = { id: number; grammar: string } | { id: number; error: { message: string; invalidSchema: boolean } };
@@ -14,7 +13,7 @@ export type FormatReply = { id: number; grammar: string } | { id: number; error:
 parentPort?.on("message", (req: FormatRequest) => {
   let reply: FormatReply;
   try {
-    const spec = compileLlamaFormat({ kind: "schema", schema: req.schema, ...req.options });
+    const spec = compileLlamaFormat(req.format);
     reply = { id: req.id, grammar: spec.kind === "gbnf" ? spec.grammar : "" };
   } catch (err) {
     const e = err as { code?: unknown; message?: unknown };

@@ -102,14 +102,19 @@ function segment(raw: string): string {
   return s;
 }
 
+/** A rule set whose names leave room for the primitives. */
+export function schemaRuleSet(): RuleSet {
+  return new RuleSet(new Set(["root", ...Object.keys(PRIMITIVES)]));
+}
+
 class Compiler {
-  readonly rules = new RuleSet(new Set(["root", ...Object.keys(PRIMITIVES)]));
   private readonly refs = new Map<string, string>();
   private merges = 0;
 
   constructor(
     private readonly root: unknown,
     private readonly compact = false,
+    readonly rules = schemaRuleSet(),
   ) {}
 
   prim(name: string): string {
@@ -338,4 +343,10 @@ export function jsonSchemaGrammar(schema: unknown, { prefix, compact }: GrammarO
   // No rule refers to root (a $ref gets a rule of its own), so the prefix is written once.
   c.rules.named("root", prefix ? `${gbnfLiteral(prefix)} (${body})` : body);
   return c.rules.text();
+}
+
+/** A rule in `rules` for compact JSON values of `schema`, its $refs resolved in `root` (a tool's
+ *  parameters, of which `schema` is one property); throws InvalidSchemaError. */
+export function schemaValueRule(rules: RuleSet, schema: unknown, root: unknown, hint: string): string {
+  return rules.add(hint, new Compiler(root, true, rules).visit(schema, hint, 0));
 }

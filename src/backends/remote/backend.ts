@@ -83,6 +83,7 @@ export class RemoteBackend implements Backend<RemotePlacement, UpstreamAddress[]
   compileFormat(format: StructuredOutput): CompiledFormat {
     // An upstream is sent the schema as its own structured-output field: it has no way to be told
     // a text to start with (tool_choice's tag), so that is the upstream's to decide.
+    if (format.kind === "markup") throw new EngineError("unsupported", "an upstream engine takes a JSON Schema, not a tool call's markup");
     if (format.kind === "schema" && format.prefix !== undefined) throw new EngineError("unsupported", "an upstream engine cannot be made to start its answer with a given text");
     return { backend: this.name, value: format };
   }

@@ -97,7 +97,10 @@ export function nowNs(): bigint {
   return process.hrtime.bigint();
 }
 
+/** The formats an upstream takes (compileFormat refuses markup shapes). */
+export type UpstreamFormat = Exclude<StructuredOutput, { kind: "markup" }>;
+
 /** `format` as a JSON Schema or "json" (what Ollama's own API takes). */
-export function formatValue(f: StructuredOutput): "json" | Json {
+export function formatValue(f: UpstreamFormat): "json" | Json {
   return f.kind === "json" ? "json" : f.schema;
 }

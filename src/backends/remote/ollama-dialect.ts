@@ -1,10 +1,10 @@
 // Ollama's /api as an upstream (another Ollama or ollamats host): /api/chat and /api/generate
 // streamed as NDJSON, /api/embed, /api/tokenize where the host has it (ollamats), /api/version
 // as the health check. Stats come back as Ollama reports them.
-import type { EmbedOptions, EmbedResult, GenerateJob, MessagesJob, RunnerEvent, StructuredOutput } from "../backend.js";
+import type { EmbedOptions, EmbedResult, GenerateJob, MessagesJob, RunnerEvent } from "../backend.js";
 import { isPromptJob } from "../backend.js";
 import { EngineError } from "../errors.js";
-import { badAnswer, formatValue, isObj, num, parseLine, reportedError, vectors, type Dialect, type HttpCall, type StreamReader } from "./dialect.js";
+import { badAnswer, formatValue, isObj, num, parseLine, reportedError, vectors, type Dialect, type HttpCall, type StreamReader, type UpstreamFormat } from "./dialect.js";
 
 export class OllamaDialect implements Dialect {
   constructor(private readonly base: string) {}
@@ -12,7 +12,7 @@ export class OllamaDialect implements Dialect {
   generate(job: GenerateJob, model: string): HttpCall {
     // The options as set, not defaulted: the upstream model's own PARAMETERs still apply.
     const options = job.options ?? {};
-    const format = job.format ? { format: formatValue(job.format.value as StructuredOutput) } : {};
+    const format = job.format ? { format: formatValue(job.format.value as UpstreamFormat) } : {};
     const common = { model, stream: true, options, ...format, ...(job.truncate === false ? { truncate: false } : {}), ...(job.shift === false ? { shift: false } : {}) };
     if (isPromptJob(job)) {
       return {

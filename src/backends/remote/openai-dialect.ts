@@ -4,8 +4,8 @@
 // streamed deltas, `format` as `response_format` plus vLLM's `guided_json`, think as the chat
 // template's `enable_thinking` (or `reasoning_effort` for a level). Tokenize and health live at
 // the server's root (`/tokenize`, `/health`: vLLM and llama-server), not under /v1.
-import { isPromptJob, type EmbedOptions, type EmbedResult, type GenerateJob, type JobMessage, type StructuredOutput } from "../backend.js";
-import { badAnswer, isObj, num, vectors, type Dialect, type HttpCall, type Json, type StreamReader } from "./dialect.js";
+import { isPromptJob, type EmbedOptions, type EmbedResult, type GenerateJob, type JobMessage } from "../backend.js";
+import { badAnswer, isObj, num, vectors, type Dialect, type HttpCall, type Json, type StreamReader, type UpstreamFormat } from "./dialect.js";
 import { OpenAIReader } from "./openai-reader.js";
 
 /** Tool-call ids a conversation lacks are made up in order, so results can name their call. */
@@ -27,7 +27,7 @@ function openaiMessages(messages: JobMessage[]): Json[] {
   });
 }
 
-function responseFormat(f: StructuredOutput): Json {
+function responseFormat(f: UpstreamFormat): Json {
   if (f.kind === "json") return { response_format: { type: "json_object" } };
   return { response_format: { type: "json_schema", json_schema: { name: "format", schema: f.schema, strict: true } }, guided_json: f.schema };
 }
@@ -74,7 +74,7 @@ export class OpenAIDialect implements Dialect {
       stream: true,
       stream_options: { include_usage: true },
       ...samplingFields(job.options ?? {}),
-      ...(job.format ? responseFormat(job.format.value as StructuredOutput) : {}),
+      ...(job.format ? responseFormat(job.format.value as UpstreamFormat) : {}),
     };
     if (isPromptJob(job)) return { url: `${this.base}/completions`, body: { ...body, prompt: job.prompt } };
     const think =

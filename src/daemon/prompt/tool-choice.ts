@@ -4,12 +4,13 @@
 // a grammar lets the model write only the template's tool-call tag and then one call, as JSON
 // naming a tool it may call with arguments that fit that tool's parameters; the usual tool-call
 // parser then reads it as any call. "none" sends no tools; "auto" leaves the model free. A model
-// whose calls are markup (Qwen3-Coder's XML, GLM's pairs) is not constrained: a JSON grammar cannot
-// write them, and the model chooses as with "auto".
+// whose calls are markup (Qwen3-Coder's XML, GLM's pairs) gets the shape of a call in its own
+// syntax instead (tool-call-shape.ts).
 import type { StructuredOutput } from "../../backends/backend.js";
 import { badRequest } from "../errors.js";
 import type { PromptTemplate } from "./render.js";
 import { harmonyCallHeader, type HarmonyNames } from "./harmony.js";
+import { markupCallShape } from "./tool-call-shape.js";
 import { NAME_MARK, toolDialect } from "./tool-dialect.js";
 
 export type ToolChoice = "auto" | "none" | "required" | { name: string };
@@ -56,7 +57,7 @@ export function toolCallFormat(
   if (harmony) return harmonyCallFormat(offered, harmony);
   const dialect = template ? toolDialect(template, parser) : ({ kind: "json", tag: "{" } as const);
   if (dialect.kind === "named-json") return namedCallFormat(offered, dialect.head);
-  if (dialect.kind !== "json") return undefined;
+  if (dialect.kind !== "json") return { kind: "markup", pieces: markupCallShape(dialect, offered) };
   const source = template && template.kind !== "default" ? template.source : "";
   const key = source.includes('"parameters"') ? "parameters" : "arguments";
   const calls = offered.map((t) => ({

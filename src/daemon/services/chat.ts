@@ -106,7 +106,7 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
   const shownTools = harmony ? harmonyTools(tools, harmony.names) : tools;
   // A call the client must get (tool_choice), unless it asked for a format of its own; an engine
   // that templates the conversation itself is told the choice instead (`mustCall` below).
-  const callFormat = !format && template ? await compileFormat(deps, spec, toolCallFormat(toolChoice, tools, template, harmony?.names, spec.config.parser)) : undefined;
+  const callFormat = !format && template ? await compileFormat(deps, spec, toolCallFormat(toolChoice, tools, template, harmony?.names, spec.config.parser), true) : undefined;
   const input = {
     messages,
     tools: shownTools.length > 0 ? shownTools : undefined,

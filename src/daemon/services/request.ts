@@ -2,6 +2,7 @@
 // and think validation, the runner features a request needs, the prompt template.
 import type { CompiledFormat, Logprob, RunnerFeatures, StructuredOutput } from "../../backends/backend.js";
 import { parseKeepAliveRequest } from "../../config.js";
+import { EngineError } from "../../backends/errors.js";
 import { ggufArrayLength, ggufTokenText } from "../../registry/gguf-slim.js";
 import { ggufSource, InvalidModelNameError, type ModelSpec } from "../../registry/model-spec.js";
 import type { Deps } from "../deps.js";
@@ -30,12 +31,15 @@ function admit(deps: Deps, spec: ModelSpec): void {
   }
 }
 
-/** `format` compiled by the model's backend: a schema its engine cannot honour is a 400 now. */
-export async function compileFormat(deps: Deps, spec: ModelSpec, format: StructuredOutput | undefined): Promise<CompiledFormat | undefined> {
+/** `format` compiled by the model's backend: a schema its engine cannot honour is a 400 now.
+ *  With `bestEffort` (tool_choice's call, which the client did not write), a format the engine
+ *  has no way to enforce leaves the model to choose, as "auto" does. */
+export async function compileFormat(deps: Deps, spec: ModelSpec, format: StructuredOutput | undefined, bestEffort = false): Promise<CompiledFormat | undefined> {
   if (!format) return undefined;
   try {
     return await deps.scheduler.backendFor(spec).compileFormat(format);
   } catch (err) {
+    if (bestEffort && err instanceof EngineError && err.code === "unsupported") return undefined;
     throw toApiError(err);
   }
 }

@@ -1,0 +1,90 @@
+// A markup shape (backend.ts MarkupPiece: a tool call as Qwen3-Coder's XML, GLM's pairs, …) → a
+// GBNF grammar: literal text, JSON values through the schema compiler, raw values that never
+// contain their closing tags (an automaton over the strings to avoid), choices, and members with
+// separators placed right whichever optional ones are left out (as object-grammar.ts does).
+import type { MarkupPiece } from "../backend.js";
+import { CharSet } from "./char-set.js";
+import { gbnfClass, gbnfLiteral, InvalidSchemaError, type RuleSet } from "./gbnf.js";
+import { schemaRuleSet, schemaValueRule } from "./json-schema-grammar.js";
+
+/** The GBNF grammar (root rule first) of a markup shape; throws InvalidSchemaError. */
+export function markupGrammar(pieces: readonly MarkupPiece[]): string {
+  const rules = schemaRuleSet();
+  const body = new MarkupCompiler(rules).sequence(pieces, "m");
+  rules.named("root", body === "" ? '""' : body);
+  return rules.text();
+}
+
+class MarkupCompiler {
+  private n = 0;
+
+  constructor(private readonly rules: RuleSet) {}
+
+  sequence(pieces: readonly MarkupPiece[], hint: string): string {
+    return pieces
+      .map((p) => this.piece(p, hint))
+      .filter((x) => x !== "")
+      .join(" ");
+  }
+
+  private piece(p: MarkupPiece, hint: string): string {
+    if ("text" in p) return p.text === "" ? "" : gbnfLiteral(p.text);
+    if ("json" in p) return schemaValueRule(this.rules, p.json, p.root, `${hint}-value-${this.n++}`);
+    if ("free" in p) return freeText(this.rules, p.free);
+    if ("choice" in p) {
+      if (p.choice.length === 0) throw new InvalidSchemaError("a markup choice has no alternatives");
+      const alts = p.choice.map((c) => this.sequence(c, hint) || '""');
+      return this.rules.add(`${hint}-choice`, alts.join(" | "));
+    }
+    return this.members(p.members, p.separator, hint);
+  }
+
+  /** `a` when nothing was written yet, `b` after a member (each starts with the separator). */
+  private members(members: readonly { pieces: readonly MarkupPiece[]; required: boolean }[], separator: string, hint: string): string {
+    const sep = separator === "" ? "" : gbnfLiteral(separator);
+    const seq = (...xs: string[]) => xs.filter((x) => x !== "").join(" ");
+    let a = "";
+    let b = "";
+    for (let i = members.length - 1; i >= 0; i--) {
+      const m = members[i]!;
+      const body = this.rules.add(`${hint}-member`, this.sequence(m.pieces, hint) || '""');
+      const takeA = seq(body, b);
+      const takeB = seq(sep, body, b);
+      a = this.rules.add(`${hint}-from`, m.required ? takeA : a === "" ? `(${takeA})?` : `${takeA} | ${a}`);
+      b = this.rules.add(`${hint}-after`, m.required ? takeB : b === "" ? `(${takeB})?` : `${takeB} | ${b}`);
+    }
+    return a;
+  }
+}
+
+/**
+ * Any text containing none of `avoid`: one rule per state of the automaton that tracks the
+ * longest tail of the text that begins one of them; a character that would complete one has no
+ * transition. The text may end in any state.
+ */
+function freeText(rules: RuleSet, avoid: readonly string[]): string {
+  const patterns = [...new Set(avoid.filter((a) => a !== ""))].map((a) => [...a]);
+  if (patterns.length === 0) return rules.add("free-any", `${gbnfClass(CharSet.ALL)}*`);
+  const prefixes = new Set<string>([""]);
+  for (const p of patterns) for (let k = 1; k < p.length; k++) prefixes.add(p.slice(0, k).join(""));
+  const alphabet = [...new Set(patterns.flat())];
+  const whole = patterns.map((p) => p.join(""));
+  const names = new Map<string, string>();
+  for (const state of prefixes) names.set(state, rules.reserve("free"));
+  const other = gbnfClass(CharSet.of(...alphabet.map((c) => [c.codePointAt(0)!, c.codePointAt(0)!] as const)).complement());
+  for (const [state, name] of names) {
+    const alts = [`${other} ${names.get("")!}`];
+    for (const c of alphabet) {
+      const t = state + c;
+      if (whole.some((w) => t.endsWith(w))) continue;
+      let next = "";
+      for (let k = 1; k <= t.length; k++) {
+        const tail = t.slice(t.length - k);
+        if (prefixes.has(tail)) next = tail;
+      }
+      alts.push(`${gbnfLiteral(c)} ${names.get(next)!}`);
+    }
+    rules.define(name, `(${alts.join(" | ")})?`);
+  }
+  return names.get("")!;
+}

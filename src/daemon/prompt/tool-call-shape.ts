@@ -1,0 +1,147 @@
+// tool_choice on a model whose calls are markup (tool-dialect.ts: Qwen3-Coder's XML, GLM's pairs,
+// MiniMax's invoke, Gemma 4's calls, LFM2's python): the shape of one call of an offered tool in
+// that syntax, for the backend to enforce as a grammar (backends/llamacpp/markup-grammar.ts). It
+// follows what the templates write: the tool's name, then its parameters in the schema's order
+// (required ones always, optional ones free), with the line breaks the templates differ on left
+// optional. A value is written as the reader (tool-markup.ts) types it: a string raw up to its
+// closing tag (in Gemma 4's quotes; a literal in python), a boolean as either spelling, anything
+// else as compact JSON that fits the parameter's schema.
+import type { MarkupPiece } from "../../backends/backend.js";
+import type { ToolDialect } from "./tool-dialect.js";
+
+type Markup = Exclude<ToolDialect, { kind: "json" | "named-json" }>;
+
+export interface ShapeTool {
+  function?: { name?: unknown; parameters?: unknown };
+}
+
+const text = (t: string): MarkupPiece => ({ text: t });
+const optional = (...pieces: MarkupPiece[]): MarkupPiece => ({ choice: [pieces, []] });
+const NL = optional(text("\n"));
+
+/** The shape of one call of one of `tools` (at least one, each named) in `dialect`. */
+export function markupCallShape(dialect: Markup, tools: readonly ShapeTool[]): MarkupPiece[] {
+  const calls: MarkupPiece = { choice: tools.map((t) => callOf(dialect, t)) };
+  const start = dialect.start;
+  switch (dialect.kind) {
+    case "xml-function":
+      return wrapped(start, "<function=", [calls]);
+    case "arg-pairs":
+      return wrapped(start, dialect.unit, [calls]);
+    case "invoke":
+      return wrapped(start, `<${dialect.ns}${dialect.call} `, [calls]);
+    case "gemma4":
+      return [text(start), calls, text(start === "<|tool_call>" ? "<tool_call|>" : "")];
+    case "python":
+      // LFM2: <|tool_call_start|>[name(key=value, …)]<|tool_call_end|>
+      return [text(start), text("["), calls, text("]"), text(start.includes("start") ? start.replace("start", "end") : "")];
+  }
+}
+
+/** A section tag of its own (`<tool_call>` around Qwen3-Coder's `<function=…>`) goes around the
+ *  call, closed as a tag; a start that is the call's own opening (MiniCPM's `<function name="`)
+ *  is written by the call. */
+function wrapped(start: string, unit: string, body: MarkupPiece[]): MarkupPiece[] {
+  if (start.startsWith(unit) || !/^<[^<>\s]+>$/.test(start)) return body;
+  return [text(start), NL, ...body, NL, text(`</${start.slice(1)}`)];
+}
+
+function callOf(d: Markup, tool: ShapeTool): MarkupPiece[] {
+  const name = tool.function!.name as string;
+  const params = tool.function!.parameters;
+  const members = (piece: (key: string, value: MarkupPiece[]) => MarkupPiece[], separator = "") => ({
+    members: parameters(params).map(({ key, schema, required }) => ({ pieces: piece(key, valuePieces(d, schema, params)), required })),
+    separator,
+  });
+  switch (d.kind) {
+    case "xml-function":
+      return [
+        text(`<function=${name}>`),
+        NL,
+        members((k, v) => [text(`<parameter=${k}>`), NL, ...v, NL, text("</parameter>"), NL]),
+        text("</function>"),
+      ];
+    case "arg-pairs": {
+      const s = d.suffix;
+      const close = d.unit.startsWith("<") ? `</${d.unit.slice(1)}` : "</tool_call>";
+      return [
+        text(`${d.unit}${name}`),
+        ...(s === "" ? [] : [optional(text(`<tool_sep${s}>`))]),
+        NL,
+        members((k, v) => [text(`<arg_key${s}>${k}</arg_key${s}>`), NL, text(`<arg_value${s}>`), ...v, text(`</arg_value${s}>`), NL]),
+        text(close),
+      ];
+    }
+    case "invoke": {
+      const param = `${d.ns}${d.param}`;
+      return [
+        text(`<${d.ns}${d.call} name="${name}">`),
+        NL,
+        members((k, v) => [text(`<${param} name="${k}"`), ...v, text(`</${param}>`), NL]),
+        text(`</${d.ns}${d.call}>`),
+      ];
+    }
+    case "gemma4":
+      return [text(`call:${name}{`), members((k, v) => [text(`${k}:`), ...v], ","), text("}")];
+    case "python":
+      return [text(`${name}(`), members((k, v) => [text(`${k}=`), ...v], ", "), text(")")];
+  }
+}
+
+interface Parameter {
+  key: string;
+  schema: unknown;
+  required: boolean;
+}
+
+function parameters(params: unknown): Parameter[] {
+  if (!isObject(params) || !isObject(params.properties)) return [];
+  const required = new Set(Array.isArray(params.required) ? params.required.filter((r): r is string => typeof r === "string") : []);
+  return Object.entries(params.properties).map(([key, schema]) => ({ key, schema, required: required.has(key) }));
+}
+
+/** A value as the dialect writes it, closing tag included where the value is raw text. */
+function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
+  const s = isObject(schema) ? schema : {};
+  const type = s.type;
+  const json: MarkupPiece = { json: schema, root };
+  const bool: MarkupPiece = { choice: ["true", "false", "True", "False"].map((b) => [text(b)]) };
+  const words = stringWords(s);
+  if (d.kind === "python") {
+    if (type === "boolean") return [bool];
+    if (type !== "string") return [json];
+    // a string literal in either quotes (LFM2 writes single ones); escapes only in double ones
+    const single = words ? words.filter((w) => !/['\\\n]/.test(w)).map((w) => [text(`'${w}'`)]) : [[text("'"), { free: ["'", "\\", "\n"] }, text("'")]];
+    return [{ choice: [[json], ...single] }];
+  }
+  const raw = type === undefined || type === "string" || (Array.isArray(type) && type.includes("string")) || Array.isArray(s.anyOf) || Array.isArray(s.oneOf);
+  // The value written raw: one of its words, or any text short of the tags that would end it.
+  const rawValue = (avoid: string[]): MarkupPiece => (words ? { choice: words.map((w) => [text(w)]) } : { free: avoid });
+  switch (d.kind) {
+    case "gemma4":
+      return raw ? [text('<|"|>'), rawValue(['<|"|>']), text('<|"|>')] : [json];
+    case "invoke": {
+      // DeepSeek's DSML marks each value as text or JSON; the others write no mark
+      const mark = (v: string) => optional(text(` string="${v}"`));
+      const avoid = [`</${d.ns}${d.param}>`, `</${d.ns}${d.call}>`];
+      return raw ? [mark("true"), text(">"), rawValue(avoid)] : [mark("false"), text(">"), type === "boolean" ? bool : json];
+    }
+    case "xml-function":
+      return [raw ? rawValue(["</parameter>", "<parameter=", "</function>"]) : type === "boolean" ? bool : json];
+    case "arg-pairs": {
+      const close = d.unit.startsWith("<") ? `</${d.unit.slice(1)}` : "</tool_call>";
+      return [raw ? rawValue([`</arg_value${d.suffix}>`, close]) : type === "boolean" ? bool : json];
+    }
+  }
+}
+
+/** A string parameter's possible values when it lists them (enum, const). */
+function stringWords(s: Record<string, unknown>): string[] | undefined {
+  const list = Array.isArray(s.enum) ? s.enum : Object.hasOwn(s, "const") ? [s.const] : undefined;
+  if (!list || list.length === 0 || !list.every((v): v is string => typeof v === "string")) return undefined;
+  return list;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

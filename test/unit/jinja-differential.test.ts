@@ -166,4 +166,14 @@ describe("Python's operators on sequences", () => {
     expect(ours).toBe(python(NOW, [{ template: source, context: jinjaContext(t, input) }])[0]!.ok);
     expect(ours).toBe("===|abab||4|hihi");
   });
+
+  it("prints None as Python does, undefined as nothing, and no statement", () => {
+    const source = "{% set ns = namespace(xs=[]) %}{% macro m() %}M{% endmacro %}{{ none }}|{{ nothing }}|{{ ns.xs.append(1) }}|{{ ns.xs }}|{{ messages[0].missing }}|{{ m() }}|{{ none if true else 1 }}";
+    const input = { messages: [{ role: "user", content: "hi" }] };
+    const t = selectTemplate(undefined, source, "", "");
+    if (t.kind !== "jinja") throw new Error("not a Jinja template");
+    const ours = renderPrompt(t, input);
+    expect(ours).toBe(python(NOW, [{ template: source, context: jinjaContext(t, input) }])[0]!.ok);
+    expect(ours).toBe("None||None|[1]||M|None");
+  });
 });

@@ -485,6 +485,21 @@ proto.evaluate = function (this: Interp, node: Node, env: Environment) {
   return result;
 };
 
+// `{{ none }}` and `{{ items.append(x) }}` print "None" in Python; the engine printed nothing.
+// Only expressions print: a statement (`{% macro %}`, `{% call %}`) that evaluates to null does not.
+const PRINTED = new Set(["Identifier", "MemberExpression", "CallExpression", "FilterExpression", "TestExpression", "Ternary", "SelectExpression", "BinaryExpression", "UnaryExpression"]);
+const engineBlock = proto.renderBlock;
+proto.renderBlock = function (this: Interp, statements: Node[], env: Environment): string {
+  let out = "";
+  for (const s of statements) {
+    if (PRINTED.has(s?.type)) {
+      const v: RValue = this.evaluate(s, env);
+      if (!is(v, V.Undefined)) out += is(v, V.Null) ? "None" : v.toString();
+    } else out += engineBlock.call(this, [s], env);
+  }
+  return out;
+};
+
 // ----- globals: what transformers gives a template -----
 
 /** Renders a parsed template with Jinja2's and transformers' globals, then the context. */

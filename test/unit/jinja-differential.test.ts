@@ -156,24 +156,23 @@ describe("chat templates render byte for byte as Python Jinja2 renders them", ()
   });
 });
 
+/** Our render of a small template, asserted equal to Python's. */
+function likePython(source: string): string {
+  const input = { messages: [{ role: "user", content: "hi" }] };
+  const t = selectTemplate(undefined, source, "", "");
+  if (t.kind !== "jinja") throw new Error("not a Jinja template");
+  const ours = renderPrompt(t, input);
+  expect(ours).toBe(python(NOW, [{ template: source, context: jinjaContext(t, input) }])[0]!.ok);
+  return ours;
+}
+
 describe("Python's operators on sequences", () => {
   it("repeats a string or a list times an int as Python does", () => {
-    const source = "{{ '=' * 3 }}|{{ 2 * 'ab' }}|{{ 'x' * 0 }}|{{ ([1, 2] * 2) | length }}|{{ messages[0].content * 2 }}";
-    const input = { messages: [{ role: "user", content: "hi" }] };
-    const t = selectTemplate(undefined, source, "", "");
-    if (t.kind !== "jinja") throw new Error("not a Jinja template");
-    const ours = renderPrompt(t, input);
-    expect(ours).toBe(python(NOW, [{ template: source, context: jinjaContext(t, input) }])[0]!.ok);
-    expect(ours).toBe("===|abab||4|hihi");
+    expect(likePython("{{ '=' * 3 }}|{{ 2 * 'ab' }}|{{ 'x' * 0 }}|{{ ([1, 2] * 2) | length }}|{{ messages[0].content * 2 }}")).toBe("===|abab||4|hihi");
   });
 
   it("prints None as Python does, undefined as nothing, and no statement", () => {
     const source = "{% set ns = namespace(xs=[]) %}{% macro m() %}M{% endmacro %}{{ none }}|{{ nothing }}|{{ ns.xs.append(1) }}|{{ ns.xs }}|{{ messages[0].missing }}|{{ m() }}|{{ none if true else 1 }}";
-    const input = { messages: [{ role: "user", content: "hi" }] };
-    const t = selectTemplate(undefined, source, "", "");
-    if (t.kind !== "jinja") throw new Error("not a Jinja template");
-    const ours = renderPrompt(t, input);
-    expect(ours).toBe(python(NOW, [{ template: source, context: jinjaContext(t, input) }])[0]!.ok);
-    expect(ours).toBe("None||None|[1]||M|None");
+    expect(likePython(source)).toBe("None||None|[1]||M|None");
   });
 });

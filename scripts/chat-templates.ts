@@ -4,7 +4,7 @@
 
 import { readFileSync } from "node:fs";
 
-export type ChatFormat = "chatml" | "llama3" | "llama3.2" | "gemma" | "mistral" | "phi3" | "harmony" | "qwen3-coder" | "none";
+export type ChatFormat = "chatml" | "llama3" | "llama3.2" | "gemma" | "mistral" | "phi3" | "harmony" | "qwen3-coder" | "functionary" | "none";
 
 export interface ChatFormatSpec {
   /** tokenizer.chat_template; none for "none" (no key at all). */
@@ -67,6 +67,13 @@ export const CHAT_FORMATS: Record<ChatFormat, ChatFormatSpec> = {
     template: readFileSync(new URL("./templates/qwen3-coder.jinja", import.meta.url), "utf8"),
     tokens: ["<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"],
     endOfTurn: "<|im_end|>",
+  },
+  // functionary-medium-v3.2 (llama.cpp's models/templates): every message addressed on a line
+  // after `>>>`, the generation prompt ending in it
+  functionary: {
+    template: readFileSync(new URL("./templates/functionary-v3.2.jinja", import.meta.url), "utf8"),
+    tokens: ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
+    endOfTurn: "<|eot_id|>",
   },
   none: { tokens: [] },
 };

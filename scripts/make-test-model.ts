@@ -4,7 +4,7 @@
 // softmax over the classifier's labels) with pooling_type rank and a `cls.output` head.
 //
 //   tsx scripts/make-test-model.ts [--shape tiny|small|1b] [--type F32|F16|Q8_0|Q4_0] [--seed 1] [--layers N] [--quiet-from N] [--embedding | --ranking]
-//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|harmony|qwen3-coder|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3|mamba|jamba|bert|nomic-bert] [--experts N] [--ends-turns] [--out DIR]
+//       [--tokenizer spm|gpt2] [--template chatml|llama3|llama3.2|gemma|mistral|phi3|harmony|qwen3-coder|functionary|none] [--tied] [--arch llama|qwen2|qwen3|gemma|gemma2|gemma3|phi3|mamba|jamba|bert|nomic-bert] [--experts N] [--ends-turns] [--out DIR]
 //
 // Other kinds of models, as other generators make them: `--tokenizer gpt2` is a byte-level BPE
 // tokenizer (tokenizer.ggml.model "gpt2", pre "llama-bpe", merges, Llama 3's <|begin_of_text|> and

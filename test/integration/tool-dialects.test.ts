@@ -38,6 +38,32 @@ afterAll(async () => {
   await d?.stop();
 });
 
+// finite values, so that a model of random weights ends its call rather than writing on
+const FINITE_TOOLS = [
+  { type: "function", function: { name: "get_weather", description: "The weather", parameters: { type: "object", properties: { city: { enum: ["Oslo", "Rome"] }, days: { type: "integer", minimum: 1, maximum: 9 }, detailed: { type: "boolean" } }, required: ["city"] } } },
+  { type: "function", function: { name: "get_time", description: "The time", parameters: { type: "object", properties: { zone: { type: "string", enum: ["UTC", "CET"] } }, required: ["zone"] } } },
+];
+
+/** tool_choice "required", sampled with six seeds: each answer is one call of an offered tool
+ *  with arguments its schema allows, and no markup in the content. */
+async function expectForcedCalls(model: string): Promise<void> {
+  for (let seed = 1; seed <= 6; seed++) {
+    const r = await postJson(d.url, "/api/chat", { model, messages: MESSAGES, tools: FINITE_TOOLS, tool_choice: "required", stream: false, options: { seed, temperature: 1, num_predict: 200 } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.done_reason, r.text).toBe("stop");
+    const calls = r.json.message.tool_calls as Array<{ function: { name: string; arguments: Record<string, unknown> } }>;
+    expect(calls, r.text).toHaveLength(1);
+    const { name, arguments: args } = calls[0]!.function;
+    if (name === "get_weather") {
+      expect(["Oslo", "Rome"]).toContain(args.city);
+      if ("days" in args) expect(args.days).toEqual(expect.any(Number));
+      if ("detailed" in args) expect(args.detailed).toEqual(expect.any(Boolean));
+      expect(Object.keys(args).every((k) => ["city", "days", "detailed"].includes(k))).toBe(true);
+    } else expect([name, args]).toEqual(["get_time", { zone: expect.stringMatching(/^(UTC|CET)$/) }]);
+    expect(r.json.message.content).not.toMatch(/<function=|get_|>>>/);
+  }
+}
+
 describe("tool calls in a model's own markup (Qwen3-Coder)", () => {
   it("renders the tools and past calls with the model's template, and answers with the call it writes, typed, streamed or not", async () => {
     const shown = await postJson(d.url, "/api/chat", {
@@ -105,29 +131,8 @@ describe("tool calls in a model's own markup (Qwen3-Coder)", () => {
   });
 
   it("tool_choice (beyond Ollama) makes the answer a call in the model's own markup, sampled or not, whichever tool it must be", async () => {
-    // finite values, so that a model of random weights ends its call rather than writing on
-    const tools = [
-      { type: "function", function: { name: "get_weather", description: "The weather", parameters: { type: "object", properties: { city: { enum: ["Oslo", "Rome"] }, days: { type: "integer", minimum: 1, maximum: 9 }, detailed: { type: "boolean" } }, required: ["city"] } } },
-      { type: "function", function: { name: "get_time", description: "The time", parameters: { type: "object", properties: { zone: { type: "string", enum: ["UTC", "CET"] } }, required: ["zone"] } } },
-    ];
-    const seen = new Set<string>();
-    for (let seed = 1; seed <= 6; seed++) {
-      const r = await postJson(d.url, "/api/chat", { model: MODEL, messages: MESSAGES, tools, tool_choice: "required", stream: false, options: { seed, temperature: 1, num_predict: 200 } });
-      expect(r.status, r.text).toBe(200);
-      expect(r.json.done_reason, r.text).toBe("stop");
-      const calls = r.json.message.tool_calls as Array<{ function: { name: string; arguments: Record<string, unknown> } }>;
-      expect(calls, r.text).toHaveLength(1);
-      const { name, arguments: args } = calls[0]!.function;
-      seen.add(name);
-      if (name === "get_weather") {
-        expect(["Oslo", "Rome"]).toContain(args.city);
-        if ("days" in args) expect(args.days).toEqual(expect.any(Number));
-        if ("detailed" in args) expect(args.detailed).toEqual(expect.any(Boolean));
-        expect(Object.keys(args).every((k) => ["city", "days", "detailed"].includes(k))).toBe(true);
-      } else expect(args).toEqual({ zone: expect.stringMatching(/^(UTC|CET)$/) });
-      expect(r.json.message.content).not.toContain("<function=");
-    }
-    expect(seen.size).toBeGreaterThan(0);
+    const tools = FINITE_TOOLS;
+    await expectForcedCalls(MODEL);
 
     // a named function through the OpenAI client: that one, streamed
     const client = new OpenAI({ baseURL: `${d.url}/v1`, apiKey: "ollama" });
@@ -152,5 +157,16 @@ describe("tool calls in a model's own markup (Qwen3-Coder)", () => {
     expect(names).toEqual(["get_time"]);
     expect(JSON.parse(args)).toEqual({ zone: expect.stringMatching(/^(UTC|CET)$/) });
     expect(finish).toBe("tool_calls");
+  });
+});
+
+describe("a model that addresses every message (functionary v3.2)", () => {
+  it("its prompt ends in the marker; tool_choice makes it address a tool with JSON arguments, read as a call", async () => {
+    const file = await makeTestModel({ template: "functionary" });
+    const r = await createModelFromFile(d.url, "addressed", file);
+    expect(r.status, await r.text()).toBe(200);
+    const shown = await postJson(d.url, "/api/chat", { model: "addressed", _debug_render_only: true, tools: FINITE_TOOLS, messages: MESSAGES });
+    expect((shown.json._debug_info.rendered_template as string).endsWith("<|start_header_id|>assistant<|end_header_id|>\n\n>>>")).toBe(true);
+    await expectForcedCalls("addressed");
   });
 });

@@ -9,7 +9,8 @@
 import type { MarkupPiece } from "../../backends/backend.js";
 import type { ToolDialect } from "./tool-dialect.js";
 
-type Markup = Exclude<ToolDialect, { kind: "json" | "named-json" }>;
+type Markup = Exclude<ToolDialect, { kind: "json" | "named-json" | "recipient" }>;
+type Recipient = Extract<ToolDialect, { kind: "recipient" }>;
 
 export interface ShapeTool {
   function?: { name?: unknown; parameters?: unknown };
@@ -20,7 +21,9 @@ const optional = (...pieces: MarkupPiece[]): MarkupPiece => ({ choice: [pieces, 
 const NL = optional(text("\n"));
 
 /** The shape of one call of one of `tools` (at least one, each named) in `dialect`. */
-export function markupCallShape(dialect: Markup, tools: readonly ShapeTool[]): MarkupPiece[] {
+export function markupCallShape(dialect: Markup | Recipient, tools: readonly ShapeTool[]): MarkupPiece[] {
+  // functionary: the recipient's line (the generation prompt wrote the marker), then the arguments
+  if (dialect.kind === "recipient") return [{ choice: tools.map((t) => [text(`${t.function!.name as string}\n`), { json: paramsOf(t), root: paramsOf(t) }]) }];
   const calls: MarkupPiece = { choice: tools.map((t) => callOf(dialect, t)) };
   const start = dialect.start;
   switch (dialect.kind) {
@@ -86,6 +89,11 @@ function callOf(d: Markup, tool: ShapeTool): MarkupPiece[] {
     case "python":
       return [text(`${name}(`), members((k, v) => [text(`${k}=`), ...v], ", "), text(")")];
   }
+}
+
+function paramsOf(tool: ShapeTool): Record<string, unknown> {
+  const p = tool.function!.parameters;
+  return isObject(p) && Object.keys(p).length > 0 ? p : { type: "object" };
 }
 
 interface Parameter {

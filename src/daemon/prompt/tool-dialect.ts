@@ -3,7 +3,8 @@
 // made-up tool is rendered through it and the text around the tool's name tells the syntax, the
 // way llama.cpp tells its chat formats apart. Models write calls in a dozen syntaxes (Qwen3-Coder's
 // `<function=…>` XML, GLM's arg_key/arg_value pairs, MiniMax's and DeepSeek's `invoke`,
-// Mistral's `name[ARGS]{…}`, Gemma 4's `call:name{…}`, LFM2's python lists); a tag-then-JSON
+// Mistral's `name[ARGS]{…}`, Gemma 4's `call:name{…}`, LFM2's python lists, functionary's
+// addressed messages); a tag-then-JSON
 // reading of those found no call at all. A Modelfile PARSER naming one of Ollama's parsers picks
 // the syntax that parser reads.
 import { renderPrompt, type PromptTemplate } from "./render.js";
@@ -28,7 +29,11 @@ export type ToolDialect =
   /** `call:NAME{key:<|"|>text<|"|>,n:1}` (Gemma 4). */
   | { kind: "gemma4"; start: string }
   /** `[NAME(key="value")]` after a tag of its own (LFM2). */
-  | { kind: "python"; start: string };
+  | { kind: "python"; start: string }
+  /** Every message is addressed (functionary v3.2): the generation prompt ends in `marker`, the
+   *  model writes a recipient line, then `text` (the user: "all") gets prose and a tool gets its
+   *  arguments as JSON; `marker` starts the next message. */
+  | { kind: "recipient"; marker: string; text: string };
 
 /** Stands for the tool's name in a learned `head`. */
 export const NAME_MARK = "\u0000NAME\u0000";
@@ -98,8 +103,9 @@ function sourceGuess(source: string): ToolDialect {
   return { kind: "json", tag: "{" };
 }
 
-/** The text a template writes for an assistant's call to the probe tool, after the generation prompt. */
-function probeSection(t: PromptTemplate): string | undefined {
+/** The text a template writes for an assistant's call to the probe tool, after the generation
+ *  prompt, and that prompt's last characters. */
+function probeSection(t: PromptTemplate): { section: string; promptEnd: string } | undefined {
   const tools = [
     {
       type: "function",
@@ -127,7 +133,23 @@ function probeSection(t: PromptTemplate): string | undefined {
   // A call takes a few hundred characters; more is no chat template's call (and the patterns
   // below are not run over megabytes a hostile template writes).
   if (answered.length - ub > PROBE_MAX) return undefined;
-  return afterPrompt(asked.slice(ua + PROBE_USER.length), answered.slice(ub + PROBE_USER.length));
+  return { section: afterPrompt(asked.slice(ua + PROBE_USER.length), answered.slice(ub + PROBE_USER.length)), promptEnd: asked.slice(-16) };
+}
+
+/** The recipient a template addresses prose to: the line it writes before a plain answer. */
+function textRecipient(t: PromptTemplate): string | undefined {
+  const user = { role: "user", content: PROBE_USER };
+  try {
+    const asked = renderPrompt(t, { messages: [user] });
+    const answered = renderPrompt(t, { messages: [user, { role: "assistant", content: PROBE_VALUE }] });
+    const ua = asked.indexOf(PROBE_USER);
+    const ub = answered.indexOf(PROBE_USER);
+    if (ua === -1 || ub === -1 || answered.length - ub > PROBE_MAX) return undefined;
+    const section = afterPrompt(asked.slice(ua + PROBE_USER.length), answered.slice(ub + PROBE_USER.length));
+    return /^([\w.-]{1,32})\n/.exec(section.slice(0, section.indexOf(PROBE_VALUE)))?.[1];
+  } catch {
+    return undefined;
+  }
 }
 
 /** `answer` past what it shares with `prompt` (the end of the user's turn and the generation
@@ -165,8 +187,9 @@ function firstToken(head: string): string {
 
 /** Reads the syntax off the probe call as the template wrote it; undefined when it shows no call. */
 export function learnDialect(t: PromptTemplate): ToolDialect | undefined {
-  const s = probeSection(t);
-  if (s === undefined) return undefined;
+  const probe = probeSection(t);
+  if (probe === undefined) return undefined;
+  const s = probe.section;
   const at = s.indexOf(PROBE_TOOL);
   if (at === -1) return { kind: "json", tag: "{" }; // the template shows no calls: Ollama's default
   const before = s.slice(0, at);
@@ -196,6 +219,13 @@ export function learnDialect(t: PromptTemplate): ToolDialect | undefined {
     // The name is a JSON string ("name": "…", or a key): calls are JSON, after whatever opens them.
     const tag = firstToken(before.slice(0, open).replace(/\[\s*$/, ""));
     return { kind: "json", tag: tag === "" ? "{" : tag };
+  }
+  // The generation prompt ends in the call's own marker (functionary v3.2's `>>>`): the section
+  // starts with the tool's name on a line of its own.
+  const marker = /[^\w\s]{2,8}$/.exec(probe.promptEnd)?.[0];
+  if (before === "" && marker && /^\n\s*\{/.test(after)) {
+    const text = textRecipient(t);
+    if (text) return { kind: "recipient", marker, text };
   }
   const args = after.indexOf(`{"${PROBE_ARG}"`);
   if (args !== -1 && !after.slice(0, args).includes("\n\n")) return { kind: "named-json", start: firstToken(before) || PROBE_TOOL, head: namedHead(before, after) };

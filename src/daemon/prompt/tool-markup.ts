@@ -46,6 +46,124 @@ export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[])
       return new MarkupCallParser([dialect.start], readPython(schema.names), "]");
     case "named-json":
       return new MarkupCallParser([dialect.start], readNamedJson(schema.names), "}");
+    case "recipient":
+      return new RecipientParser(dialect.marker, dialect.text, schema.names);
+  }
+}
+
+/** Longest end of `s` that begins `tag`. */
+function partialAtEnd(s: string, tag: string): number {
+  for (let k = Math.min(tag.length - 1, s.length); k > 0; k--) if (s.endsWith(tag.slice(0, k))) return k;
+  return 0;
+}
+
+/**
+ * functionary v3.2: messages addressed by a line each, the first right after the generation
+ * prompt's marker: `all\nprose>>>get_weather\n{"city": "Rome"}>>>…`. Prose to the text recipient
+ * is content (its line dropped, also without tools); a known tool's line starts a call whose JSON
+ * arguments are read when their braces close. Output that does not start with such a line is
+ * content as it stands.
+ */
+class RecipientParser implements ToolStreamParser {
+  private mode: "recipient" | "text" | "call" | "after" = "recipient";
+  private buf = "";
+  private n = 0;
+  private call: { name: string; line: string; start: number; scan: BraceScan | undefined } | undefined;
+
+  constructor(
+    private readonly marker: string,
+    private readonly text: string,
+    private readonly names: ReadonlySet<string>,
+  ) {}
+
+  get count(): number {
+    return this.n;
+  }
+
+  add(text: string): ToolStep {
+    const out: ToolStep = { calls: [], content: "" };
+    this.buf += text;
+    this.step(out, false);
+    return out;
+  }
+
+  flush(): ToolStep {
+    const out: ToolStep = { calls: [], content: "" };
+    this.step(out, true);
+    if (this.mode === "call" && this.call) out.content += this.call.line + this.buf; // cut off: as written
+    else if (this.mode === "recipient" && this.buf.trim() !== this.text) out.content += this.buf;
+    else if (this.mode !== "recipient") out.content += this.buf;
+    this.buf = "";
+    this.call = undefined;
+    this.mode = "text";
+    return out;
+  }
+
+  private step(out: ToolStep, final: boolean): void {
+    for (;;) {
+      if (this.mode === "recipient") {
+        const nl = this.buf.indexOf("\n");
+        if (nl === -1) {
+          // no line yet: a recipient is a short word; anything else is prose
+          if (this.buf.length > 64 || /[^\w.-]/.test(this.buf)) this.mode = "text";
+          else return;
+          continue;
+        }
+        const name = this.buf.slice(0, nl);
+        if (name === this.text) {
+          this.buf = this.buf.slice(nl + 1);
+          this.mode = "text";
+        } else if (this.names.has(name)) {
+          this.call = { name, line: this.buf.slice(0, nl + 1), start: 0, scan: undefined };
+          this.buf = this.buf.slice(nl + 1);
+          this.mode = "call";
+        } else this.mode = "text";
+        continue;
+      }
+      if (this.mode === "text" || this.mode === "after") {
+        const at = this.buf.indexOf(this.marker);
+        if (at !== -1) {
+          out.content += this.mode === "after" ? this.buf.slice(0, at).trim() : this.buf.slice(0, at);
+          this.buf = this.buf.slice(at + this.marker.length);
+          this.mode = "recipient";
+          continue;
+        }
+        const keep = final ? 0 : partialAtEnd(this.buf, this.marker);
+        const sent = this.buf.slice(0, this.buf.length - keep);
+        out.content += this.mode === "after" ? sent.trimStart() : sent;
+        if (this.mode === "after" && sent.trim() !== "") this.mode = "text";
+        this.buf = this.buf.slice(this.buf.length - keep);
+        return;
+      }
+      // a call: its arguments' braces
+      const c = this.call!;
+      if (!c.scan) {
+        const open = this.buf.search(/\S/);
+        if (open === -1) return;
+        if (this.buf[open] !== "{") {
+          // no arguments follow: the line was prose after all
+          this.buf = c.line + this.buf;
+          this.call = undefined;
+          this.mode = "text";
+          continue;
+        }
+        c.start = open;
+        c.scan = braceScan(open);
+      }
+      const close = resumeBrace(this.buf, c.scan);
+      if (close === -1) return;
+      let args: unknown;
+      try {
+        args = parseJson(this.buf.slice(c.start, close + 1));
+      } catch {
+        args = undefined;
+      }
+      if (isObject(args)) out.calls.push({ id: toolCallId(), function: { index: this.n++, name: c.name, arguments: args } });
+      else out.content += c.line + this.buf.slice(0, close + 1);
+      this.buf = this.buf.slice(close + 1);
+      this.call = undefined;
+      this.mode = "after";
+    }
   }
 }
 

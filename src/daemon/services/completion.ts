@@ -23,7 +23,7 @@ import { finalMessageStart, HarmonyParser, type HarmonyNames, type HarmonyPrefil
 import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
 import { WrapperFilter } from "../prompt/answer-wrapper.js";
 import { toolDialect } from "../prompt/tool-dialect.js";
-import { toolCallParser, type ToolSpec } from "../prompt/tool-markup.js";
+import { toolCallParser, type ToolSpec, type ToolStreamParser } from "../prompt/tool-markup.js";
 import { toolCallId } from "../prompt/tools.js";
 import type { Lease, Scheduler } from "../scheduler/scheduler.js";
 import { logCompletionRequest, logCompletionTimings } from "./debug-log.js";
@@ -182,6 +182,15 @@ function mapRunnerError(err: unknown): unknown {
  * thinking event, or on an empty content event of their own when a parser holds the text back
  * (as Ollama sends them while a tool call is still being parsed).
  */
+/** The reader of the model's tool calls, when the request offers tools; without tools, only for
+ *  a model that addresses every message (functionary's recipient line is markup, not the answer). */
+function toolParser(template: PromptTemplate, parser: string | undefined, tools: readonly ToolSpec[]): ToolStreamParser | undefined {
+  if (tools.length > 0) return toolCallParser(toolDialect(template, parser), tools);
+  if (template.kind !== "jinja") return undefined;
+  const dialect = toolDialect(template, parser);
+  return dialect.kind === "recipient" ? toolCallParser(dialect, []) : undefined;
+}
+
 function pushWithLogprobs(out: CompletionEvent[], events: CompletionEvent[], logprobs: Logprob[] | undefined): void {
   if (!logprobs || logprobs.length === 0) return void out.push(...events);
   const i = events.findIndex((e) => e.type === "content" || e.type === "thinking");
@@ -347,7 +356,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     const thinking = thinks && !harmony ? new ThinkingParser(tags) : undefined;
     if (thinking && s.prompt.trimEnd().endsWith(tags.open)) thinking.add(tags.open);
     const unwrap = req.wrapper && req.wrapper.length > 0 ? new WrapperFilter(req.wrapper) : undefined;
-    const tools = req.tools && req.tools.length > 0 && s.template && !harmony ? toolCallParser(toolDialect(s.template, req.spec.config?.parser), req.tools) : undefined;
+    const tools = s.template && !harmony ? toolParser(s.template, req.spec.config?.parser, req.tools ?? []) : undefined;
     let deferring = s.deferFormat;
     let raw = ""; // the text generated so far, for the format restart
 

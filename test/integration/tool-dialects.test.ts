@@ -133,6 +133,10 @@ describe("tool calls in a model's own markup (Qwen3-Coder)", () => {
   it("tool_choice (beyond Ollama) makes the answer a call in the model's own markup, sampled or not, whichever tool it must be", async () => {
     const tools = FINITE_TOOLS;
     await expectForcedCalls(MODEL);
+    // parameters no value satisfies: a 400 that names tool_choice, not a format the client never sent
+    const impossible = { type: "function", function: { name: "pick", parameters: { type: "object", properties: { n: { type: "integer", minimum: 5, maximum: 1 } }, required: ["n"] } } };
+    const bad = await postJson(d.url, "/api/chat", { model: MODEL, messages: MESSAGES, tools: [impossible], tool_choice: "required", stream: false });
+    expect([bad.status, bad.json.error]).toEqual([400, expect.stringMatching(/^tool_choice cannot make the answer a call of the offered tools: no integer lies between 5 and 1$/)]);
 
     // a named function through the OpenAI client: that one, streamed
     const client = new OpenAI({ baseURL: `${d.url}/v1`, apiKey: "ollama" });

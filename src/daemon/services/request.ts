@@ -2,7 +2,7 @@
 // and think validation, the runner features a request needs, the prompt template.
 import type { CompiledFormat, Logprob, RunnerFeatures, StructuredOutput } from "../../backends/backend.js";
 import { parseKeepAliveRequest } from "../../config.js";
-import { EngineError } from "../../backends/errors.js";
+import { EngineError, INVALID_SCHEMA_PREFIX } from "../../backends/errors.js";
 import { ggufArrayLength, ggufTokenText } from "../../registry/gguf-slim.js";
 import { ggufSource, InvalidModelNameError, type ModelSpec } from "../../registry/model-spec.js";
 import type { Deps } from "../deps.js";
@@ -40,6 +40,10 @@ export async function compileFormat(deps: Deps, spec: ModelSpec, format: Structu
     return await deps.scheduler.backendFor(spec).compileFormat(format);
   } catch (err) {
     if (bestEffort && err instanceof EngineError && err.code === "unsupported") return undefined;
+    // the client wrote no format: say what of theirs could not be made a grammar
+    if (bestEffort && err instanceof EngineError && err.code === "invalid_schema") {
+      throw badRequest(`tool_choice cannot make the answer a call of the offered tools: ${err.message.replace(INVALID_SCHEMA_PREFIX, "")}`);
+    }
     throw toApiError(err);
   }
 }

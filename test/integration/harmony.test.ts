@@ -114,5 +114,18 @@ describe("harmony (gpt-oss)", () => {
     const call = c.choices[0]!.message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
     expect(call.function.name).toBe("get-weather now");
     expect(Object.keys(JSON.parse(call.function.arguments))).toEqual(["city"]);
+
+    // several tools: each one's header, then its own arguments; the model writes one of them
+    // finite values, so that sampled arguments end
+    const weather = { type: "function", function: { ...WEATHER.function, parameters: { type: "object", properties: { city: { enum: ["Oslo", "Rome"] } }, required: ["city"] } } };
+    const clock = { type: "function", function: { name: "clock", description: "The time", parameters: { type: "object", properties: { zone: { enum: ["UTC", "CET"] } }, required: ["zone"] } } };
+    for (const seed of [1, 2, 3]) {
+      const r = await post("/api/chat", { model: MODEL, messages: [{ role: "user", content: "Weather or time?" }], tools: [weather, clock], tool_choice: "required", stream: false, options: { seed, temperature: 1, num_predict: 200 } });
+      expect(r.status, r.text).toBe(200);
+      const [one, ...more] = r.json.message.tool_calls as Array<{ function: { name: string; arguments: Record<string, unknown> } }>;
+      expect(more).toEqual([]);
+      if (one!.function.name === "clock") expect(one!.function.arguments).toEqual({ zone: expect.stringMatching(/^(UTC|CET)$/) });
+      else expect([one!.function.name, one!.function.arguments]).toEqual(["get-weather now", { city: expect.stringMatching(/^(Oslo|Rome)$/) }]);
+    }
   });
 });

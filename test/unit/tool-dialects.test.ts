@@ -209,12 +209,20 @@ describe("tool calls in each template's own syntax", () => {
     expect(end.content).toBe('[TOOL_CALLS]get_weather[ARGS]{"city": "Ro');
   });
 
-  it("tool_choice on a name-then-JSON model writes the chosen tool's header before its arguments", () => {
+  it("tool_choice on a name-then-JSON model writes the chosen tool's header before its arguments", async () => {
     const t = load("unsloth-mistral-Devstral-Small-2507.jinja");
     const f = toolCallFormat({ name: "get_weather" }, TOOLS, t);
     expect(f).toMatchObject({ kind: "schema", prefix: "[TOOL_CALLS]get_weather[ARGS]", schema: TOOLS[0]!.function.parameters });
-    // several tools left: one prefix cannot name them all, so the model chooses
-    expect(toolCallFormat("required", TOOLS, t)).toBeUndefined();
+    // several tools left: each one's header, then its own arguments
+    const any = toolCallFormat("required", TOOLS, t);
+    if (any?.kind !== "markup") throw new Error("no markup shape");
+    const g = await oracles.oracle.grammar(markupGrammar(any.pieces));
+    const weather = '[TOOL_CALLS]get_weather[ARGS]{"city": "Rome", "days": 2}';
+    expect(oracles.oracle.accepts(g, weather)).toBe(true);
+    expect(oracles.oracle.accepts(g, '[TOOL_CALLS]get_time[ARGS]{"zone": "UTC"}')).toBe(true);
+    expect(oracles.oracle.accepts(g, '[TOOL_CALLS]get_weather[ARGS]{"days": 2}')).toBe(false); // city is required
+    expect(oracles.oracle.accepts(g, '[TOOL_CALLS]other[ARGS]{}')).toBe(false);
+    expect(readBack(toolDialect(t), weather).calls.map((c) => [c.function.name, c.function.arguments])).toEqual([["get_weather", { city: "Rome", days: 2 }]]);
   });
 
   it("tool_choice on a markup model: the grammar takes the call its template writes, in its own syntax, and nothing else", async () => {

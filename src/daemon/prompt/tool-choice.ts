@@ -75,22 +75,27 @@ export function toolCallFormat(
 
 /**
  * Harmony (gpt-oss): the call is a message to the tool, its header naming it, its text the
- * arguments. One grammar has one header, so only a choice that leaves one tool is enforced; with
- * several the model chooses freely (harmony has no way to say "one of these" before the name).
+ * arguments. One tool: its header is the schema's prefix; several: one header-then-arguments
+ * shape per tool, of which the model writes one.
  */
 function harmonyCallFormat(offered: readonly ToolDef[], names: HarmonyNames): StructuredOutput | undefined {
-  const name = offered.length === 1 ? names.harmony(offered[0]!.function!.name as string) : undefined;
-  if (name === undefined) return undefined;
-  const params = offered[0]!.function!.parameters;
-  return { kind: "schema", schema: isSchema(params) ? params : { type: "object" }, compact: true, prefix: harmonyCallHeader(name) };
+  const headers = offered.map((t) => names.harmony(t.function!.name as string));
+  if (headers.some((h) => h === undefined)) return undefined;
+  return headedCalls(offered, headers.map((h) => harmonyCallHeader(h!)));
 }
 
 /** A name then JSON arguments (Mistral's `[TOOL_CALLS]NAME[ARGS]{…}`): the text up to the
- *  arguments is the prefix, so, as for harmony, only a choice that leaves one tool is enforced. */
+ *  arguments, the tool's name in it, heads each tool's arguments, as for harmony. */
 function namedCallFormat(offered: readonly ToolDef[], head: string | undefined): StructuredOutput | undefined {
-  if (offered.length !== 1 || head === undefined) return undefined;
-  const params = offered[0]!.function!.parameters;
-  return { kind: "schema", schema: isSchema(params) ? params : { type: "object" }, compact: true, prefix: head.replace(NAME_MARK, offered[0]!.function!.name as string) };
+  if (head === undefined) return undefined;
+  return headedCalls(offered, offered.map((t) => head.replace(NAME_MARK, t.function!.name as string)));
+}
+
+/** Each tool's header, then its arguments as compact JSON of its parameters. */
+function headedCalls(offered: readonly ToolDef[], headers: readonly string[]): StructuredOutput {
+  const params = offered.map((t) => (isSchema(t.function!.parameters) ? t.function!.parameters : { type: "object" }));
+  if (offered.length === 1) return { kind: "schema", schema: params[0]!, compact: true, prefix: headers[0]! };
+  return { kind: "markup", pieces: [{ choice: offered.map((_, i) => [{ text: headers[i]! }, { json: params[i]!, root: params[i]! }]) }] };
 }
 
 function isSchema(v: unknown): v is Record<string, unknown> {

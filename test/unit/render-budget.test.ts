@@ -1,6 +1,8 @@
 // Templates from model files and requests run under a time budget (a crafted chat template with
 // range(10^8) held the event loop until the request timed out), and a chat template that does not
 // parse is a 400 naming the problem, not a 500 from inside the template engine.
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../src/daemon/errors.js";
 import { renderPrompt, renderSuffix, selectTemplate } from "../../src/daemon/prompt/render.js";
@@ -37,8 +39,20 @@ describe("template time budget", () => {
     const messages = Array.from({ length: 200 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `m${i}` }));
     const loop = (inner: string) => `{{range $.Messages}}${inner}{{end}}`;
     const t = selectTemplate(loop(loop(loop(loop("x")))), undefined, "", "");
-    refused(() => renderPrompt(t, { messages }), /ran longer than 250 ms/);
+    refused(() => renderPrompt(t, { messages }), /ran longer than 350 ms/); // 250 ms + 0.5 ms a message
     expect(renderSuffix(selectTemplate("{{.Prompt}}|{{.Suffix}}", undefined, "", ""), "a", "b")).toBe("a|b");
+  });
+
+  it("a long conversation gets more time, up to a bound: Gemma 4's template looks back from every message", () => {
+    const gemma = selectTemplate(undefined, readFileSync(path.resolve(__dirname, "../fixtures/chat-templates/google-gemma-4-31B-it.jinja"), "utf8"), "<bos>", "<eos>");
+    const messages = Array.from({ length: 1001 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `m${i}` }));
+    // 270 ms here for 1,001 messages: past the 250 ms a short conversation gets, a 400 before
+    const prompt = renderPrompt(gemma, { messages });
+    expect(prompt.endsWith("m1000<turn|>\n<|turn>model\n<|channel>thought\n<channel|>")).toBe(true);
+    // a hostile template with many messages is still stopped, at the bound
+    const many = Array.from({ length: 20_000 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: "m" }));
+    const nested = selectTemplate(undefined, "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}", "", "");
+    refused(() => renderPrompt(nested, { messages: many }), /^template error: the template ran longer than 3000 ms and was stopped$/);
   });
 
   it("the budget is processor time: a render the clock stops while it is off the processor runs again", () => {

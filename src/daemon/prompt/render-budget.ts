@@ -16,11 +16,19 @@ import vm from "node:vm";
 
 /** Rendering a real template takes well under a millisecond per message. */
 export const TEMPLATE_BUDGET_MS = 250;
+/** A conversation's render gets this much more per message and tool: a real template may look
+ *  at every message from each one (Gemma 4's looks back for the previous speaker: 1,001 messages
+ *  took 270 ms), so a long conversation must not be refused for its length ... */
+export const TEMPLATE_BUDGET_PER_ITEM_MS = 0.5;
+/** ... up to this: the render holds the daemon's event loop while it runs. */
+export const TEMPLATE_BUDGET_MAX_MS = 3_000;
 
 /** Tries after the first for a render the clock stopped before it had the budget's processor time. */
 const RETRIES = 7;
 
 export interface RenderLimits {
+  /** Processor time the render may use (TEMPLATE_BUDGET_MS when not set). */
+  ms?: number;
   /** The longest string a template may build, and its whole output. */
   chars: number;
   /** The longest list a template may build. */

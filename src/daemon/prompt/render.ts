@@ -9,7 +9,7 @@ import "./jinja-bounds.js";
 import { detectCapabilities, type JinjaCapabilities } from "./jinja-capabilities.js";
 import { polyfillMessages, type JinjaMessage } from "./jinja-polyfills.js";
 import { renderWithGlobals, TemplateRaised } from "./jinja-python.js";
-import { withinBudget, type RenderLimits } from "./render-budget.js";
+import { TEMPLATE_BUDGET_MAX_MS, TEMPLATE_BUDGET_MS, TEMPLATE_BUDGET_PER_ITEM_MS, withinBudget, type RenderLimits } from "./render-budget.js";
 
 export interface RenderMessage {
   role: string;
@@ -159,12 +159,18 @@ function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: Rende
 }
 
 /** What a render may build: its input twice over plus 16 Mi characters (a real template adds a
- *  few hundred characters per message), and lists of a million items plus its messages and tools. */
+ *  few hundred characters per message), and lists of a million items plus its messages and tools;
+ *  and the time it may take, more for more messages and tools. */
 export function limitsFor(input: RenderInput): RenderLimits {
   let chars = 0;
   for (const m of input.messages) chars += m.content.length + (m.thinking?.length ?? 0) + (m.tool_calls ? JSON.stringify(m.tool_calls).length : 0);
   if (input.tools?.length) chars += JSON.stringify(input.tools).length;
-  return { chars: (16 << 20) + 2 * chars, items: 1_000_000 + 2 * (input.messages.length + (input.tools?.length ?? 0)) };
+  const items = input.messages.length + (input.tools?.length ?? 0);
+  return {
+    chars: (16 << 20) + 2 * chars,
+    items: 1_000_000 + 2 * items,
+    ms: Math.floor(Math.min(TEMPLATE_BUDGET_MAX_MS, TEMPLATE_BUDGET_MS + TEMPLATE_BUDGET_PER_ITEM_MS * items)),
+  };
 }
 
 export function renderPrompt(t: PromptTemplate, input: RenderInput): string {
@@ -184,11 +190,11 @@ export function renderPrompt(t: PromptTemplate, input: RenderInput): string {
               },
               { maxChars: limits.chars },
             ),
-          undefined,
+          limits.ms,
           limits,
         );
       case "jinja":
-        return withinBudget(() => renderJinja(t, input), undefined, limits);
+        return withinBudget(() => renderJinja(t, input), limits.ms, limits);
       case "default":
         return input.messages.filter((m) => m.role !== "system").map((m) => m.content).join("");
     }

@@ -18,7 +18,8 @@ import type { Metrics, ToolCall } from "../../api/types.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError, toApiError } from "../errors.js";
 import type { RequestRunOptions } from "../options.js";
-import { renderPrompt, type PromptTemplate, type RenderInput } from "../prompt/render.js";
+import { renderPrompt, type PromptTemplate, type RenderInput, type RenderMessage } from "../prompt/render.js";
+import { fitConversation } from "../prompt/fit-conversation.js";
 import { finalMessageStart, HarmonyParser, type HarmonyNames, type HarmonyPrefill } from "../prompt/harmony.js";
 import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
 import { WrapperFilter } from "../prompt/answer-wrapper.js";
@@ -153,23 +154,16 @@ export function heartbeatTimings(): { afterMs: number; everyMs: number } {
 }
 
 /**
- * Drops the oldest non-system messages until the prompt fits num_ctx, always keeping system
- * messages and the last message (Ollama's `truncate`). Tokenizes only when the byte length
- * says it might not fit: a token never covers less than one byte.
+ * The conversation's prompt, its oldest non-system messages dropped until it fits num_ctx when
+ * `truncate` (fit-conversation.ts). Tokenizes only when the byte length says it might not fit: a
+ * token never covers less than one byte.
  */
-async function fitConversation(lease: Lease, template: PromptTemplate, input: RenderInput, numCtx: number, truncate: boolean): Promise<string> {
-  let messages = input.messages;
-  for (;;) {
-    const text = renderPrompt(template, { ...input, messages });
-    if (!truncate) return text;
-    // +1: the runner adds BOS; a prompt must leave a token of room to generate.
-    if (Buffer.byteLength(text) + 2 < numCtx) return text;
-    const tokens = await lease.runner.tokenize(text);
-    if (tokens.length + 1 < numCtx) return text;
-    const drop = messages.findIndex((m, i) => m.role !== "system" && i < messages.length - 1);
-    if (drop === -1) return text; // the runner cuts the prompt itself (context shift)
-    messages = messages.filter((_, i) => i !== drop);
-  }
+async function fitPrompt(lease: Lease, template: PromptTemplate, input: RenderInput, numCtx: number, truncate: boolean): Promise<string> {
+  const render = (messages: RenderMessage[]) => renderPrompt(template, { ...input, messages });
+  if (!truncate) return render(input.messages);
+  // +1: the runner adds BOS; a prompt must leave a token of room to generate.
+  const fits = async (text: string) => Buffer.byteLength(text) + 2 < numCtx || (await lease.runner.tokenize(text)).length + 1 < numCtx;
+  return fitConversation(input.messages, render, fits);
 }
 
 /** Engine errors get their status from the one error table (daemon/errors.ts). */
@@ -304,7 +298,7 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
         prompt =
           "text" in req.prompt
             ? req.prompt.text
-            : await fitConversation(l, (req.prompt as { template: PromptTemplate }).template, (req.prompt as { input: RenderInput }).input, l.runner.info.contextLength, req.truncate ?? true);
+            : await fitPrompt(l, (req.prompt as { template: PromptTemplate }).template, (req.prompt as { input: RenderInput }).input, l.runner.info.contextLength, req.truncate ?? true);
         logCompletionRequest(scheduler.log, req.spec.shortName, o, prompt);
         gen = new Generation(l, job(prompt, deferFormat ? undefined : req.format, req.prefixTokens), req.signal);
       }

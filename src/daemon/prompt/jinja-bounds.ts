@@ -13,7 +13,10 @@ export function boundedRange(start: number, stop?: number, step = 1): number[] {
   if (![a, b, step].every(Number.isFinite) || step === 0) throw new Error("range() needs finite numbers and a step other than 0");
   const n = Math.max(0, Math.ceil((b - a) / step));
   if (n > RANGE_MAX) throw new Error(`range() of ${n} numbers is more than the ${RANGE_MAX} a chat template may use`);
-  return Array.from({ length: n }, (_, i) => a + i * step);
+  // a plain loop: Array.from with a callback was a sixth of a quadratic template's time (Gemma 4)
+  const out = new Array<number>(n);
+  for (let i = 0; i < n; i++) out[i] = a + i * step;
+  return out;
 }
 const engineSet = Environment.prototype.set;
 Environment.prototype.set = function (this: Environment, name: string, value: unknown) {

@@ -457,6 +457,13 @@ proto.evaluateMemberExpression = function (this: Interp, node: Node, env: Enviro
   const property: RValue = this.evaluate(node.property, env);
   // d[512] on a dict literal with int keys
   if (isDict(object) && !isStr(property)) return object.value.get(keyOf(property)) ?? undef();
+  // the common lookups without a copied node (a template that looks back from every message
+  // makes them in a quadratic loop): messages[i], m['role']
+  if (isList(object) && is(property, V.Integer)) return object.value.at(property.value) ?? undef();
+  if (isDict(object)) {
+    const v: RValue | undefined = object.value.get(property.value);
+    if (v !== undefined) return v;
+  }
   return engineMember.call(this, { ...node, object: pre(object), property: pre(property) }, env);
 };
 

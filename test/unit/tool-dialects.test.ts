@@ -185,6 +185,54 @@ describe("tool calls in each template's own syntax", () => {
     expect(stream('get_weather\n{"city": "Ro')).toEqual({ content: 'get_weather\n{"city": "Ro', calls: [] });
   });
 
+  it("what a parser reads does not depend on where the stream splits the text", () => {
+    const PIECES = ["all\n", ">>>", ">>", "get_weather\n", "get_time\n", '{"city": "Rome"}', "{", "}", "Hi there", "\n", " ", "<tool_call>", "</tool_call>", "<function=get_weather>", "<parameter=city>", "Oslo", "</parameter>", "</function>", "<",
+      "<arg_key>city</arg_key>", "<arg_value>", "</arg_value>", "<|tool_call>", "call:get_weather{city:", '<|"|>', "}", "<tool_call|>", "[TOOL_CALLS]", "get_weather[ARGS]",
+      "<|tool_call_start|>", '[get_weather(city="Rome")]', "<|tool_call_end|>", '<invoke name="get_weather">', '<parameter name="city">', "</invoke>",
+      // whole calls, so that every syntax meets some
+      '>>>get_weather\n{"city": "Rome"}', '<|tool_call>call:get_weather{city:<|"|>Rome<|"|>}<tool_call|>', '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}</tool_call>',
+      '[TOOL_CALLS]get_weather[ARGS]{"city": "Rome"}'];
+    const dialects: ToolDialect[] = [
+      { kind: "recipient", marker: ">>>", text: "all" },
+      { kind: "xml-function", start: "<tool_call>" },
+      GLM_LIKE,
+      { kind: "gemma4", start: "<|tool_call>" },
+      { kind: "named-json", start: "[TOOL_CALLS]" },
+      { kind: "python", start: "<|tool_call_start|>" },
+      { kind: "invoke", ns: "", call: "invoke", param: "parameter", start: "<minimax:tool_call>" },
+      { kind: "json", tag: "<tool_call>" },
+    ];
+    let seed = 11;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff), seed % n);
+    const read = (d: ToolDialect, chunks: string[]) => {
+      const p = toolCallParser(d, TOOLS);
+      let content = "";
+      const calls: unknown[] = [];
+      for (const c of [...chunks.map((x) => p.add(x)), p.flush()]) {
+        content += c.content;
+        calls.push(...c.calls.map((k) => [k.function.name, k.function.arguments]));
+      }
+      return { content, calls };
+    };
+    const withCalls = new Map<string, number>();
+    for (let round = 0; round < 2000; round++) {
+      const text = Array.from({ length: 1 + rand(12) }, () => PIECES[rand(PIECES.length)]).join("");
+      for (const d of dialects) {
+        const whole = read(d, [text]);
+        const cuts: string[] = [];
+        for (let i = 0; i < text.length; ) {
+          const n = 1 + rand(4);
+          cuts.push(text.slice(i, i + n));
+          i += n;
+        }
+        expect(read(d, cuts), `${d.kind}: ${JSON.stringify(text)}`).toEqual(whole);
+        if (whole.calls.length > 0) withCalls.set(d.kind, (withCalls.get(d.kind) ?? 0) + 1);
+      }
+    }
+    // the texts hold calls in every syntax, not only prose
+    for (const d of dialects) expect(withCalls.get(d.kind) ?? 0, d.kind).toBeGreaterThan(20);
+  });
+
   it("an argument the model names __proto__ is an argument, in every syntax", () => {
     const read = (d: ToolDialect, text: string) => {
       const p = toolCallParser(d, TOOLS);

@@ -2,7 +2,7 @@
 // the daemon consumes (its source — local GGUF weights or remote engines —, template, system,
 // params, messages, capabilities).
 import { OllamaTemplate } from "../template/ollama.js";
-import { inferThinkingTagsFromTree, jinjaThinkingTags } from "../template/thinking-tags.js";
+import { buildsThinkingTags, inferThinkingTagsFromTree, jinjaThinkingTags } from "../template/thinking-tags.js";
 import { GgufError, readGgufInfo, ggufFacts, type GgufFacts, type GgufInfo } from "./gguf.js";
 import { parseModelName, displayName, type ModelName } from "./name.js";
 import {
@@ -268,7 +268,7 @@ function templateCapabilities(spec: Pick<ModelSpec, "source" | "template" | "con
   }
   const jinja = facts.chatTemplate ?? "";
   if (/tools|tool_call/.test(jinja) || facts.toolUseTemplate) caps.push("tools");
-  if (jinjaThinkingTags(jinja).open !== "") caps.push("thinking");
+  if (jinjaThinkingTags(jinja).open !== "" || buildsThinkingTags(jinja)) caps.push("thinking");
   return caps;
 }
 

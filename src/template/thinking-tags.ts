@@ -106,6 +106,12 @@ const JINJA_THINKING_TAGS: readonly ThinkingTags[] = [
   { open: "Here are my reasoning steps:", close: "[BEGIN FINAL RESPONSE]" },
 ];
 
+/** A template that builds its thinking tags (Kimi K3's `open_tag('think')`, Hunyuan's
+ *  `'<think{}>'.format(…)`): it thinks, with tags only a render shows (daemon/prompt/thinking-probe.ts). */
+export function buildsThinkingTags(source: string): boolean {
+  return /\(\s*['"]think['"]|['"]<\/?think\{\}>['"]/.test(source);
+}
+
 export function jinjaThinkingTags(source: string): ThinkingTags {
   return JINJA_THINKING_TAGS.find((t) => source.includes(t.open) && source.includes(t.close)) ?? { open: "", close: "" };
 }

@@ -21,6 +21,7 @@ describe("answer wrappers", () => {
     expect(found).toEqual({
       "Cohere2MoE.jinja": ["<|START_TEXT|>", "<|END_TEXT|>"],
       "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": ["<|START_RESPONSE|>", "<|END_RESPONSE|>"],
+      "Kimi-K3.jinja": ["<|open|>response<|sep|>", "<|close|>response<|sep|>"],
       "upstage-Solar-Open-100B.jinja": ["<|content|>", "<|end|>"],
     });
   });

@@ -119,8 +119,9 @@ describe("thinking in each real template's own tags", () => {
       let text: string;
       try {
         const user = { role: "user", content: "hello" };
-        const asked = renderPrompt(t, { messages: [user], think: true, isThinkSet: true });
-        text = renderPrompt(t, { messages: [user, { role: "assistant", content: ANSWER, thinking: THOUGHT }], think: true, isThinkSet: true });
+        let think: { think: boolean; isThinkSet: boolean; thinkLevel?: string } = { think: true, isThinkSet: true };
+        let asked = renderPrompt(t, { messages: [user], ...think });
+        text = renderPrompt(t, { messages: [user, { role: "assistant", content: ANSWER, thinking: THOUGHT }], ...think });
         if (!text.includes(THOUGHT)) continue; // this template drops or cannot show thinking
         text = text.slice(text.indexOf("hello") + 5);
         // what the model writes: from the assistant's header on (the prompt may end in the open tag)
@@ -128,6 +129,11 @@ describe("thinking in each real template's own tags", () => {
         if (tags.open === "") {
           missed.push(f);
           continue;
+        }
+        // Hunyuan thinks only at a reasoning_effort (think "high"); think true alone closes the block
+        if (asked.trimEnd().endsWith(tags.close)) {
+          think = { ...think, thinkLevel: "high" };
+          asked = renderPrompt(t, { messages: [user], ...think });
         }
         const gen = asked.slice(asked.indexOf("hello") + 5);
         let common = 0;
@@ -155,9 +161,13 @@ describe("thinking in each real template's own tags", () => {
     // beyond <think>: Command A's and MiniMax-M3's own tags
     expect(read).toEqual(expect.arrayContaining(["Cohere2MoE.jinja", "MiniMax-M3.jinja", "Qwen-Qwen3-0.6B.jinja", "GLM-4.6.jinja"]));
     expect(read.length).toBeGreaterThanOrEqual(18);
-    // Kimi K3 and Hunyuan build their tags in the template (open_tag('think'), '<think{}>'.format),
-    // not found in its text; gpt-oss's and glimmer's thinking is a message on a channel
-    // (harmony.ts reads gpt-oss's)
-    expect(missed).toEqual(["Kimi-K3.jinja", "muse-glimmer.jinja", "openai-gpt-oss-120b.jinja", "tencent-Hy3.jinja"]);
+    // Kimi K3 and Hunyuan build their tags in the template (open_tag('think'), '<think{}>'.format):
+    // a render shows them (thinking-probe.ts)
+    expect(read).toEqual(expect.arrayContaining(["Kimi-K3.jinja", "tencent-Hy3.jinja"]));
+    const tagsOf = (f: string) => thinkingTags(selectTemplate(undefined, readFileSync(path.join(DIR, f), "utf8"), "<s>", "</s>"));
+    expect(tagsOf("Kimi-K3.jinja")).toEqual({ open: "<|open|>think<|sep|>", close: "<|close|>think<|sep|>" });
+    expect(tagsOf("tencent-Hy3.jinja")).toEqual({ open: "<think:opensource>", close: "</think:opensource>" });
+    // gpt-oss's and glimmer's thinking is a message on a channel (harmony.ts reads gpt-oss's)
+    expect(missed).toEqual(["muse-glimmer.jinja", "openai-gpt-oss-120b.jinja"]);
   });
 });

@@ -1,8 +1,8 @@
 // Some models wrap their answer in tokens of its own: Command R7B's
 // `<|START_RESPONSE|>…<|END_RESPONSE|>`, Command A's `<|START_TEXT|>…<|END_TEXT|>`, Solar's
-// `<|content|>`. They are markup, not the answer (Ollama's cohere parser drops them); a GGUF's
+// `<|content|>`, Kimi K3's `<|open|>response<|sep|>`. They are markup, not the answer (Ollama's cohere parser drops them); a GGUF's
 // Jinja template is asked, once, whether it writes an answer so, by rendering one.
-import { jinjaThinkingTags } from "../../template/thinking-tags.js";
+import { thinkingTags } from "./thinking.js";
 import { renderPrompt, type PromptTemplate } from "./render.js";
 import { afterPrompt } from "./tool-dialect.js";
 
@@ -13,8 +13,9 @@ const PARSER_WRAPPERS: Readonly<Record<string, readonly string[]>> = {
 
 const PROBE_USER = "zq probe question";
 const PROBE_ANSWER = "zq_probe_answer";
-/** One special token: `<|START_TEXT|>`, `<|content|>`, `<answer>`. */
-const TOKEN = /^(?:<\|[^<>|\s]{1,40}\|>|<[A-Za-z_][\w:-]{0,40}>)/;
+/** One special token (`<|START_TEXT|>`, `<|content|>`, `<answer>`), or a word between two
+ *  (Kimi K3's `<|open|>response<|sep|>`). */
+const TOKEN = /^(?:<\|[^<>|\s]{1,40}\|>[A-Za-z_]{1,40}<\|[^<>|\s]{1,40}\|>|<\|[^<>|\s]{1,40}\|>|<[A-Za-z_][\w:-]{0,40}>)/;
 
 const learned = new Map<string, readonly string[]>();
 const CACHE_MAX = 64;
@@ -49,15 +50,21 @@ function learn(t: Extract<PromptTemplate, { kind: "jinja" }>): readonly string[]
   const at = section.indexOf(PROBE_ANSWER);
   if (at === -1) return [];
   // An empty thinking block before the answer is the thinking parser's, not a wrapper.
-  const tags = jinjaThinkingTags(t.source);
+  const tags = thinkingTags(t);
   let before = section.slice(0, at).trim();
   if (tags.open && before.startsWith(tags.open) && before.includes(tags.close)) before = before.slice(before.indexOf(tags.close) + tags.close.length).trim();
   else if (tags.close && before.startsWith(tags.close)) before = before.slice(tags.close.length).trim();
   const open = TOKEN.exec(before)?.[0];
   if (!open || open !== before || open === tags.open || open === tags.close) return [];
   const close = TOKEN.exec(section.slice(at + PROBE_ANSWER.length))?.[0];
+  // a word between tokens wraps only when the closing tag names the same word (Kimi K3's
+  // response); gpt-oss's `<|channel|>final<|message|>` is a channel, read by its harmony parser
+  const word = WORD.exec(open)?.[1];
+  if (word !== undefined) return close !== undefined && WORD.exec(close)?.[1] === word ? [open, close] : [];
   return close && close !== open ? [open, close] : [open];
 }
+
+const WORD = /^<\|[^<>|\s]{1,40}\|>([A-Za-z_]{1,40})<\|/;
 
 /** Drops the wrapper's tokens from streamed content, holding back what may begin one. */
 export class WrapperFilter {

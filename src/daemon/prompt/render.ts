@@ -149,7 +149,8 @@ export function jinjaContext(t: Extract<PromptTemplate, { kind: "jinja" }>, inpu
     add_generation_prompt: last?.role !== "assistant",
     bos_token: t.bos,
     eos_token: t.eos,
-    ...(input.isThinkSet ? { enable_thinking: input.think ?? false } : {}),
+    // `thinking` as DeepSeek's templates (which fall back to enable_thinking) and Kimi K3's read it
+    ...(input.isThinkSet ? { enable_thinking: input.think ?? false, thinking: input.think ?? false } : {}),
     ...(input.isThinkSet && input.think && input.thinkLevel ? { reasoning_effort: input.thinkLevel } : {}),
   };
 }

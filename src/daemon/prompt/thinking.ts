@@ -3,6 +3,7 @@
 // state machine moves the text between them into `thinking`.
 import { inferThinkingTagsFromTree, jinjaThinkingTags, type ThinkingTags } from "../../template/thinking-tags.js";
 import type { PromptTemplate } from "./render.js";
+import { probedThinkingTags } from "./thinking-probe.js";
 
 export { inferThinkingTagsFromTree, type ThinkingTags };
 
@@ -11,8 +12,10 @@ export function thinkingTags(t: PromptTemplate): ThinkingTags {
   switch (t.kind) {
     case "go":
       return inferThinkingTagsFromTree(t.template.template.root);
-    case "jinja":
-      return jinjaThinkingTags(t.source);
+    case "jinja": {
+      const known = jinjaThinkingTags(t.source);
+      return known.open !== "" ? known : probedThinkingTags(t);
+    }
     case "default":
       return { open: "", close: "" };
   }

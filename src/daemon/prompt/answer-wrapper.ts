@@ -2,6 +2,7 @@
 // `<|START_RESPONSE|>…<|END_RESPONSE|>`, Command A's `<|START_TEXT|>…<|END_TEXT|>`, Solar's
 // `<|content|>`, Kimi K3's `<|open|>response<|sep|>`. They are markup, not the answer (Ollama's cohere parser drops them); a GGUF's
 // Jinja template is asked, once, whether it writes an answer so, by rendering one.
+import { SourceCache } from "./source-cache.js";
 import { thinkingTags } from "./thinking.js";
 import { renderPrompt, type PromptTemplate } from "./render.js";
 import { afterPrompt } from "./tool-dialect.js";
@@ -17,20 +18,13 @@ const PROBE_ANSWER = "zq_probe_answer";
  *  (Kimi K3's `<|open|>response<|sep|>`). */
 const TOKEN = /^(?:<\|[^<>|\s]{1,40}\|>[A-Za-z_]{1,40}<\|[^<>|\s]{1,40}\|>|<\|[^<>|\s]{1,40}\|>|<[A-Za-z_][\w:-]{0,40}>)/;
 
-const learned = new Map<string, readonly string[]>();
-const CACHE_MAX = 64;
+const learned = new SourceCache<readonly string[]>();
 
 /** The tokens around the model's answers that are not part of them (none for most models). */
 export function answerWrapper(t: PromptTemplate, parser?: string): readonly string[] {
   if (parser && Object.hasOwn(PARSER_WRAPPERS, parser)) return PARSER_WRAPPERS[parser]!;
   if (t.kind !== "jinja") return [];
-  let w = learned.get(t.source);
-  if (!w) {
-    w = learn(t);
-    if (learned.size >= CACHE_MAX) learned.delete(learned.keys().next().value as string);
-    learned.set(t.source, w);
-  }
-  return w;
+  return learned.get(t.source, () => learn(t));
 }
 
 function learn(t: Extract<PromptTemplate, { kind: "jinja" }>): readonly string[] {

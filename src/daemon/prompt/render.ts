@@ -9,6 +9,7 @@ import "./jinja-bounds.js";
 import { detectCapabilities, type JinjaCapabilities } from "./jinja-capabilities.js";
 import { polyfillMessages, type JinjaMessage } from "./jinja-polyfills.js";
 import { renderWithGlobals, TemplateRaised } from "./jinja-python.js";
+import { SourceCache } from "./source-cache.js";
 import { TEMPLATE_BUDGET_MAX_MS, TEMPLATE_BUDGET_MS, TEMPLATE_BUDGET_PER_ITEM_MS, withinBudget, type RenderLimits } from "./render-budget.js";
 
 export interface RenderMessage {
@@ -35,9 +36,8 @@ export type PromptTemplate =
   | { kind: "default" };
 
 // Request `template`s are parsed here too: the caches are bounded so distinct ones cannot grow them.
-const CACHE_MAX = 64;
-const goCache = new Map<string, OllamaTemplate>();
-const jinjaCache = new Map<string, JinjaTemplate>();
+const goCache = new SourceCache<OllamaTemplate>();
+const jinjaCache = new SourceCache<JinjaTemplate>();
 // Per parsed template, so per source while jinjaCache holds it.
 const capabilities = new WeakMap<JinjaTemplate, JinjaCapabilities>();
 
@@ -51,22 +51,14 @@ export function jinjaCapabilities(t: Extract<PromptTemplate, { kind: "jinja" }>)
   return caps;
 }
 
-function remember<T>(cache: Map<string, T>, key: string, value: T): void {
-  if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
-  cache.set(key, value);
-}
-
 export function goTemplate(source: string): OllamaTemplate {
-  let t = goCache.get(source);
-  if (!t) {
+  return goCache.get(source, () => {
     try {
-      t = withinBudget(() => OllamaTemplate.parse(source));
+      return withinBudget(() => OllamaTemplate.parse(source));
     } catch (err) {
       throw badRequest(`template error: ${(err as Error).message}`);
     }
-    remember(goCache, source, t);
-  }
-  return t;
+  });
 }
 
 /** Ollama's template for a model that has none (template.DefaultTemplate). */
@@ -75,18 +67,16 @@ export const DEFAULT_TEMPLATE = "{{ .Prompt }}";
 export function selectTemplate(go: string | undefined, jinja: string | undefined, bos: string, eos: string): PromptTemplate {
   if (go !== undefined && go !== "") return { kind: "go", source: go, template: goTemplate(go) };
   if (jinja) {
-    let t = jinjaCache.get(jinja);
-    if (!t) {
+    const t = jinjaCache.get(jinja, () => {
       try {
-        t = withinBudget(() => new JinjaTemplate(jinja));
+        return withinBudget(() => new JinjaTemplate(jinja));
       } catch (err) {
         // The model's own template: the client cannot fix it, but a request TEMPLATE can replace it.
         // The engine's own TypeErrors on malformed input say nothing to a user: only its syntax errors are quoted.
         const why = err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError ? "" : ` (${(err as Error).message})`;
         throw badRequest(`template error: the model's chat template does not parse${why}; give the model a TEMPLATE in its Modelfile`);
       }
-      remember(jinjaCache, jinja, t);
-    }
+    });
     return { kind: "jinja", source: jinja, template: t, bos, eos };
   }
   return { kind: "default" };

@@ -5,12 +5,12 @@
 // two token-word-token tags around the same word.
 import type { ThinkingTags } from "../../template/thinking-tags.js";
 import { renderPrompt, type PromptTemplate } from "./render.js";
+import { SourceCache } from "./source-cache.js";
 
 const PROBE_USER = "zq probe question";
 const PROBE_THOUGHT = "zq_probe_thought";
 const PROBE_ANSWER = "zq_probe_answer";
 const PROBE_MAX = 16 << 10;
-const CACHE_MAX = 64;
 const NONE: ThinkingTags = { open: "", close: "" };
 
 /** `<|open|>think<|sep|>`: a special token, a word, a special token. */
@@ -18,16 +18,10 @@ const WORD_TAG = String.raw`<\|[^<>|\s]{1,40}\|>([A-Za-z_]{1,40})<\|[^<>|\s]{1,4
 const OPEN = new RegExp(String.raw`(?:${WORD_TAG}|<([A-Za-z_][\w:.-]{0,40})>)\s*$`);
 const CLOSE = new RegExp(String.raw`^\s*(?:${WORD_TAG}|</([A-Za-z_][\w:.-]{0,40})>)`);
 
-const learned = new Map<string, ThinkingTags>();
+const learned = new SourceCache<ThinkingTags>();
 
 export function probedThinkingTags(t: Extract<PromptTemplate, { kind: "jinja" }>): ThinkingTags {
-  let tags = learned.get(t.source);
-  if (!tags) {
-    tags = probe(t);
-    if (learned.size >= CACHE_MAX) learned.delete(learned.keys().next().value as string);
-    learned.set(t.source, tags);
-  }
-  return tags;
+  return learned.get(t.source, () => probe(t));
 }
 
 function probe(t: PromptTemplate): ThinkingTags {

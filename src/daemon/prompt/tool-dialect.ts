@@ -8,6 +8,7 @@
 // reading of those found no call at all. A Modelfile PARSER naming one of Ollama's parsers picks
 // the syntax that parser reads.
 import { renderPrompt, type PromptTemplate } from "./render.js";
+import { SourceCache } from "./source-cache.js";
 import { toolCallTagFromTree } from "./tools.js";
 
 export type ToolDialect =
@@ -70,9 +71,8 @@ const PROBE_ARG = "zq_probe_arg";
 const PROBE_VALUE = "zq_probe_value";
 const PROBE_USER = "zq probe question";
 
-const CACHE_MAX = 64;
 const PROBE_MAX = 16 << 10;
-const learned = new Map<string, ToolDialect>();
+const learned = new SourceCache<ToolDialect>();
 
 /** The syntax of the model's tool calls: from its config's parser, else from its template. */
 export function toolDialect(template: PromptTemplate, parser?: string): ToolDialect {
@@ -84,15 +84,8 @@ export function toolDialect(template: PromptTemplate, parser?: string): ToolDial
       return { kind: "json", tag: toolCallTagFromTree(template.template.template.root) };
     case "default":
       return { kind: "json", tag: "{" };
-    case "jinja": {
-      let d = learned.get(template.source);
-      if (!d) {
-        d = learnDialect(template) ?? sourceGuess(template.source);
-        if (learned.size >= CACHE_MAX) learned.delete(learned.keys().next().value as string);
-        learned.set(template.source, d);
-      }
-      return d;
-    }
+    case "jinja":
+      return learned.get(template.source, () => learnDialect(template) ?? sourceGuess(template.source));
   }
 }
 

@@ -38,6 +38,8 @@ export function markupCallShape(dialect: Markup | Recipient, tools: readonly Sha
     case "python":
       // LFM2: <|tool_call_start|>[name(key=value, …)]<|tool_call_end|>
       return [text(start), text("["), calls, text("]"), text(start.includes("start") ? start.replace("start", "end") : "")];
+    case "xtml":
+      return [text(start), calls, text(`${dialect.close}tools${dialect.sep}`)];
   }
 }
 
@@ -88,7 +90,20 @@ function callOf(d: Markup, tool: ShapeTool): MarkupPiece[] {
       return [text(`call:${name}{`), members((k, v) => [text(`${k}:`), ...v], ","), text("}")];
     case "python":
       return [text(`${name}(`), members((k, v) => [text(`${k}=`), ...v], ", "), text(")")];
+    case "xtml": {
+      const { open, close, sep } = d;
+      return [
+        text(`${open}call tool="${escapeAttr(name)}" index="1"${sep}`),
+        members((k, v) => [text(`${open}argument key="${escapeAttr(k)}"`), ...v, text(`${close}argument${sep}`)]),
+        text(`${close}call${sep}`),
+      ];
+    }
   }
+}
+
+/** Kimi K3's attribute escaping. */
+function escapeAttr(v: string): string {
+  return v.replaceAll("&", "&amp;").replaceAll('"', "&quot;");
 }
 
 function paramsOf(tool: ShapeTool): Record<string, unknown> {
@@ -139,6 +154,13 @@ function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
     case "arg-pairs": {
       const close = d.unit.startsWith("<") ? `</${d.unit.slice(1)}` : "</tool_call>";
       return [raw ? rawValue([`</arg_value${d.suffix}>`, close]) : type === "boolean" ? bool : json];
+    }
+    case "xtml": {
+      // the type attribute says how the value reads: raw text, or JSON (the template's xtml_type)
+      if (raw) return [text(` type="string"${d.sep}`), rawValue([`${d.close}argument${d.sep}`, `${d.close}call${d.sep}`])];
+      const first: unknown = Array.isArray(type) ? type.find((t) => t !== "null") : type;
+      const named = first === "integer" ? "number" : typeof first === "string" ? first : "object";
+      return [text(` type="${named}"${d.sep}`), json];
     }
   }
 }

@@ -3,8 +3,8 @@
 // made-up tool is rendered through it and the text around the tool's name tells the syntax, the
 // way llama.cpp tells its chat formats apart. Models write calls in a dozen syntaxes (Qwen3-Coder's
 // `<function=…>` XML, GLM's arg_key/arg_value pairs, MiniMax's and DeepSeek's `invoke`,
-// Mistral's `name[ARGS]{…}`, Gemma 4's `call:name{…}`, LFM2's python lists, functionary's
-// addressed messages); a tag-then-JSON
+// Mistral's `name[ARGS]{…}`, Gemma 4's `call:name{…}`, LFM2's python lists, Kimi K3's XTML,
+// functionary's addressed messages); a tag-then-JSON
 // reading of those found no call at all. A Modelfile PARSER naming one of Ollama's parsers picks
 // the syntax that parser reads.
 import { renderPrompt, type PromptTemplate } from "./render.js";
@@ -31,6 +31,10 @@ export type ToolDialect =
   | { kind: "gemma4"; start: string }
   /** `[NAME(key="value")]` after a tag of its own (LFM2). */
   | { kind: "python"; start: string }
+  /** Kimi K3's XTML: `<|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument
+   *  key="KEY" type="string"<|sep|>value<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>`
+   *  (`start` is the tools section's opening). */
+  | { kind: "xtml"; start: string; open: string; close: string; sep: string }
   /** Every message is addressed (functionary v3.2): the generation prompt ends in `marker`, the
    *  model writes a recipient line, then `text` (the user: "all") gets prose and a tool gets its
    *  arguments as JSON; `marker` starts the next message. */
@@ -212,6 +216,13 @@ export function learnDialect(t: PromptTemplate): ToolDialect | undefined {
     // The name is a JSON string ("name": "…", or a key): calls are JSON, after whatever opens them.
     const tag = firstToken(before.slice(0, open).replace(/\[\s*$/, ""));
     return { kind: "json", tag: tag === "" ? "{" : tag };
+  }
+  // Kimi K3's XTML: elements opened and closed by tokens, attributes in quotes
+  const xtml = new RegExp(`(<\\|[^<>|\\s]{1,20}\\|>)call tool="${PROBE_TOOL}"[^<]*(<\\|[^<>|\\s]{1,20}\\|>)`).exec(s);
+  if (xtml) {
+    const [, open, sep] = xtml as unknown as [string, string, string];
+    const close = new RegExp(`(<\\|[^<>|\\s]{1,20}\\|>)call${escapeRegExp(sep)}`).exec(s.slice(xtml.index + xtml[0].length))?.[1];
+    if (close && close !== open) return { kind: "xtml", start: `${open}tools${sep}`, open, close, sep };
   }
   // The generation prompt ends in the call's own marker (functionary v3.2's `>>>`): the section
   // starts with the tool's name on a line of its own.

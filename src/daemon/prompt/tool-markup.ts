@@ -46,6 +46,8 @@ export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[])
       return new MarkupCallParser([dialect.start], readPython(schema.names), "]");
     case "named-json":
       return new MarkupCallParser([dialect.start], readNamedJson(schema.names), "}");
+    case "xtml":
+      return new MarkupCallParser([dialect.start, `${dialect.open}call tool="`], readXtml(dialect, schema), ">");
     case "recipient":
       return new RecipientParser(dialect.marker, dialect.text, schema.names);
   }
@@ -123,7 +125,7 @@ class RecipientParser implements ToolStreamParser {
       if (this.mode === "text" || this.mode === "after") {
         const at = this.buf.indexOf(this.marker);
         if (at !== -1) {
-          out.content += this.mode === "after" ? this.buf.slice(0, at).trim() : this.buf.slice(0, at);
+          out.content += this.mode === "after" ? this.buf.slice(0, at).trimStart() : this.buf.slice(0, at);
           this.buf = this.buf.slice(at + this.marker.length);
           this.mode = "recipient";
           continue;
@@ -392,6 +394,51 @@ function readInvoke(d: { ns: string; call: string; param: string }, schema: Tool
     }
     return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
   };
+}
+
+/** Kimi K3's XTML: `<|open|>call tool="NAME" index="1"<|sep|>` then `<|open|>argument key="KEY"
+ *  type="string"<|sep|>value<|close|>argument<|sep|>` each (a `type` other than string marks
+ *  JSON), or one `<|open|>json …<|sep|>{…}<|close|>json<|sep|>` with them all, then
+ *  `<|close|>call<|sep|>`; attribute values escape `&` and `"` as entities. */
+function readXtml(d: { open: string; close: string; sep: string }, schema: ToolSchemas): Reader {
+  const [open, close, sep] = [escapeRegExp(d.open), escapeRegExp(d.close), escapeRegExp(d.sep)];
+  const arg = new RegExp(`${open}argument key="([^"]*)"([^<]*?)${sep}([\\s\\S]*?)(?:${close}argument${sep}|$)`, "g");
+  const json = new RegExp(`${open}json[^<]*?${sep}([\\s\\S]*?)(?:${close}json${sep}|$)`);
+  return (s, final, from) => {
+    const u = unit(s, `${d.open}call tool="`, `${d.close}call${d.sep}`, final, from);
+    if (!u) return undefined;
+    const q = u.body.indexOf('"');
+    if (q === -1) return { calls: [], end: u.end };
+    const name = unescapeAttr(u.body.slice(0, q));
+    let args: Record<string, unknown> = {};
+    const whole = json.exec(u.body);
+    if (whole) {
+      try {
+        const v: unknown = parseJson(whole[1]!);
+        if (isObject(v)) args = v;
+      } catch {
+        // not JSON: no arguments
+      }
+    }
+    for (const m of u.body.matchAll(arg)) {
+      const key = unescapeAttr(m[1]!);
+      const type = /\btype="([^"]*)"/.exec(m[2]!)?.[1];
+      let v: unknown = type === "string" ? m[3]! : schema.value(name, key, m[3]!);
+      if (type !== undefined && type !== "string") {
+        try {
+          v = parseJson(m[3]!);
+        } catch {
+          // as text, typed by the schema
+        }
+      }
+      setArgument(args, key, v);
+    }
+    return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
+  };
+}
+
+function unescapeAttr(v: string): string {
+  return v.replaceAll("&quot;", '"').replaceAll("&amp;", "&");
 }
 
 /** Mistral, DeepSeek, Kimi, functionary: a tool's name, then its arguments as a JSON object. */

@@ -40,6 +40,12 @@ export function markupCallShape(dialect: Markup | Recipient, tools: readonly Sha
       return [text(start), text("["), calls, text("]"), text(start.includes("start") ? start.replace("start", "end") : "")];
     case "xtml":
       return [text(start), calls, text(`${dialect.close}tools${dialect.sep}`)];
+    case "elements": {
+      // MiniMax-M3: NS<tool_call>\nNS<invoke …>…NS</invoke>\nNS</tool_call>
+      const ns = dialect.ns;
+      if (start.startsWith(`${ns}<invoke`)) return [calls];
+      return [text(start), NL, calls, NL, text(`${ns}</${start.slice(ns.length + 1)}`)];
+    }
   }
 }
 
@@ -90,6 +96,10 @@ function callOf(d: Markup, tool: ShapeTool): MarkupPiece[] {
       return [text(`call:${name}{`), members((k, v) => [text(`${k}:`), ...v], ","), text("}")];
     case "python":
       return [text(`${name}(`), members((k, v) => [text(`${k}=`), ...v], ", "), text(")")];
+    case "elements": {
+      const ns = d.ns;
+      return [text(`${ns}<invoke name="${name}">`), members((k, v) => [text(`${ns}<${k}>`), ...v, text(`${ns}</${k}>`)]), text(`${ns}</invoke>`)];
+    }
     case "xtml": {
       const { open, close, sep } = d;
       return [
@@ -154,6 +164,12 @@ function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
     case "arg-pairs": {
       const close = d.unit.startsWith("<") ? `</${d.unit.slice(1)}` : "</tool_call>";
       return [raw ? rawValue([`</arg_value${d.suffix}>`, close]) : type === "boolean" ? bool : json];
+    }
+    case "elements": {
+      // a raw value ends at the separator before its closing tag; nested values as compact JSON,
+      // which the reader takes for an object or list parameter
+      if (raw) return [rawValue([d.ns])];
+      return [type === "boolean" ? { choice: [[text("true")], [text("false")]] } : json];
     }
     case "xtml": {
       // the type attribute says how the value reads: raw text, or JSON (the template's xtml_type)

@@ -4,7 +4,7 @@
 // way llama.cpp tells its chat formats apart. Models write calls in a dozen syntaxes (Qwen3-Coder's
 // `<function=…>` XML, GLM's arg_key/arg_value pairs, MiniMax's and DeepSeek's `invoke`,
 // Mistral's `name[ARGS]{…}`, Gemma 4's `call:name{…}`, LFM2's python lists, Kimi K3's XTML,
-// functionary's addressed messages); a tag-then-JSON
+// MiniMax-M3's elements, functionary's addressed messages); a tag-then-JSON
 // reading of those found no call at all. A Modelfile PARSER naming one of Ollama's parsers picks
 // the syntax that parser reads.
 import { renderPrompt, type PromptTemplate } from "./render.js";
@@ -31,6 +31,9 @@ export type ToolDialect =
   | { kind: "gemma4"; start: string }
   /** `[NAME(key="value")]` after a tag of its own (LFM2). */
   | { kind: "python"; start: string }
+  /** MiniMax-M3: `NS<invoke name="NAME">NS<KEY>value NS</KEY>NS</invoke>` with `ns` (`]<]minimax[>[`)
+   *  before every tag; objects as nested elements, lists as `<item>`s. */
+  | { kind: "elements"; start: string; ns: string }
   /** Kimi K3's XTML: `<|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument
    *  key="KEY" type="string"<|sep|>value<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>`
    *  (`start` is the tools section's opening). */
@@ -201,6 +204,16 @@ export function learnDialect(t: PromptTemplate): ToolDialect | undefined {
     const [, ns, call] = inv as unknown as [string, string, string];
     return { kind: "invoke", ns, call, param: param[1]!, start: lastToken(s.slice(0, inv.index)) || `<${ns}${call} name="` };
   }
+  // Parameters as elements of their own name, every tag after the same separator token
+  const element = s.indexOf(`<${PROBE_ARG}>`);
+  const end = s.indexOf("</invoke>");
+  if (inv && element !== -1 && end !== -1) {
+    const ns = commonSuffix(s.slice(0, inv.index), s.slice(0, end));
+    if (ns !== "" && s.startsWith(ns, element - ns.length)) {
+      const wrapper = new RegExp(`${escapeRegExp(ns)}<[^<>\\s]+>`).exec(s.slice(0, inv.index - ns.length))?.[0];
+      return { kind: "elements", start: wrapper ?? `${ns}<invoke name="`, ns };
+    }
+  }
   const key = new RegExp(`<arg_key([^>]*)>${PROBE_ARG}</arg_key\\1>`).exec(after);
   if (key) {
     const unit = lastToken(before) || "<tool_call>";
@@ -234,6 +247,13 @@ export function learnDialect(t: PromptTemplate): ToolDialect | undefined {
   const args = after.indexOf(`{"${PROBE_ARG}"`);
   if (args !== -1 && !after.slice(0, args).includes("\n\n")) return { kind: "named-json", start: firstToken(before) || PROBE_TOOL, head: namedHead(before, after) };
   return undefined; // a syntax not known here: the template's source decides, as before
+}
+
+/** The longest text both end with, within one line. */
+function commonSuffix(a: string, b: string): string {
+  let n = 0;
+  while (n < a.length && n < b.length && a[a.length - 1 - n] === b[b.length - 1 - n] && a[a.length - 1 - n] !== "\n") n++;
+  return a.slice(a.length - n);
 }
 
 /** The last `<…>` token of the text before a call's markup: its wrapper (`<minimax:tool_call>`). */

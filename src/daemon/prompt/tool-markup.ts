@@ -46,6 +46,8 @@ export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[])
       return new MarkupCallParser([dialect.start], readPython(schema.names), "]");
     case "named-json":
       return new MarkupCallParser([dialect.start], readNamedJson(schema.names), "}");
+    case "elements":
+      return new MarkupCallParser([dialect.start, `${dialect.ns}<invoke name="`], readElements(dialect.ns, schema), ">");
     case "xtml":
       return new MarkupCallParser([dialect.start, `${dialect.open}call tool="`], readXtml(dialect, schema), ">");
     case "recipient":
@@ -394,6 +396,73 @@ function readInvoke(d: { ns: string; call: string; param: string }, schema: Tool
     }
     return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
   };
+}
+
+/** MiniMax-M3: `NS<invoke name="NAME">NS<KEY>value NS</KEY>…NS</invoke>`, the separator token
+ *  `ns` before every tag; a value with elements in it is an object (a list when they are all
+ *  `<item>`s), its leaves numbers, booleans or text; a leaf parameter is typed by its schema. */
+function readElements(ns: string, schema: ToolSchemas): Reader {
+  return (s, final, from) => {
+    const u = unit(s, `${ns}<invoke name="`, `${ns}</invoke>`, final, from);
+    if (!u) return undefined;
+    const body = u.body.replaceAll(ns, "");
+    const q = body.indexOf('">');
+    if (q === -1) return { calls: [], end: u.end };
+    const name = body.slice(0, q);
+    const args: Record<string, unknown> = {};
+    for (const [key, inner] of elements(body.slice(q + 2))) {
+      const children = elements(inner);
+      setArgument(args, key, children.length === 0 ? schema.value(name, key, inner) : fromElements(children));
+    }
+    return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
+  };
+}
+
+/** The elements `<tag>…</tag>` one after another at the top of `s` (none: `s` is text). */
+function elements(s: string): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  let i = 0;
+  for (;;) {
+    while (i < s.length && /\s/.test(s[i]!)) i++;
+    if (i >= s.length) return out;
+    const m = /^<([A-Za-z_][\w.:-]{0,128})>/.exec(s.slice(i, i + 140));
+    if (!m) return [];
+    const tag = m[1]!;
+    const innerStart = i + m[0].length;
+    // the matching close: nested elements of the same name counted
+    let depth = 1;
+    let j = innerStart;
+    for (;;) {
+      const open = s.indexOf(`<${tag}>`, j);
+      const close = s.indexOf(`</${tag}>`, j);
+      if (close === -1) return [];
+      if (open !== -1 && open < close) {
+        depth++;
+        j = open + tag.length + 2;
+        continue;
+      }
+      if (--depth === 0) {
+        out.push([tag, s.slice(innerStart, close)]);
+        i = close + tag.length + 3;
+        break;
+      }
+      j = close + tag.length + 3;
+    }
+  }
+}
+
+function fromElements(children: Array<[string, string]>): unknown {
+  const value = (inner: string): unknown => {
+    const c = elements(inner);
+    if (c.length > 0) return fromElements(c);
+    const t = inner.trim();
+    if (t === "true" || t === "false") return t === "true";
+    return /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/.test(t) ? Number(t) : inner;
+  };
+  if (children.every(([tag]) => tag === "item")) return children.map(([, inner]) => value(inner));
+  const o: Record<string, unknown> = {};
+  for (const [tag, inner] of children) setArgument(o, tag, value(inner));
+  return o;
 }
 
 /** Kimi K3's XTML: `<|open|>call tool="NAME" index="1"<|sep|>` then `<|open|>argument key="KEY"

@@ -188,6 +188,13 @@ describe("tool calls in each template's own syntax", () => {
     const text = written(t, [call as (typeof CALLS)[number]])!;
     expect(text).toContain("]<]minimax[>[<opts>]<]minimax[>[<units>metric]<]minimax[>[</units>");
     expect(readBack(toolDialect(t), text).calls.map((c) => [c.function.name, c.function.arguments])).toEqual([[call.name, call.arguments]]);
+    // nesting a model writes 20,000 deep: read to a bound, the rest kept as text, no stack overflow
+    const ns = "]<]minimax[>[";
+    const deep = `${ns}<tool_call>\n${ns}<invoke name="get_weather">${ns}<city>${`${ns}<a>`.repeat(20_000)}x${`${ns}</a>`.repeat(20_000)}${ns}</city>${ns}</invoke>\n${ns}</tool_call>`;
+    const [got] = readBack(toolDialect(t), deep).calls;
+    let depth = 0;
+    for (let v: unknown = got!.function.arguments.city; typeof v === "object" && v !== null; v = (v as { a: unknown }).a) depth++;
+    expect(depth).toBe(64);
   });
 
   it("what a parser reads does not depend on where the stream splits the text", () => {

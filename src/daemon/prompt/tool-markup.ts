@@ -34,11 +34,11 @@ export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[])
     case "json":
       return new ToolCallParser(dialect.tag, tools);
     case "xml-function":
-      return new MarkupCallParser([dialect.start, "<function="], readXmlFunction(schema), ">");
+      return new MarkupCallParser([dialect.start, "<function="], readXmlFunction(schema), "</function>");
     case "arg-pairs":
-      return new MarkupCallParser([dialect.start, dialect.unit], readArgPairs(dialect.unit, dialect.suffix, schema), ">");
+      return new MarkupCallParser([dialect.start, dialect.unit], readArgPairs(dialect.unit, dialect.suffix, schema), pairsClose(dialect.unit));
     case "invoke":
-      return new MarkupCallParser([dialect.start, `<${dialect.ns}${dialect.call} name="`], readInvoke(dialect, schema), ">");
+      return new MarkupCallParser([dialect.start, `<${dialect.ns}${dialect.call} name="`], readInvoke(dialect, schema), `</${dialect.ns}${dialect.call}>`);
     case "gemma4":
       // only its own tag starts a call section, as in Ollama's gemma4 parser: "call:" is also prose
       return new MarkupCallParser([dialect.start], readGemma4(), "}");
@@ -47,9 +47,9 @@ export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[])
     case "named-json":
       return new MarkupCallParser([dialect.start], readNamedJson(schema.names), "}");
     case "elements":
-      return new MarkupCallParser([dialect.start, `${dialect.ns}<invoke name="`], readElements(dialect.ns, schema), ">");
+      return new MarkupCallParser([dialect.start, `${dialect.ns}<invoke name="`], readElements(dialect.ns, schema), `${dialect.ns}</invoke>`);
     case "xtml":
-      return new MarkupCallParser([dialect.start, `${dialect.open}call tool="`], readXtml(dialect, schema), ">");
+      return new MarkupCallParser([dialect.start, `${dialect.open}call tool="`], readXtml(dialect, schema), `${dialect.close}call${dialect.sep}`);
     case "recipient":
       return new RecipientParser(dialect.marker, dialect.text, schema.names);
   }
@@ -179,11 +179,14 @@ class MarkupCallParser implements ToolStreamParser {
   private n = 0;
   /** How much of `buf` was searched for a closing tag without finding one. */
   private searched = 0;
+  /** The last characters seen, that may begin the closing tag. */
+  private tail = "";
 
   constructor(
     private readonly starts: readonly string[],
     private readonly read: Reader,
-    /** A unit can only close on a piece holding this character: others are not read again. */
+    /** A unit can only close on a piece holding this character, or ends with this tag: others are
+     *  not read again. */
     private readonly closer: string,
   ) {}
 
@@ -198,8 +201,9 @@ class MarkupCallParser implements ToolStreamParser {
       return out;
     }
     this.buf += text;
-    if (this.mode === "looking" && !this.look(out)) return out;
-    if (this.mode === "calls" && (text.includes(this.closer) || this.buf.length === text.length)) this.take(out, false);
+    const entered = this.mode === "looking";
+    if (entered && !this.look(out)) return out;
+    if (this.mode === "calls" && this.mayClose(entered ? this.buf : text)) this.take(out, false);
     return out;
   }
 
@@ -212,6 +216,19 @@ class MarkupCallParser implements ToolStreamParser {
     this.raw = this.buf = "";
     this.mode = "done";
     return out;
+  }
+
+  /**
+   * Whether a unit may have closed with `text`: it holds the closing character, or the closing
+   * tag, also across the previous piece. Only then is the buffer read: reading it flattens the
+   * string it was appended to, a copy of all of it, so a long call read on every piece (MiniMax-M3's
+   * separator ends in `>`) took the square of its length: 27 s for 280 KB in 3-character pieces.
+   */
+  private mayClose(text: string): boolean {
+    if (this.closer.length === 1) return text.includes(this.closer);
+    const window = this.tail + text;
+    this.tail = window.slice(-(this.closer.length - 1));
+    return window.includes(this.closer);
   }
 
   /** Finds the section's start; until then the text is content, less what might begin a start tag. */
@@ -350,8 +367,12 @@ function readXmlFunction(schema: ToolSchemas): Reader {
 
 /** GLM: `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>` (the
  *  tags with `suffix` before their `>`: Hunyuan's `<arg_key:opensource>`). */
+function pairsClose(open: string): string {
+  return open.startsWith("<") ? `</${open.slice(1)}` : "</tool_call>";
+}
+
 function readArgPairs(open: string, suffix: string, schema: ToolSchemas): Reader {
-  const close = open.startsWith("<") ? `</${open.slice(1)}` : "</tool_call>";
+  const close = pairsClose(open);
   const sfx = escapeRegExp(suffix);
   const pair = new RegExp(`<arg_key${sfx}>([\\s\\S]*?)</arg_key${sfx}>\\s*<arg_value${sfx}>([\\s\\S]*?)(?:</arg_value${sfx}>|$)`, "g");
   const firstKey = `<arg_key${suffix}>`;
@@ -412,7 +433,7 @@ function readElements(ns: string, schema: ToolSchemas): Reader {
     const args: Record<string, unknown> = {};
     for (const [key, inner] of elements(body.slice(q + 2))) {
       const children = elements(inner);
-      setArgument(args, key, children.length === 0 ? schema.value(name, key, inner) : fromElements(children));
+      setArgument(args, key, children.length === 0 ? schema.value(name, key, inner) : fromElements(children, 1));
     }
     return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
   };
@@ -429,32 +450,25 @@ function elements(s: string): Array<[string, string]> {
     if (!m) return [];
     const tag = m[1]!;
     const innerStart = i + m[0].length;
-    // the matching close: nested elements of the same name counted
+    // the matching close, nested elements of the same name counted, in one pass over the text
+    const marks = new RegExp(`<(/?)${escapeRegExp(tag)}>`, "g");
+    marks.lastIndex = innerStart;
     let depth = 1;
-    let j = innerStart;
-    for (;;) {
-      const open = s.indexOf(`<${tag}>`, j);
-      const close = s.indexOf(`</${tag}>`, j);
-      if (close === -1) return [];
-      if (open !== -1 && open < close) {
-        depth++;
-        j = open + tag.length + 2;
-        continue;
-      }
-      if (--depth === 0) {
-        out.push([tag, s.slice(innerStart, close)]);
-        i = close + tag.length + 3;
-        break;
-      }
-      j = close + tag.length + 3;
-    }
+    let mark: RegExpExecArray | null;
+    while ((mark = marks.exec(s)) && (mark[1] === "" ? ++depth : --depth) > 0);
+    if (!mark) return [];
+    out.push([tag, s.slice(innerStart, mark.index)]);
+    i = mark.index + mark[0].length;
   }
 }
 
-function fromElements(children: Array<[string, string]>): unknown {
+/** Nesting deeper than this stays text (a model's output cannot recurse the reader to a stack overflow). */
+const MAX_ELEMENT_DEPTH = 64;
+
+function fromElements(children: Array<[string, string]>, depth: number): unknown {
   const value = (inner: string): unknown => {
-    const c = elements(inner);
-    if (c.length > 0) return fromElements(c);
+    const c = depth < MAX_ELEMENT_DEPTH ? elements(inner) : [];
+    if (c.length > 0) return fromElements(c, depth + 1);
     const t = inner.trim();
     if (t === "true" || t === "false") return t === "true";
     return /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/.test(t) ? Number(t) : inner;

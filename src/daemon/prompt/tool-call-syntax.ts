@@ -20,10 +20,11 @@ export interface BraceScan {
 export const braceScan = (start: number): BraceScan => ({ at: start, depth: 0, quote: "", escaped: false });
 
 /** Goes on with `scan` over `s`: the index of the brace that closes the one it started at, or -1
- *  with `scan` left at the end of `s`. */
-export function resumeBrace(s: string, scan: BraceScan, open = "{", close = "}", quotes = '"'): number {
+ *  with `scan` left at the end of `s`. `s` may be the end of the text only, from index `base` on
+ *  (at or before `scan.at`), so that a long text is not read again; indices stay the whole text's. */
+export function resumeBrace(s: string, scan: BraceScan, open = "{", close = "}", quotes = '"', base = 0): number {
   let { depth, quote, escaped } = scan;
-  let i = scan.at;
+  let i = scan.at - base;
   let found = -1;
   for (; i < s.length; i++) {
     const c = s[i]!;
@@ -43,8 +44,8 @@ export function resumeBrace(s: string, scan: BraceScan, open = "{", close = "}",
       }
     }
   }
-  Object.assign(scan, { at: i, depth, quote, escaped });
-  return found;
+  Object.assign(scan, { at: base + i, depth, quote, escaped });
+  return found === -1 ? -1 : base + found;
 }
 
 /** Index of the `}` closing the object that starts at `start` (string/escape aware), or -1. */

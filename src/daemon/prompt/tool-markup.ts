@@ -24,8 +24,19 @@ interface ParsedCall {
 
 /** The next whole call (or list of calls) in a call section, and where it ends; undefined while
  *  none is whole (with `final`, what is there is read as it stands). A closing tag can only start
- *  at or after `from` (the text before was searched already). */
-type Reader = (s: string, final: boolean, from: number) => { calls: ParsedCall[]; end: number } | undefined;
+ *  at or after `from` (the text before was searched already). `recent` is the end of `s` from
+ *  `recent.base` on, built apart: a scan that goes on from there reads it instead of `s`, which
+ *  is appended to piece by piece and would be copied whole by the read. */
+type Reader = (s: string, final: boolean, from: number, recent: Recent) => { calls: ParsedCall[]; end: number } | undefined;
+interface Recent {
+  text: string;
+  base: number;
+}
+
+/** The text a scan at `at` goes on over: `recent` when it reaches back that far, else all of `s`. */
+function scanText(s: string, at: number, recent: Recent): Recent {
+  return at >= recent.base ? recent : { text: s, base: 0 };
+}
 
 /** The reader of a model's tool calls, for the syntax its template shows. */
 export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[]): ToolStreamParser {
@@ -73,6 +84,8 @@ class RecipientParser implements ToolStreamParser {
   private buf = "";
   private n = 0;
   private call: { name: string; line: string; start: number; scan: BraceScan | undefined } | undefined;
+  /** The text the last add appended, and its index in the buffer. */
+  private fresh: Recent = { text: "", base: Infinity };
 
   constructor(
     private readonly marker: string,
@@ -87,8 +100,15 @@ class RecipientParser implements ToolStreamParser {
   add(text: string): ToolStep {
     const out: ToolStep = { calls: [], content: "" };
     this.buf += text;
+    this.fresh = { text, base: this.buf.length - text.length };
     this.step(out, false);
     return out;
+  }
+
+  /** The buffer replaced: the fresh text no longer sits at its old index. */
+  private setBuf(v: string): void {
+    this.buf = v;
+    this.fresh = { text: "", base: Infinity };
   }
 
   flush(): ToolStep {
@@ -115,11 +135,11 @@ class RecipientParser implements ToolStreamParser {
         }
         const name = this.buf.slice(0, nl);
         if (name === this.text) {
-          this.buf = this.buf.slice(nl + 1);
+          this.setBuf(this.buf.slice(nl + 1));
           this.mode = "text";
         } else if (this.names.has(name)) {
           this.call = { name, line: this.buf.slice(0, nl + 1), start: 0, scan: undefined };
-          this.buf = this.buf.slice(nl + 1);
+          this.setBuf(this.buf.slice(nl + 1));
           this.mode = "call";
         } else this.mode = "text";
         continue;
@@ -128,7 +148,7 @@ class RecipientParser implements ToolStreamParser {
         const at = this.buf.indexOf(this.marker);
         if (at !== -1) {
           out.content += this.mode === "after" ? this.buf.slice(0, at).trimStart() : this.buf.slice(0, at);
-          this.buf = this.buf.slice(at + this.marker.length);
+          this.setBuf(this.buf.slice(at + this.marker.length));
           this.mode = "recipient";
           continue;
         }
@@ -136,7 +156,7 @@ class RecipientParser implements ToolStreamParser {
         const sent = this.buf.slice(0, this.buf.length - keep);
         out.content += this.mode === "after" ? sent.trimStart() : sent;
         if (this.mode === "after" && sent.trim() !== "") this.mode = "text";
-        this.buf = this.buf.slice(this.buf.length - keep);
+        this.setBuf(this.buf.slice(this.buf.length - keep));
         return;
       }
       // a call: its arguments' braces
@@ -146,7 +166,7 @@ class RecipientParser implements ToolStreamParser {
         if (open === -1) return;
         if (this.buf[open] !== "{") {
           // no arguments follow: the line was prose after all
-          this.buf = c.line + this.buf;
+          this.setBuf(c.line + this.buf);
           this.call = undefined;
           this.mode = "text";
           continue;
@@ -154,7 +174,9 @@ class RecipientParser implements ToolStreamParser {
         c.start = open;
         c.scan = braceScan(open);
       }
-      const close = resumeBrace(this.buf, c.scan);
+      // only the new text is scanned: reading the whole buffer would copy it on every piece
+      const t = c.scan.at >= this.fresh.base ? this.fresh : { text: this.buf, base: 0 };
+      const close = resumeBrace(t.text, c.scan, "{", "}", '"', t.base);
       if (close === -1) return;
       let args: unknown;
       try {
@@ -164,7 +186,7 @@ class RecipientParser implements ToolStreamParser {
       }
       if (isObject(args)) out.calls.push({ id: toolCallId(), function: { index: this.n++, name: c.name, arguments: args } });
       else out.content += c.line + this.buf.slice(0, close + 1);
-      this.buf = this.buf.slice(close + 1);
+      this.setBuf(this.buf.slice(close + 1));
       this.call = undefined;
       this.mode = "after";
     }
@@ -181,6 +203,9 @@ class MarkupCallParser implements ToolStreamParser {
   private searched = 0;
   /** The last characters seen, that may begin the closing tag. */
   private tail = "";
+  /** The text added since the buffer was last read, and the few characters before it. */
+  private unread = "";
+  private carry = "";
 
   constructor(
     private readonly starts: readonly string[],
@@ -203,7 +228,10 @@ class MarkupCallParser implements ToolStreamParser {
     this.buf += text;
     const entered = this.mode === "looking";
     if (entered && !this.look(out)) return out;
-    if (this.mode === "calls" && this.mayClose(entered ? this.buf : text)) this.take(out, false);
+    if (this.mode !== "calls") return out;
+    this.unread = entered ? "" : this.unread + text;
+    if (entered) this.carry = "";
+    if (this.mayClose(entered ? this.buf : text)) this.take(out, false);
     return out;
   }
 
@@ -261,9 +289,14 @@ class MarkupCallParser implements ToolStreamParser {
   }
 
   private take(out: ToolStep, final: boolean): void {
+    const text = this.carry + this.unread;
+    let recent: Recent = { text, base: this.buf.length - text.length };
+    // a scan may wait a few characters back (a `<|"|>` cut off at the end)
+    this.carry = text.slice(-8);
+    this.unread = "";
     for (;;) {
       // a closing tag may have begun in the text searched before (none is longer than 32)
-      const r = this.read(this.buf, final, Math.max(0, this.searched - 32));
+      const r = this.read(this.buf, final, Math.max(0, this.searched - 32), recent);
       if (!r) {
         this.searched = this.buf.length;
         return;
@@ -272,6 +305,8 @@ class MarkupCallParser implements ToolStreamParser {
       for (const c of r.calls) out.calls.push({ id: toolCallId(), function: { index: this.n++, name: c.name, arguments: c.arguments } });
       this.raw += this.buf.slice(0, r.end);
       this.buf = this.buf.slice(r.end);
+      this.carry = this.buf.slice(-8);
+      recent = { text: "", base: this.buf.length };
       if (r.end === 0) return;
     }
   }
@@ -531,7 +566,7 @@ function readNamedJson(names: ReadonlySet<string>): Reader {
   // The arguments being read: their scan resumes where it stopped, so long arguments streamed
   // token by token (a file written through a tool) are scanned once.
   let open: { name: string; start: number; scan: BraceScan } | undefined;
-  return (s, final) => {
+  return (s, final, _from, recent) => {
     if (!open) {
       const m = name?.exec(s);
       if (!m) return undefined;
@@ -542,7 +577,8 @@ function readNamedJson(names: ReadonlySet<string>): Reader {
       open = { name: m[0], start: brace, scan: braceScan(brace) };
     }
     const start = open.start;
-    const close = resumeBrace(s, open.scan);
+    const t = scanText(s, open.scan.at, recent);
+    const close = resumeBrace(t.text, open.scan, "{", "}", '"', t.base);
     if (close === -1) {
       if (!final) return undefined;
       open = undefined;
@@ -563,14 +599,15 @@ function readNamedJson(names: ReadonlySet<string>): Reader {
 /** LFM2: `[NAME(key="value"), …]` after the call tag. */
 function readPython(names: ReadonlySet<string>): Reader {
   let open: { start: number; scan: BraceScan } | undefined;
-  return (s, final) => {
+  return (s, final, _from, recent) => {
     if (!open) {
       const bracket = s.indexOf("[", 1);
       if (bracket === -1) return undefined;
       open = { start: bracket, scan: braceScan(bracket) };
     }
     const start = open.start;
-    const close = resumeBrace(s, open.scan, "[", "]", "\"'");
+    const t = scanText(s, open.scan.at, recent);
+    const close = resumeBrace(t.text, open.scan, "[", "]", "\"'", t.base);
     if (close === -1) {
       if (!final) return undefined;
       open = undefined;
@@ -586,7 +623,7 @@ const GEMMA_QUOTE = '<|"|>';
 /** Gemma 4: `call:NAME{key:<|"|>text<|"|>,n:1,list:[…]}`: bare keys, strings between `<|"|>`. */
 function readGemma4(): Reader {
   let open: { name: string; start: number; scan: GemmaScan } | undefined;
-  return (s, final) => {
+  return (s, final, _from, recent) => {
     if (!open) {
       const m = /call:([^{\s]{1,128})\{/.exec(s);
       if (!m) return undefined;
@@ -594,7 +631,8 @@ function readGemma4(): Reader {
       open = { name: m[1]!, start, scan: { at: start, depth: 0, quote: "", escaped: false } };
     }
     const { name, start } = open;
-    const close = resumeGemma(s, open.scan);
+    const t = scanText(s, open.scan.at, recent);
+    const close = resumeGemma(t.text, open.scan, t.base);
     if (close === -1) {
       if (!final) return undefined;
       open = undefined;
@@ -621,8 +659,16 @@ interface GemmaScan {
 }
 
 /** Goes on with `scan` over `s`: the index of the bracket closing the object it started at, or -1
- *  with `scan` left where it must look again (before a `<|"|>` cut off at the end). */
-function resumeGemma(s: string, scan: GemmaScan): number {
+ *  with `scan` left where it must look again (before a `<|"|>` cut off at the end). `s` may be the
+ *  end of the text from index `base` on, as for resumeBrace. */
+function resumeGemma(s: string, scan: GemmaScan, base = 0): number {
+  scan.at -= base;
+  const i = resumeGemmaRelative(s, scan);
+  scan.at += base;
+  return i === -1 ? -1 : base + i;
+}
+
+function resumeGemmaRelative(s: string, scan: GemmaScan): number {
   let i = scan.at;
   while (i < s.length) {
     if (scan.quote === "g") {

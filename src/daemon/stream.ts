@@ -4,7 +4,7 @@
 // does once the 200 status has been sent.
 //
 // Events come in batches (batches.ts: all that was ready at once, such as the tokens of one
-// upstream read), and each batch's lines go out in one write, never waiting for more.
+// upstream read); each line goes out in a write of its own, a millisecond apart at most (PACE_MS).
 //
 // Under @hono/node-server the events are written straight to the Node response: headers go out
 // with the first batch in one write, and each batch is one write, without a web stream and
@@ -25,6 +25,8 @@ export interface StreamFormat {
   event(value: object): string;
   /** Written after the last event (SSE's [DONE]); not after an error. */
   end?: string;
+  /** The stream's final event (NDJSON's `done: true` line). */
+  isFinal?(value: object): boolean;
   error(err: unknown): string;
 }
 
@@ -32,29 +34,30 @@ const NDJSON: StreamFormat = {
   contentType: "application/x-ndjson",
   event: (value) => JSON.stringify(value) + "\n",
   error: (err) => JSON.stringify({ error: errorMessage(err) }) + "\n",
+  isFinal: (value) => (value as { done?: unknown }).done === true,
 };
 
 const encoder = new TextEncoder();
 
 /**
- * A stream's lines that come faster than one per this many ms are written together. A write to
- * a socket costs the daemon ~100-200 µs on a small VM (the syscall, and waking the client), so a
- * stream at thousands of tokens a second (a small model on a fast engine) spent half a core on
- * writes alone; grouping what comes within 1 ms halves that, and no person or program notices a
- * token 1 ms late. A stream at reading speed never waits: its tokens are tens of ms apart.
+ * A stream's lines go out one write each, at most one per this many ms. Clients take every piece a
+ * read gives for one JSON line (genkitx-ollama parses each as JSON), so two lines in one read
+ * failed their streams: all of them on a fast small model, and one in five on a 1B one, where
+ * the last token and the final line came together. Ollama writes and flushes line by line; a
+ * line a millisecond is far above reading speed (tokens are tens of ms apart) and caps only a
+ * toy model's stream, at ~1,000 lines a second.
  */
-const COALESCE_MS = 1;
+const PACE_MS = 1;
+/** The final line waits longer after the one before: it follows the last token at once, and the
+ *  two read together were the 1B model's failures. */
+const FINAL_PACE_MS = 3;
+/** Lines that may wait their turn before the producer is held back. */
+const PACED_MAX = 64;
 
 export function ndjsonResponse(c: Context, batches: Batches<object>, onCancel: () => void): Promise<Response> {
   return streamResponse(c, batches, onCancel, NDJSON);
 }
 
-/** A batch's events as one string (one write). */
-function encodeBatch(format: StreamFormat, batch: readonly object[]): string {
-  let s = "";
-  for (const v of batch) s += format.event(v);
-  return s;
-}
 
 export async function streamResponse(c: Context, batches: Batches<object>, onCancel: () => void, format: StreamFormat): Promise<Response> {
   const it = batches[Symbol.asyncIterator]();
@@ -80,7 +83,7 @@ export async function streamResponse(c: Context, batches: Batches<object>, onCan
       try {
         const { value, done } = await it.next();
         if (!done) {
-          controller.enqueue(encoder.encode(encodeBatch(format, value)));
+          for (const v of value) controller.enqueue(encoder.encode(format.event(v)));
           return;
         }
         if (format.end) controller.enqueue(encoder.encode(format.end));
@@ -120,46 +123,73 @@ function writeToNode(res: ServerResponse, headers: Record<string, string>, it: A
     });
   let started!: () => void;
   const first = new Promise<void>((resolve) => (started = resolve));
-  // Lines that come within COALESCE_MS of the last write wait for the rest of that interval and
-  // go out together (see COALESCE_MS); the first line, and any after a pause, go out at once.
-  let pending = "";
+  // Each line is a write of its own, at most one per PACE_MS (see PACE_MS); the first line, and
+  // any after a pause, go out at once.
+  const pending: string[] = [];
+  let last = false; // the final line is the last of `pending`
   let lastWrite = -Infinity;
   let timer: NodeJS.Timeout | null = null;
-  const flush = () => {
-    if (timer) clearTimeout(timer);
+  let emptied: (() => void) | null = null;
+  const pump = () => {
     timer = null;
-    if (pending === "" || gone) return;
-    const text = pending;
-    pending = "";
-    res.write(text);
-    // The interval starts once the write is done: lines that came while it ran wait for the next.
-    lastWrite = performance.now();
+    if (gone) {
+      pending.length = 0;
+    } else if (pending.length > 0) {
+      const wait = (last && pending.length === 1 ? FINAL_PACE_MS : PACE_MS) - (performance.now() - lastWrite);
+      if (wait > 0) {
+        timer = setTimeout(pump, wait);
+        return;
+      }
+      res.write(pending.shift()!);
+      lastWrite = performance.now();
+      if (pending.length > 0) {
+        timer = setTimeout(pump, last && pending.length === 1 ? FINAL_PACE_MS : PACE_MS);
+        return;
+      }
+    }
+    emptied?.();
   };
+  const send = (lines: string[]) => {
+    pending.push(...lines);
+    if (!timer) pump();
+  };
+  /** Resolves once fewer than `most` lines wait (the producer waits on a client that reads slowly). */
+  const below = (most: number) =>
+    pending.length < most || gone
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          emptied = () => {
+            if (pending.length >= most && !gone) return;
+            emptied = null;
+            resolve();
+          };
+        });
   void (async () => {
     try {
       for (;;) {
         const { value, done } = await it.next();
         if (gone) return;
         if (done) {
-          pending += format.end ?? ""; // with what is still waiting, in one write
-          flush();
+          if (format.end) {
+            last = true;
+            send([format.end]);
+          }
           break;
         }
         if (value.length === 0) continue;
-        pending += encodeBatch(format, value);
-        const since = performance.now() - lastWrite;
-        if (since >= COALESCE_MS) flush();
-        else timer ??= setTimeout(flush, COALESCE_MS - since);
+        if (format.isFinal && value.some((v) => format.isFinal!(v))) last = true;
+        send(value.map((v) => format.event(v)));
         started();
+        await below(PACED_MAX);
         if (res.writableNeedDrain) await drained();
         if (gone) return;
       }
     } catch (err) {
       if (gone) return;
-      pending += format.error(err);
-      flush();
+      send([format.error(err)]);
     }
-    res.end();
+    await below(1);
+    if (!gone) res.end();
   })().finally(() => {
     if (timer) clearTimeout(timer);
     started();

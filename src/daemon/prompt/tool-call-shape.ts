@@ -7,7 +7,7 @@
 // closing tag (in Gemma 4's quotes; a literal in python), a boolean as either spelling, anything
 // else as compact JSON that fits the parameter's schema.
 import type { MarkupPiece } from "../../backends/backend.js";
-import type { ToolDialect } from "./tool-dialect.js";
+import { pairsClose, type ToolDialect } from "./tool-dialect.js";
 
 type Markup = Exclude<ToolDialect, { kind: "json" | "named-json" | "recipient" }>;
 type Recipient = Extract<ToolDialect, { kind: "recipient" }>;
@@ -74,7 +74,7 @@ function callOf(d: Markup, tool: ShapeTool): MarkupPiece[] {
       ];
     case "arg-pairs": {
       const s = d.suffix;
-      const close = d.unit.startsWith("<") ? `</${d.unit.slice(1)}` : "</tool_call>";
+      const close = pairsClose(d.unit);
       return [
         text(`${d.unit}${name}`),
         ...(s === "" ? [] : [optional(text(`<tool_sep${s}>`))]),
@@ -162,7 +162,7 @@ function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
     case "xml-function":
       return [raw ? rawValue(["</parameter>", "<parameter=", "</function>"]) : type === "boolean" ? bool : json];
     case "arg-pairs": {
-      const close = d.unit.startsWith("<") ? `</${d.unit.slice(1)}` : "</tool_call>";
+      const close = pairsClose(d.unit);
       return [raw ? rawValue([`</arg_value${d.suffix}>`, close]) : type === "boolean" ? bool : json];
     }
     case "elements": {

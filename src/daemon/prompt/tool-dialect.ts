@@ -43,6 +43,11 @@ export type ToolDialect =
    *  arguments as JSON; `marker` starts the next message. */
   | { kind: "recipient"; marker: string; text: string };
 
+/** The tag that closes an arg-pairs call opened by `unit` (`<tool_call>` → `</tool_call>`). */
+export function pairsClose(unit: string): string {
+  return unit.startsWith("<") ? `</${unit.slice(1)}` : "</tool_call>";
+}
+
 /** Stands for the tool's name in a learned `head`. */
 export const NAME_MARK = "\u0000NAME\u0000";
 

@@ -4,7 +4,7 @@
 // markup closes, its values typed by the tool's parameter schema as Ollama types them.
 import { parseJson } from "../bounded-json.js";
 import { braceScan, isObject, parsePythonCalls, resumeBrace, setArgument, type BraceScan } from "./tool-call-syntax.js";
-import type { ToolDialect } from "./tool-dialect.js";
+import { pairsClose, type ToolDialect } from "./tool-dialect.js";
 import { ToolCallParser, toolCallId, type ToolStep } from "./tools.js";
 
 export interface ToolStreamParser {
@@ -402,10 +402,6 @@ function readXmlFunction(schema: ToolSchemas): Reader {
 
 /** GLM: `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>` (the
  *  tags with `suffix` before their `>`: Hunyuan's `<arg_key:opensource>`). */
-function pairsClose(open: string): string {
-  return open.startsWith("<") ? `</${open.slice(1)}` : "</tool_call>";
-}
-
 function readArgPairs(open: string, suffix: string, schema: ToolSchemas): Reader {
   const close = pairsClose(open);
   const sfx = escapeRegExp(suffix);

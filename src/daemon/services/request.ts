@@ -32,16 +32,15 @@ function admit(deps: Deps, spec: ModelSpec): void {
 }
 
 /** `format` compiled by the model's backend: a schema its engine cannot honour is a 400 now.
- *  With `bestEffort` (tool_choice's call, which the client did not write), a format the engine
- *  has no way to enforce leaves the model to choose, as "auto" does. */
-export async function compileFormat(deps: Deps, spec: ModelSpec, format: StructuredOutput | undefined, bestEffort = false): Promise<CompiledFormat | undefined> {
+ *  `forToolChoice`: the format is tool_choice's call, which the client did not write, and its 400
+ *  says so. */
+export async function compileFormat(deps: Deps, spec: ModelSpec, format: StructuredOutput | undefined, forToolChoice = false): Promise<CompiledFormat | undefined> {
   if (!format) return undefined;
   try {
     return await deps.scheduler.backendFor(spec).compileFormat(format);
   } catch (err) {
-    if (bestEffort && err instanceof EngineError && err.code === "unsupported") return undefined;
     // the client wrote no format: say what of theirs could not be made a grammar
-    if (bestEffort && err instanceof EngineError && err.code === "invalid_schema") {
+    if (forToolChoice && err instanceof EngineError && err.code === "invalid_schema") {
       throw badRequest(`tool_choice cannot make the answer a call of the offered tools: ${err.message.replace(INVALID_SCHEMA_PREFIX, "")}`);
     }
     throw toApiError(err);

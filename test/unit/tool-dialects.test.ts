@@ -121,12 +121,13 @@ describe("tool calls in each template's own syntax", () => {
   it("knows each family's syntax", () => {
     const kind = (f: string) => results.find((r) => r.f === f)!.dialect;
     expect(kind("Qwen3-Coder.jinja")).toEqual({ kind: "xml-function", start: "<tool_call>" });
+    expect(kind("ByteDance-Seed-OSS.jinja")).toEqual({ kind: "xml-function", start: "<seed:tool_call>", exact: true });
     expect(kind("Qwen-Qwen2.5-7B-Instruct.jinja")).toEqual({ kind: "json", tag: "<tool_call>" });
     expect(kind("meta-llama-Llama-3.1-8B-Instruct.jinja")).toEqual({ kind: "json", tag: "{" });
-    expect(kind("GLM-4.6.jinja")).toEqual({ kind: "arg-pairs", start: "<tool_call>", unit: "<tool_call>", suffix: "" });
-    expect(kind("tencent-Hy3.jinja")).toEqual({ kind: "arg-pairs", start: "<tool_calls:opensource>", unit: "<tool_call:opensource>", suffix: ":opensource" });
-    expect(kind("MiniMax-M2.jinja")).toEqual({ kind: "invoke", ns: "", call: "invoke", param: "parameter", start: "<minimax:tool_call>" });
-    expect(kind("openbmb-MiniCPM5-1B.jinja")).toEqual({ kind: "invoke", ns: "", call: "function", param: "param", start: '<function name="' });
+    expect(kind("GLM-4.6.jinja")).toEqual({ kind: "arg-pairs", start: "<tool_call>", unit: "<tool_call>", suffix: "", exact: true });
+    expect(kind("tencent-Hy3.jinja")).toEqual({ kind: "arg-pairs", start: "<tool_calls:opensource>", unit: "<tool_call:opensource>", suffix: ":opensource", exact: true });
+    expect(kind("MiniMax-M2.jinja")).toEqual({ kind: "invoke", ns: "", call: "invoke", param: "parameter", start: "<minimax:tool_call>", exact: true });
+    expect(kind("openbmb-MiniCPM5-1B.jinja")).toEqual({ kind: "invoke", ns: "", call: "function", param: "param", start: '<function name="', exact: true });
     expect(kind("CohereForAI-c4ai-command-r-plus-tool_use.jinja")).toEqual({ kind: "json", tag: "Action:" });
     expect(kind("deepseek-ai-DeepSeek-V3.2.jinja")).toMatchObject({ kind: "invoke", ns: "｜DSML｜" });
     expect(kind("deepseek-ai-DeepSeek-V3.1.jinja")).toMatchObject({ kind: "named-json", start: "<｜tool▁calls▁begin｜>" });
@@ -134,7 +135,7 @@ describe("tool calls in each template's own syntax", () => {
     expect(kind("google-gemma-4-31B-it.jinja")).toEqual({ kind: "gemma4", start: "<|tool_call>" });
     expect(kind("LFM2.5-8B-A1B.jinja")).toEqual({ kind: "python", start: "<|tool_call_start|>" });
     expect(kind("meetkai-functionary-medium-v3.2.jinja")).toEqual({ kind: "recipient", marker: ">>>", text: "all" });
-    expect(kind("MiniMax-M3.jinja")).toEqual({ kind: "elements", start: "]<]minimax[>[<tool_call>", ns: "]<]minimax[>[" });
+    expect(kind("MiniMax-M3.jinja")).toEqual({ kind: "elements", start: "]<]minimax[>[<tool_call>", ns: "]<]minimax[>[", exact: true });
     expect(kind("Kimi-K3.jinja")).toEqual({ kind: "xtml", start: "<|open|>tools<|sep|>", open: "<|open|>", close: "<|close|>", sep: "<|sep|>" });
   });
 

@@ -7,7 +7,7 @@
 // closing tag (in Gemma 4's quotes; a literal in python), a boolean as either spelling, anything
 // else as compact JSON that fits the parameter's schema.
 import type { MarkupPiece } from "../../backends/backend.js";
-import { pairsClose, type ToolDialect } from "./tool-dialect.js";
+import { pairsClose, pythonEnd, type ToolDialect } from "./tool-dialect.js";
 
 type Markup = Exclude<ToolDialect, { kind: "json" | "named-json" | "recipient" }>;
 type Recipient = Extract<ToolDialect, { kind: "recipient" }>;
@@ -37,7 +37,7 @@ export function markupCallShape(dialect: Markup | Recipient, tools: readonly Sha
       return [text(start), calls, text(start === "<|tool_call>" ? "<tool_call|>" : "")];
     case "python":
       // LFM2: <|tool_call_start|>[name(key=value, …)]<|tool_call_end|>
-      return [text(start), text("["), calls, text("]"), text(start.includes("start") ? start.replace("start", "end") : "")];
+      return [text(start), text("["), calls, text("]"), text(pythonEnd(start))];
     case "xtml":
       return [text(start), calls, text(`${dialect.close}tools${dialect.sep}`)];
     case "elements": {
@@ -60,8 +60,10 @@ function wrapped(start: string, unit: string, body: MarkupPiece[]): MarkupPiece[
 function callOf(d: Markup, tool: ShapeTool): MarkupPiece[] {
   const name = tool.function!.name as string;
   const params = tool.function!.parameters;
+  // Gemma 4's template writes the arguments `| dictsort`ed: by key, case aside
+  const order = d.kind === "gemma4" ? sortedByKey : (ps: Parameter[]) => ps;
   const members = (piece: (key: string, value: MarkupPiece[]) => MarkupPiece[], separator = "") => ({
-    members: parameters(params).map(({ key, schema, required }) => ({ pieces: piece(key, valuePieces(d, schema, params)), required })),
+    members: order(parameters(params)).map(({ key, schema, required }) => ({ pieces: piece(key, valuePieces(d, schema, params)), required })),
     separator,
   });
   switch (d.kind) {
@@ -133,6 +135,14 @@ function parameters(params: unknown): Parameter[] {
   return Object.entries(params.properties).map(([key, schema]) => ({ key, schema, required: required.has(key) }));
 }
 
+/** In Jinja's `dictsort` order: keys compared lower-cased, ties as they came. */
+function sortedByKey(ps: Parameter[]): Parameter[] {
+  return ps
+    .map((p) => ({ p, k: p.key.toLowerCase() }))
+    .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))
+    .map(({ p }) => p);
+}
+
 /** A value as the dialect writes it, closing tag included where the value is raw text. */
 function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
   const s = isObject(schema) ? schema : {};
@@ -143,8 +153,12 @@ function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
   if (d.kind === "python") {
     if (type === "boolean") return [bool];
     if (type !== "string") return [json];
-    // a string literal in either quotes (LFM2 writes single ones); escapes only in double ones
-    const single = words ? words.filter((w) => !/['\\\n]/.test(w)).map((w) => [text(`'${w}'`)]) : [[text("'"), { free: ["'", "\\", "\n"] }, text("'")]];
+    // a string literal in either quotes; escapes only in double ones. LFM2 writes single ones raw
+    // (tool-call-syntax.ts reads them to a quote that ends the argument), so a raw one holds no
+    // quote that would end it early, nor the list's closing tag
+    const end = pythonEnd(d.start);
+    const avoid = end === "" ? ["'", "\\", "\n"] : ["')", "',", "' ", "'\t", "'\n", "'\r", end];
+    const single = words ? words.filter((w) => !avoid.some((a) => `${w}'`.includes(a)) && (end !== "" || !w.includes("'"))).map((w) => [text(`'${w}'`)]) : [[text("'"), { free: avoid }, text("'")]];
     return [{ choice: [[json], ...single] }];
   }
   const raw = type === undefined || type === "string" || (Array.isArray(type) && type.includes("string")) || Array.isArray(s.anyOf) || Array.isArray(s.oneOf);

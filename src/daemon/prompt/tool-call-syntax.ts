@@ -107,9 +107,17 @@ export function callsInJson(v: Json, names: ReadonlySet<string>): Array<{ name: 
 
 // ---------- python-style calls (Llama 3.x: [get_weather(city="Paris"), f(x=1)]) ----------
 
+/** What may follow an argument's closing quote: the next argument, or the call's end. A raw
+ *  string (LFM2's template writes `'` + value + `'`) closes only at a quote so followed. */
+const AFTER_ARGUMENT = /^\s*(?:\)|,\s*[A-Za-z_][\w.-]*\s*=)/;
+
 class PyReader {
   i = 0;
-  constructor(readonly s: string) {}
+  constructor(
+    readonly s: string,
+    /** Strings are written as they are between their quotes, no escapes (LFM2's template). */
+    private readonly raw = false,
+  ) {}
   ws(): void {
     while (this.i < this.s.length && /\s/.test(this.s[this.i]!)) this.i++;
   }
@@ -128,9 +136,11 @@ class PyReader {
     this.i += m[0].length;
     return m[0];
   }
-  value(): Json {
+  /** `arg`: an argument's own value, where a raw reader's single-quoted strings are raw (a list's
+   *  or dict's are printed by Python or JSON, escapes and all, as is a JSON string). */
+  value(arg = false): Json {
     const c = this.peek();
-    if (c === '"' || c === "'") return this.string();
+    if (c === '"' || c === "'") return this.string(arg && this.raw && c === "'");
     if (c === "[" || c === "(") {
       const close = c === "[" ? "]" : ")";
       this.i++;
@@ -167,10 +177,19 @@ class PyReader {
     if (word === "None" || word === "null") return null;
     return word; // a bare name: keep its text
   }
-  string(): string {
+  string(raw = false): string {
     const q = this.s[this.i]!;
     let out = "";
     this.i++;
+    if (raw) {
+      for (let j = this.s.indexOf(q, this.i); j !== -1; j = this.s.indexOf(q, j + 1)) {
+        if (!AFTER_ARGUMENT.test(this.s.slice(j + 1, j + 65))) continue;
+        out = this.s.slice(this.i, j);
+        this.i = j + 1;
+        return out;
+      }
+      throw new Error("unterminated string");
+    }
     while (this.i < this.s.length) {
       const c = this.s[this.i++]!;
       if (c === q) return out;
@@ -189,10 +208,24 @@ class PyReader {
   }
 }
 
-/** Parses `[f(a=1, b="x"), g()]`; null when it is not such a list of known tools. */
-export function parsePythonCalls(text: string, names: ReadonlySet<string>): Array<{ name: string; arguments: Record<string, unknown> }> | null {
+/** A Python literal as a template's `{{ value }}` prints a list or dict (`['a', True]`,
+ *  `{'k': None}`), read as JSON values; undefined when `text` is not one whole literal. */
+export function parsePythonLiteral(text: string): Json | undefined {
   try {
     const r = new PyReader(text.trim());
+    const v = r.value();
+    r.ws();
+    return r.i === r.s.length ? v : undefined;
+  } catch {
+    return undefined; // not a literal (or nested past the stack)
+  }
+}
+
+/** Parses `[f(a=1, b="x"), g()]`; null when it is not such a list of known tools. `raw`: its
+ *  strings are written as they are (see PyReader). */
+export function parsePythonCalls(text: string, names: ReadonlySet<string>, raw = false): Array<{ name: string; arguments: Record<string, unknown> }> | null {
+  try {
+    const r = new PyReader(text.trim(), raw);
     r.expect("[");
     const calls: Array<{ name: string; arguments: Record<string, unknown> }> = [];
     while (r.peek() !== "]") {
@@ -203,7 +236,7 @@ export function parsePythonCalls(text: string, names: ReadonlySet<string>): Arra
       while (r.peek() !== ")") {
         const key = r.ident();
         r.expect("=");
-        setArgument(args, key, r.value());
+        setArgument(args, key, r.value(true));
         if (r.peek() === ",") r.i++;
         else if (r.peek() !== ")") return null;
       }

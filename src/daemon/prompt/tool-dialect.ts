@@ -12,6 +12,9 @@ import { SourceCache } from "./source-cache.js";
 import { toolCallTagFromTree } from "./tools.js";
 
 export type ToolDialect =
+  // `exact`: the template writes a value right between its tags, no newline around it (GLM's
+  //  `<arg_value>v</arg_value>`, where Qwen3-Coder's writes `<parameter=k>\nv\n</parameter>`), so a
+  //  newline at a value's end is the value's own (a file's last line break, written through a tool).
   /** `tag` then JSON calls (`{` alone: calls are bare JSON); python-style lists understood too. */
   | { kind: "json"; tag: string }
   /** A tool's name, then its arguments as one JSON object (Mistral's `[ARGS]`, DeepSeek, Kimi,
@@ -19,21 +22,21 @@ export type ToolDialect =
    *  name as NAME_MARK, for tool_choice. */
   | { kind: "named-json"; start: string; head?: string }
   /** `<function=NAME><parameter=KEY>value</parameter></function>` (Qwen3-Coder, Qwen3.5, Nemotron 3). */
-  | { kind: "xml-function"; start: string }
+  | { kind: "xml-function"; start: string; exact?: true }
   /** `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>value</arg_value></tool_call>` (GLM 4.5+,
    *  Laguna; Hunyuan's tags carry a suffix, `<arg_key:opensource>`). `unit`: the tag each call
    *  opens with; `start` may be a wrapper around all of them. */
-  | { kind: "arg-pairs"; start: string; unit: string; suffix: string }
+  | { kind: "arg-pairs"; start: string; unit: string; suffix: string; exact?: true }
   /** `<NSinvoke name="NAME"><NSparameter name="KEY">value</NSparameter></NSinvoke>` (MiniMax-M2,
    *  DeepSeek V3.2's DSML; MiniCPM's `<function name=…><param name=…>`). */
-  | { kind: "invoke"; start: string; ns: string; call: string; param: string }
+  | { kind: "invoke"; start: string; ns: string; call: string; param: string; exact?: true }
   /** `call:NAME{key:<|"|>text<|"|>,n:1}` (Gemma 4). */
   | { kind: "gemma4"; start: string }
   /** `[NAME(key="value")]` after a tag of its own (LFM2). */
   | { kind: "python"; start: string }
   /** MiniMax-M3: `NS<invoke name="NAME">NS<KEY>value NS</KEY>NS</invoke>` with `ns` (`]<]minimax[>[`)
    *  before every tag; objects as nested elements, lists as `<item>`s. */
-  | { kind: "elements"; start: string; ns: string }
+  | { kind: "elements"; start: string; ns: string; exact?: true }
   /** Kimi K3's XTML: `<|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument
    *  key="KEY" type="string"<|sep|>value<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>`
    *  (`start` is the tools section's opening). */
@@ -48,10 +51,16 @@ export function pairsClose(unit: string): string {
   return unit.startsWith("<") ? `</${unit.slice(1)}` : "</tool_call>";
 }
 
+/** The tag that closes a python-style call list opened by `start` (LFM2's `<|tool_call_start|>` →
+ *  `<|tool_call_end|>`; "" when it has none). */
+export function pythonEnd(start: string): string {
+  return start.includes("start") ? start.replace("start", "end") : "";
+}
+
 /** Stands for the tool's name in a learned `head`. */
 export const NAME_MARK = "\u0000NAME\u0000";
 
-const GLM_PAIRS: ToolDialect = { kind: "arg-pairs", start: "<tool_call>", unit: "<tool_call>", suffix: "" };
+const GLM_PAIRS: ToolDialect = { kind: "arg-pairs", start: "<tool_call>", unit: "<tool_call>", suffix: "", exact: true };
 
 /** Ollama's model-specific parsers (Modelfile PARSER, a registry model's config) and the syntax each reads. */
 const PARSER_DIALECTS: Readonly<Record<string, ToolDialect>> = {
@@ -68,7 +77,7 @@ const PARSER_DIALECTS: Readonly<Record<string, ToolDialect>> = {
   "glm-4.7": GLM_PAIRS,
   laguna: GLM_PAIRS,
   "poolside-v1": GLM_PAIRS,
-  glimmer: { kind: "invoke", ns: "atem:", call: "invoke", param: "parameter", start: "<atem:function_calls>" },
+  glimmer: { kind: "invoke", ns: "atem:", call: "invoke", param: "parameter", start: "<atem:function_calls>", exact: true },
   cohere: { kind: "named-json", start: "<|START_ACTION|>" },
   ministral: { kind: "named-json", start: "[TOOL_CALLS]" },
   deepseek3: { kind: "named-json", start: "<｜tool▁calls▁begin｜>" },
@@ -199,15 +208,17 @@ export function learnDialect(t: PromptTemplate): ToolDialect | undefined {
   if (at === -1) return { kind: "json", tag: "{" }; // the template shows no calls: Ollama's default
   const before = s.slice(0, at);
   const after = s.slice(at + PROBE_TOOL.length);
+  const v = s.indexOf(PROBE_VALUE);
+  const exact = v > 0 && s[v - 1] !== "\n" && s[v + PROBE_VALUE.length] !== "\n" ? ({ exact: true } as const) : {};
 
   // Markup that names the tool, wherever the template wrote it (a header may name it first).
   const xml = s.indexOf(`<function=${PROBE_TOOL}>`);
-  if (xml !== -1 && s.includes(`<parameter=${PROBE_ARG}>`, xml)) return { kind: "xml-function", start: firstToken(s.slice(0, xml)) || "<function=" };
+  if (xml !== -1 && s.includes(`<parameter=${PROBE_ARG}>`, xml)) return { kind: "xml-function", start: firstToken(s.slice(0, xml)) || "<function=", ...exact };
   const inv = new RegExp(`<([^<>\\s]*?)(\\w+) name="${PROBE_TOOL}"`).exec(s);
   const param = inv && new RegExp(`<${escapeRegExp(inv[1]!)}(\\w+) name="${PROBE_ARG}"`).exec(s.slice(inv.index));
   if (inv && param) {
     const [, ns, call] = inv as unknown as [string, string, string];
-    return { kind: "invoke", ns, call, param: param[1]!, start: lastToken(s.slice(0, inv.index)) || `<${ns}${call} name="` };
+    return { kind: "invoke", ns, call, param: param[1]!, start: lastToken(s.slice(0, inv.index)) || `<${ns}${call} name="`, ...exact };
   }
   // Parameters as elements of their own name, every tag after the same separator token
   const element = s.indexOf(`<${PROBE_ARG}>`);
@@ -216,13 +227,13 @@ export function learnDialect(t: PromptTemplate): ToolDialect | undefined {
     const ns = commonSuffix(s.slice(0, inv.index), s.slice(0, end));
     if (ns !== "" && s.startsWith(ns, element - ns.length)) {
       const wrapper = new RegExp(`${escapeRegExp(ns)}<[^<>\\s]+>`).exec(s.slice(0, inv.index - ns.length))?.[0];
-      return { kind: "elements", start: wrapper ?? `${ns}<invoke name="`, ns };
+      return { kind: "elements", start: wrapper ?? `${ns}<invoke name="`, ns, ...exact };
     }
   }
   const key = new RegExp(`<arg_key([^>]*)>${PROBE_ARG}</arg_key\\1>`).exec(after);
   if (key) {
     const unit = lastToken(before) || "<tool_call>";
-    return { kind: "arg-pairs", start: firstToken(before) || unit, unit, suffix: key[1]! };
+    return { kind: "arg-pairs", start: firstToken(before) || unit, unit, suffix: key[1]!, ...exact };
   }
   if (before.endsWith("call:") && after.startsWith("{")) return { kind: "gemma4", start: firstToken(before.slice(0, -"call:".length)) || "call:" };
   if (/^\s*\(/.test(after)) {

@@ -3,8 +3,8 @@
 // qwen3-coder parser does, so the space before a call is not sent); each call is read once its
 // markup closes, its values typed by the tool's parameter schema as Ollama types them.
 import { parseJson } from "../bounded-json.js";
-import { braceScan, isObject, parsePythonCalls, resumeBrace, setArgument, type BraceScan } from "./tool-call-syntax.js";
-import { pairsClose, type ToolDialect } from "./tool-dialect.js";
+import { braceScan, isObject, parsePythonCalls, parsePythonLiteral, resumeBrace, setArgument, type BraceScan } from "./tool-call-syntax.js";
+import { pairsClose, pythonEnd, type ToolDialect } from "./tool-dialect.js";
 import { ToolCallParser, toolCallId, type ToolStep } from "./tools.js";
 
 export interface ToolStreamParser {
@@ -40,7 +40,7 @@ function scanText(s: string, at: number, recent: Recent): Recent {
 
 /** The reader of a model's tool calls, for the syntax its template shows. */
 export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[]): ToolStreamParser {
-  const schema = new ToolSchemas(tools);
+  const schema = new ToolSchemas(tools, "exact" in dialect && dialect.exact === true);
   switch (dialect.kind) {
     case "json":
       return new ToolCallParser(dialect.tag, tools);
@@ -54,7 +54,9 @@ export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[])
       // only its own tag starts a call section, as in Ollama's gemma4 parser: "call:" is also prose
       return new MarkupCallParser([dialect.start], readGemma4(), "}");
     case "python":
-      return new MarkupCallParser([dialect.start], readPython(schema.names), "]");
+      return pythonEnd(dialect.start) === ""
+        ? new MarkupCallParser([dialect.start], readPython(schema.names), "]")
+        : new MarkupCallParser([dialect.start], readPythonSection(dialect.start, pythonEnd(dialect.start), schema.names), pythonEnd(dialect.start));
     case "named-json":
       return new MarkupCallParser([dialect.start], readNamedJson(schema.names), "}");
     case "elements":
@@ -319,7 +321,13 @@ class ToolSchemas {
   readonly names: ReadonlySet<string>;
   private readonly props = new Map<string, Record<string, unknown>>();
 
-  constructor(tools: readonly ToolSpec[]) {
+  /** `exact`: the template writes values right between their tags (GLM's `<arg_value>v</arg_value>`),
+   *  so a newline at either end is the value's own; else (Qwen3-Coder's `<parameter=k>\nv\n`) one
+   *  newline each side is the template's padding. */
+  constructor(
+    tools: readonly ToolSpec[],
+    private readonly exact = false,
+  ) {
     const names = new Set<string>();
     for (const t of tools) {
       const name = t.function?.name;
@@ -332,44 +340,62 @@ class ToolSchemas {
     this.names = names;
   }
 
-  /** The JSON types a parameter takes (its `type`, or its anyOf members' types). */
-  types(tool: string, param: string): string[] {
-    const p = this.props.get(tool)?.[param];
-    if (!isObject(p)) return [];
-    const of = (v: unknown): string[] => (typeof v === "string" ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
-    if (Array.isArray(p.anyOf)) return p.anyOf.flatMap((m) => (isObject(m) ? of(m.type) : []));
-    return of(p.type);
+  /** A parameter's schema (undefined: not known). */
+  param(tool: string, param: string): unknown {
+    return this.props.get(tool)?.[param];
   }
 
   /** A value written as text, typed as Ollama's qwen3-coder and GLM parsers type it: null first,
-   *  then boolean, integer, number, array, object, else the text itself. */
+   *  then boolean, integer, number, array, object, else the text itself. A list or dict may be
+   *  JSON or, where a template printed it with `{{ value }}` (Seed-OSS, MiniCPM), a Python literal;
+   *  nothing at all is an empty one (MiniMax-M3 writes a list as its items). */
   value(tool: string, param: string, raw: string): unknown {
-    const text = raw.replace(/^\n/, "").replace(/\n$/, "");
-    if (text.toLowerCase() === "null") return null;
-    const types = this.types(tool, param);
+    return this.typed(this.param(tool, param), raw);
+  }
+
+  /** `raw` typed by `schema` (any schema: a nested element's, an array's items). */
+  typed(schema: unknown, raw: string): unknown {
+    let text = this.exact ? raw : raw.replace(/^\n/, "").replace(/\n$/, "");
+    // MiniCPM's template wraps a value with <, & or a line break in CDATA
+    const cdata = /^\s*<!\[CDATA\[([\s\S]*)\]\]>\s*$/.exec(text);
+    if (cdata) text = cdata[1]!;
+    // a typed value's spaces are layout; a string's are its own
+    const t = text.trim();
+    if (t.toLowerCase() === "null") return null;
+    const types = typesOf(schema);
     if (types.length === 0) return text;
     const only = types.length === 1;
     if (types.includes("boolean")) {
-      const l = text.toLowerCase();
+      const l = t.toLowerCase();
       if (l === "true" || l === "false") return l === "true";
       if (only) return false;
     }
-    if (types.includes("integer") && /^[+-]?\d+$/.test(text)) return Number(text);
-    if (types.includes("number") && text.trim() !== "" && Number.isFinite(Number(text))) return Number(text);
+    if (types.includes("integer") && /^[+-]?\d+$/.test(t)) return Number(t);
+    if (types.includes("number") && t !== "" && Number.isFinite(Number(t))) return Number(t);
     for (const [type, test] of [
       ["array", Array.isArray],
       ["object", isObject],
     ] as const) {
       if (!types.includes(type)) continue;
+      if (only && t === "") return type === "array" ? [] : {};
       try {
-        const v: unknown = parseJson(text);
+        const v: unknown = parseJson(t);
         if (test(v)) return v;
       } catch {
-        // not JSON: the text
+        const v = parsePythonLiteral(t);
+        if (test(v)) return v;
       }
     }
     return text;
   }
+}
+
+/** The JSON types a schema takes (its `type`, or its anyOf members' types). */
+function typesOf(p: unknown): string[] {
+  if (!isObject(p)) return [];
+  const of = (v: unknown): string[] => (typeof v === "string" ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+  if (Array.isArray(p.anyOf)) return p.anyOf.flatMap((m) => (isObject(m) ? of(m.type) : []));
+  return of(p.type);
 }
 
 // ---------- readers ----------
@@ -452,7 +478,8 @@ function readInvoke(d: { ns: string; call: string; param: string }, schema: Tool
 
 /** MiniMax-M3: `NS<invoke name="NAME">NS<KEY>value NS</KEY>…NS</invoke>`, the separator token
  *  `ns` before every tag; a value with elements in it is an object (a list when they are all
- *  `<item>`s), its leaves numbers, booleans or text; a leaf parameter is typed by its schema. */
+ *  `<item>`s); each value is typed by its schema (a nested one's too), else a leaf is a number,
+ *  a boolean or text. */
 function readElements(ns: string, schema: ToolSchemas): Reader {
   return (s, final, from) => {
     const u = unit(s, `${ns}<invoke name="`, `${ns}</invoke>`, final, from);
@@ -462,10 +489,7 @@ function readElements(ns: string, schema: ToolSchemas): Reader {
     if (q === -1) return { calls: [], end: u.end };
     const name = body.slice(0, q);
     const args: Record<string, unknown> = {};
-    for (const [key, inner] of elements(body.slice(q + 2))) {
-      const children = elements(inner);
-      setArgument(args, key, children.length === 0 ? schema.value(name, key, inner) : fromElements(children, 1));
-    }
+    for (const [key, inner] of elements(body.slice(q + 2))) setArgument(args, key, elementValue(inner, schema.param(name, key), schema, 0));
     return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
   };
 }
@@ -496,17 +520,20 @@ function elements(s: string): Array<[string, string]> {
 /** Nesting deeper than this stays text (a model's output cannot recurse the reader to a stack overflow). */
 const MAX_ELEMENT_DEPTH = 64;
 
-function fromElements(children: Array<[string, string]>, depth: number): unknown {
-  const value = (inner: string): unknown => {
-    const c = depth < MAX_ELEMENT_DEPTH ? elements(inner) : [];
-    if (c.length > 0) return fromElements(c, depth + 1);
+/** An element's inner text as the value `schema` (undefined: not known) describes. */
+function elementValue(inner: string, schema: unknown, schemas: ToolSchemas, depth: number): unknown {
+  const c = depth < MAX_ELEMENT_DEPTH ? elements(inner) : [];
+  if (c.length === 0) {
+    if (schema !== undefined) return schemas.typed(schema, inner);
     const t = inner.trim();
     if (t === "true" || t === "false") return t === "true";
     return /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/.test(t) ? Number(t) : inner;
-  };
-  if (children.every(([tag]) => tag === "item")) return children.map(([, inner]) => value(inner));
+  }
+  const s = isObject(schema) ? schema : {};
+  if (c.every(([tag]) => tag === "item")) return c.map(([, v]) => elementValue(v, s.items, schemas, depth + 1));
+  const props = isObject(s.properties) ? s.properties : {};
   const o: Record<string, unknown> = {};
-  for (const [tag, inner] of children) setArgument(o, tag, value(inner));
+  for (const [tag, v] of c) setArgument(o, tag, elementValue(v, Object.hasOwn(props, tag) ? props[tag] : undefined, schemas, depth + 1));
   return o;
 }
 
@@ -592,7 +619,18 @@ function readNamedJson(names: ReadonlySet<string>): Reader {
   };
 }
 
-/** LFM2: `[NAME(key="value"), …]` after the call tag. */
+/** LFM2: `<|tool_call_start|>[NAME(key='value'), …]<|tool_call_end|>`: the list is what the tags
+ *  hold, its strings raw between their quotes as the template writes them (`'it's'`), so the
+ *  end is the closing tag, not a bracket a quote in a string would hide. */
+function readPythonSection(start: string, end: string, names: ReadonlySet<string>): Reader {
+  return (s, final, from) => {
+    const u = unit(s, start, end, final, from);
+    if (!u) return undefined;
+    return { calls: parsePythonCalls(u.body, names, true) ?? [], end: u.end };
+  };
+}
+
+/** A python-style list after a call tag with no closing tag of its own: `[NAME(key="value"), …]`. */
 function readPython(names: ReadonlySet<string>): Reader {
   let open: { start: number; scan: BraceScan } | undefined;
   return (s, final, _from, recent) => {

@@ -1,0 +1,204 @@
+// Tool calls with random tools and values through every real chat template: the call a template
+// writes (what its model was trained to write) must read back as the same arguments, typed as
+// sent, whatever the values hold (quotes, apostrophes, line breaks at either end, brackets, tags'
+// characters, lists and dicts); and on a model whose calls are markup, the tool_choice grammar
+// must take that same call. Seeded: the same cases on every run.
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import type { ToolCall } from "../../src/api/types.js";
+import { markupGrammar } from "../../src/backends/llamacpp/markup-grammar.js";
+import { renderPrompt, selectTemplate, type PromptTemplate, type RenderMessage } from "../../src/daemon/prompt/render.js";
+import { toolCallFormat } from "../../src/daemon/prompt/tool-choice.js";
+import { afterPrompt, toolDialect, type ToolDialect } from "../../src/daemon/prompt/tool-dialect.js";
+import { toolCallParser } from "../../src/daemon/prompt/tool-markup.js";
+import { testGrammarOracle } from "../helpers/grammar-oracle.js";
+
+const oracles = testGrammarOracle();
+const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
+const TEMPLATES = readdirSync(DIR)
+  .filter((f) => f.endsWith(".jinja"))
+  .sort()
+  .map((f) => {
+    const t = selectTemplate(undefined, readFileSync(path.join(DIR, f), "utf8"), "<s>", "</s>");
+    return { f, t, d: toolDialect(t) };
+  });
+
+/** A linear congruential generator's high bits: the same cases on every run. */
+function random(seed: number) {
+  let s = seed;
+  const next = () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) >>> 8) / (1 << 23);
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(a: readonly T[]): T => a[int(a.length)]!;
+  return { next, int, pick };
+}
+type Rng = ReturnType<typeof random>;
+
+// what values hold in real calls: code, paths, prose with apostrophes, markup's own characters
+const CHARS = ["a", "Z", " ", "é", "日", "😀", '"', "'", "\\", "\n", "\t", "{", "}", "[", "]", ",", ":", "=", "<", ">", "/", "&", "0", "-", ".", "_"];
+const word = (r: Rng) => r.pick(["a", "b", "x"]) + Array.from({ length: r.int(7) }, () => r.pick(["a", "c", "_", "1", "Z"])).join("");
+const text = (r: Rng) => Array.from({ length: r.int(12) }, () => r.pick(CHARS)).join("");
+
+type Schema = Record<string, unknown>;
+function valueOf(r: Rng, depth: number): [Schema, unknown] {
+  switch (r.int(depth > 1 ? 6 : 8)) {
+    case 0:
+      return [{ type: "string" }, text(r)];
+    case 1:
+      return [{ type: "integer" }, r.int(2000) - 1000];
+    case 2:
+      return [{ type: "number" }, Math.round(r.next() * 20000 - 10000) / 100];
+    case 3:
+      return [{ type: "boolean" }, r.next() < 0.5];
+    case 4: {
+      const e = [word(r), word(r), "two words"];
+      return [{ type: "string", enum: e }, r.pick(e)];
+    }
+    case 5:
+      return [{ type: "string" }, word(r)];
+    case 6: {
+      const [items, v] = valueOf(r, depth + 1);
+      return [{ type: "array", items }, r.int(3) === 0 ? [] : [v]];
+    }
+    default:
+      return objectOf(r, depth + 1);
+  }
+}
+function objectOf(r: Rng, depth: number): [Schema, Record<string, unknown>] {
+  const properties: Record<string, Schema> = {};
+  const value: Record<string, unknown> = {};
+  const required: string[] = [];
+  for (let i = 1 + r.int(3); i > 0; i--) {
+    const k = word(r);
+    if (Object.hasOwn(properties, k)) continue;
+    [properties[k], value[k]] = valueOf(r, depth);
+    if (r.next() < 0.6) required.push(k);
+  }
+  return [{ type: "object", properties, required }, value];
+}
+
+/** The template's text for the assistant's call, past the generation prompt. */
+function written(t: PromptTemplate, tools: unknown[], name: string, args: Record<string, unknown>): string | undefined {
+  const user: RenderMessage = { role: "user", content: "What is the weather?" };
+  const call: RenderMessage = { role: "assistant", content: "", tool_calls: [{ id: "abcdefgh0", function: { name, arguments: args } }] };
+  try {
+    const asked = renderPrompt(t, { messages: [user], tools });
+    const answered = renderPrompt(t, { messages: [user, call], tools });
+    const u = user.content;
+    return afterPrompt(asked.slice(asked.indexOf(u) + u.length), answered.slice(answered.indexOf(u) + u.length)).replace(/^\s*(?:<think>[\s\S]*?<\/think>|<\/think>)/, "");
+  } catch {
+    return undefined;
+  }
+}
+
+/** `text` streamed through the dialect's parser in pieces of 1–5 characters. */
+function readBack(d: ToolDialect, tools: unknown[], text: string, r: Rng): ToolCall[] {
+  const p = toolCallParser(d, tools as never);
+  const calls: ToolCall[] = [];
+  for (let i = 0; i < text.length; ) {
+    const n = 1 + r.int(5);
+    calls.push(...p.add(text.slice(i, i + n)).calls);
+    i += n;
+  }
+  calls.push(...p.flush().calls);
+  return calls;
+}
+
+/** JSON with objects' keys sorted: a template may write them in its own order (Gemma 4 sorts). */
+const canonical = (v: unknown): string =>
+  JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x));
+
+describe("tool calls with random tools and values, in every template's syntax", () => {
+  it("read back as sent, and a markup model's tool_choice grammar takes the call its template writes", async () => {
+    const r = random(20261204);
+    const unread: string[] = [];
+    const refused: string[] = [];
+    let read = 0;
+    let taken = 0;
+    for (let round = 0; round < 12; round++) {
+      for (const { f, t, d } of TEMPLATES) {
+        const [parameters, args] = objectOf(r, 0);
+        const name = `${word(r)}_${round}`;
+        const tools = [
+          { type: "function", function: { name, description: "a tool", parameters } },
+          { type: "function", function: { name: "other_tool", parameters: { type: "object", properties: { q: { type: "string" } } } } },
+        ];
+        const call = written(t, tools, name, args);
+        if (call === undefined || !call.includes(name)) continue; // a template that shows no calls
+        const got = readBack(d, tools, call, r).map((c) => [c.function.name, c.function.arguments]);
+        if (canonical(got) !== canonical([[name, args]])) {
+          unread.push(`${f}: sent ${JSON.stringify(args)}, read ${JSON.stringify(got)} from ${JSON.stringify(call)}`);
+          continue;
+        }
+        read++;
+        // the grammar writes nested values as compact JSON, which the readers take too; a flat
+        // call must be taken exactly as the template writes it
+        if (d.kind === "json" || d.kind === "named-json") continue;
+        if (Object.values(parameters.properties as Record<string, Schema>).some((p) => p.type === "object" || p.type === "array")) continue;
+        const format = toolCallFormat({ name }, tools, t);
+        if (format?.kind !== "markup") throw new Error(`${f}: no markup shape`);
+        const g = await oracles.oracle.grammar(markupGrammar(format.pieces));
+        const section = d.kind === "recipient" ? call : call.slice(call.indexOf(d.start));
+        const took = oracles.oracle.longestAccepted(g, section);
+        if (took === undefined || section.slice(took.length).includes(name)) refused.push(`${f}: ${JSON.stringify(section)}`);
+        else taken++;
+      }
+    }
+    expect(unread).toEqual([]);
+    expect(refused).toEqual([]);
+    expect(read).toBeGreaterThan(600);
+    expect(taken).toBeGreaterThan(60);
+  });
+});
+
+describe("values as templates write them", () => {
+  const load = (f: string) => TEMPLATES.find((x) => x.f === f)!;
+  const TOOL = (properties: Record<string, Schema>) => [{ type: "function", function: { name: "write_file", parameters: { type: "object", properties } } }];
+  const roundTrip = (f: string, properties: Record<string, Schema>, args: Record<string, unknown>) => {
+    const { t, d } = load(f);
+    const tools = TOOL(properties);
+    const call = written(t, tools, "write_file", args)!;
+    return { call, got: readBack(d, tools, call, random(1)).map((c) => c.function.arguments) };
+  };
+
+  it("a file's last line break, written through GLM's, DeepSeek's and Laguna's tags, is kept; Qwen3-Coder's padding is not the value's", () => {
+    const content = "line one\nline two\n";
+    for (const f of ["GLM-4.7-Flash.jinja", "deepseek-ai-DeepSeek-V4.jinja", "poolside-Laguna-S-2.1.jinja", "tencent-Hy3.jinja", "MiniMax-M2.jinja"]) {
+      expect(roundTrip(f, { content: { type: "string" } }, { content }).got, f).toEqual([{ content }]);
+      expect(roundTrip(f, { content: { type: "string" } }, { content: "\nindented" }).got, f).toEqual([{ content: "\nindented" }]);
+    }
+    const q = roundTrip("Qwen3-Coder.jinja", { content: { type: "string" } }, { content });
+    expect(q.call).toContain(`<parameter=content>\n${content}\n</parameter>`);
+    expect(q.got).toEqual([{ content }]);
+  });
+
+  it("a list or dict a template prints with {{ value }} (Seed-OSS, MiniCPM) is read as a Python literal", () => {
+    const props = { paths: { type: "array", items: { type: "string" } }, opts: { type: "object" }, force: { type: "boolean" } };
+    const args = { paths: ["a.txt", "it's.md"], opts: { mode: "w", lines: [1, 2], ok: true, none: null }, force: false };
+    for (const f of ["ByteDance-Seed-OSS.jinja", "openbmb-MiniCPM5-1B.jinja"]) {
+      const { call, got } = roundTrip(f, props, args);
+      expect(call, f).toContain("['a.txt', \"it's.md\"]");
+      expect(got, f).toEqual([args]);
+    }
+  });
+
+  it("MiniCPM's CDATA around a value with <, & or a line break is not the value's", () => {
+    const { call, got } = roundTrip("openbmb-MiniCPM5-1B.jinja", { content: { type: "string" } }, { content: "a < b && c\n" });
+    expect(call).toContain("<![CDATA[a < b && c\n]]>");
+    expect(got).toEqual([{ content: "a < b && c\n" }]);
+  });
+
+  it("LFM2 writes strings raw between single quotes: apostrophes, backslashes and line breaks read back", () => {
+    const props = { message: { type: "string" }, path: { type: "string" }, n: { type: "integer" } };
+    const args = { message: "It's done, isn't it?\nYes, n=3)", path: "C:\\new\\table", n: 2 };
+    const { call, got } = roundTrip("LFM2.5-8B-A1B.jinja", props, args);
+    expect(call).toContain("message='It's done, isn't it?\nYes, n=3)'");
+    expect(got).toEqual([args]);
+  });
+
+  it("MiniMax-M3's empty list and nested values are typed by their schemas", () => {
+    const props = { tags: { type: "array", items: { type: "string" } }, opts: { type: "object", properties: { ids: { type: "array", items: { type: "integer" } }, name: { type: "string" } } } };
+    const args = { tags: [], opts: { ids: [], name: "42" } };
+    expect(roundTrip("MiniMax-M3.jinja", props, args).got).toEqual([args]);
+  });
+});

@@ -1,8 +1,8 @@
 // Recurrent models (Mamba: no attention, no KV cache; Jamba: Mamba and attention layers in turn,
 // llama.cpp's hybrid memory): each sequence's state summarises every token so far and cannot be
 // cut back to an earlier position, so everything the runner does with cached prompts (prefix
-// reuse, a shorter prompt than what is cached, a prompt shared by slots, the prefix kept over an
-// unload) has to fall back to evaluating again instead. Every answer is compared with plain
+// reuse, a shorter prompt than what is cached, the prefix kept over an unload) has to fall back to
+// evaluating again instead; and one runner serves one sequence (src/backends/llamacpp/one-slot.ts). Every answer is compared with plain
 // node-llama-cpp on a fresh sequence, greedy.
 import { getLlama, LlamaCompletion, LlamaLogLevel, type Llama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -86,11 +86,14 @@ describe.each(["mamba", "jamba"] as Architecture[])("a %s model", (arch) => {
     // over an unload and a load
     await check(prompt, { keep_alive: 0 });
     await check(`${prompt} again`);
-    // two slots at once, with shared beginnings
+    // asked at once, with shared beginnings: one slot whatever OLLAMA_NUM_PARALLEL says (as in
+    // Ollama for its recurrent families; on some CPUs llama.cpp's states mixed across sequences)
     const together = ["Hello there my", "Hello there your", prompt, "Hello"];
     const answers = await Promise.all(together.map((p) => generate(p)));
     for (const [i, p] of together.entries()) expect(answers[i]!.response, p).toBe(await direct(p));
     expect(new Set(asked).size).toBeGreaterThan(6);
+    const metrics = await (await fetch(`${d.url}/metrics`)).text();
+    expect(metrics).toContain(`ollamats_model_slots{model="${arch}:latest"} 1\n`);
   });
 
   it("holds a conversation (chat turns after turns)", async () => {

@@ -101,6 +101,14 @@ describe("what a request asks of a runner", () => {
     expect(needsReload(load(source()), load(source(), { draft_num_predict: 9 }))).toBe(false);
   });
 
+  it("one slot for recurrent and hybrid architectures and Ollama's one-slot families, OLLAMA_NUM_PARALLEL slots for the rest", () => {
+    const four = loadConfig({ OLLAMA_NUM_PARALLEL: "4" });
+    const arch = (architecture: string, isEmbedding = false) => ({ ...source(undefined, isEmbedding), facts: { contextLength: 4096, isEmbedding, architecture, family: architecture } }) as GgufSource;
+    for (const a of ["mamba", "mamba2", "jamba", "rwkv7", "granitehybrid", "lfm2", "qwen3next", "nemotron_h", "mllama"]) expect(loadOptionsFor(four, arch(a), runner(), kv).slots, a).toBe(1);
+    for (const a of ["llama", "qwen3", "gemma3"]) expect(loadOptionsFor(four, arch(a), runner(), kv).slots, a).toBe(4);
+    expect(loadOptionsFor(four, arch("bert", true), runner(), kv).slots).toBe(1);
+  });
+
   it("bounds draft_num_predict and types prompt_lookup", () => {
     expect(runner({ draft_num_predict: 1000 }).draftNumPredict).toBe(64);
     expect(runner({ draft_num_predict: -3 }).draftNumPredict).toBe(0);

@@ -6,6 +6,7 @@ import type { GgufSource } from "../../registry/model-spec.js";
 import type { LoadOptions } from "./protocol.js";
 import { resolveKvCache, type KvPlan } from "./kv-cache.js";
 import { withDraft } from "./draft-memory.js";
+import { oneSlotOnly } from "./one-slot.js";
 import { modelShape, planMemory, type GpuDevice, type KvCacheType, type MemoryPlan, type ModelShape } from "./memory.js";
 
 /** Ollama's draft_num_predict for a model with a draft (api.DefaultOptions); prompt lookup
@@ -61,7 +62,7 @@ export function loadOptionsFor(config: Config, src: GgufSource, r: RunnerOptions
     numGpu: r.numGpu,
     numThread: r.numThread,
     useMmap: r.useMmap,
-    slots: src.facts.isEmbedding ? 1 : Math.max(1, config.numParallel),
+    slots: src.facts.isEmbedding || oneSlotOnly(src.facts.architecture, src.facts.family) ? 1 : Math.max(1, config.numParallel),
     flashAttention: kv.flashAttention,
     kvCacheTypeK: kv.typeK,
     kvCacheTypeV: kv.typeV,

@@ -25,15 +25,15 @@ const REFUSED_STEPS = 4;
  * refuses (Gemma's and Mistral's raise on a conversation that opens with the model's reply) does
  * not fit: the next counts are tried, so truncating drops one more message rather than fail.
  */
-export async function fitConversation(messages: readonly RenderMessage[], render: (messages: RenderMessage[]) => string, fits: (prompt: string) => Promise<boolean>): Promise<string> {
-  const first = render([...messages]);
+export async function fitConversation(messages: readonly RenderMessage[], render: (messages: RenderMessage[]) => string | Promise<string>, fits: (prompt: string) => Promise<boolean>): Promise<string> {
+  const first = await render([...messages]);
   if (await fits(first)) return first;
   const droppable = messages.filter((m, i) => m.role !== "system" && i < messages.length - 1).length;
   if (droppable === 0) return first;
   let refusal: unknown;
-  const attempt = (k: number): string | undefined => {
+  const attempt = async (k: number): Promise<string | undefined> => {
     try {
-      return render(dropOldest(messages, k));
+      return await render(dropOldest(messages, k));
     } catch (err) {
       refusal ??= err;
       return undefined;
@@ -46,7 +46,7 @@ export async function fitConversation(messages: readonly RenderMessage[], render
     const mid = (lo + hi) >> 1;
     let k = mid;
     let text: string | undefined;
-    for (; k <= Math.min(hi, mid + REFUSED_STEPS - 1) && text === undefined; k++) text = attempt(k);
+    for (; k <= Math.min(hi, mid + REFUSED_STEPS - 1) && text === undefined; k++) text = await attempt(k);
     k--;
     if (text === undefined) hi = mid - 1;
     else if (await fits(text)) {
@@ -55,7 +55,7 @@ export async function fitConversation(messages: readonly RenderMessage[], render
     } else lo = k + 1;
   }
   if (best !== undefined) return best;
-  const all = attempt(droppable);
+  const all = await attempt(droppable);
   if (all === undefined) throw refusal;
   return all;
 }

@@ -6,7 +6,8 @@ import { badRequest } from "../errors.js";
 import { resolveOptions } from "../options.js";
 import { parseFormat } from "../prompt/format.js";
 import { parseToolChoice, toolCallFormat } from "../prompt/tool-choice.js";
-import { renderPrompt, type RenderMessage } from "../prompt/render.js";
+import { type RenderMessage } from "../prompt/render.js";
+import { renderOffThread } from "../prompt/render-off-thread.js";
 import { answerWrapper } from "../prompt/answer-wrapper.js";
 import { harmonyLevel, harmonyTools, HarmonyNames, usesHarmony } from "../prompt/harmony.js";
 import { stripHistoryThinking } from "../prompt/thinking.js";
@@ -119,7 +120,7 @@ export async function prepareChat(deps: Deps, request: ChatBody, signal: AbortSi
   const mustCall = tools.length > 0 && toolChoice !== undefined && toolChoice !== "auto" && toolChoice !== "none" ? { toolChoice } : {};
   const conversation = { messages, ...(tools.length > 0 ? { tools } : {}), ...sentThink, ...mustCall };
   if (body._debug_render_only) {
-    const rendered = template ? renderPrompt(template, input) : await renderWithRunner(deps.scheduler, { spec, options, keepAliveMs, signal }, conversation);
+    const rendered = template ? await renderOffThread(template, input) : await renderWithRunner(deps.scheduler, { spec, options, keepAliveMs, signal }, conversation);
     return {
       kind: "reply",
       body: { model: body.model, created_at: createdAt(), message: { role: "", content: "" }, done: false, _debug_info: { rendered_template: rendered } },

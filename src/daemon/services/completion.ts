@@ -18,7 +18,8 @@ import type { Metrics, ToolCall } from "../../api/types.js";
 import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError, toApiError } from "../errors.js";
 import type { RequestRunOptions } from "../options.js";
-import { renderPrompt, type PromptTemplate, type RenderInput, type RenderMessage } from "../prompt/render.js";
+import { type PromptTemplate, type RenderInput, type RenderMessage } from "../prompt/render.js";
+import { renderOffThread } from "../prompt/render-off-thread.js";
 import { fitConversation } from "../prompt/fit-conversation.js";
 import { finalMessageStart, HarmonyParser, type HarmonyNames, type HarmonyPrefill } from "../prompt/harmony.js";
 import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
@@ -159,7 +160,7 @@ export function heartbeatTimings(): { afterMs: number; everyMs: number } {
  * token never covers less than one byte.
  */
 async function fitPrompt(lease: Lease, template: PromptTemplate, input: RenderInput, numCtx: number, truncate: boolean): Promise<string> {
-  const render = (messages: RenderMessage[]) => renderPrompt(template, { ...input, messages });
+  const render = (messages: RenderMessage[]) => renderOffThread(template, { ...input, messages });
   if (!truncate) return render(input.messages);
   // +1: the runner adds BOS; a prompt must leave a token of room to generate.
   const fits = async (text: string) => Buffer.byteLength(text) + 2 < numCtx || (await lease.runner.tokenize(text)).length + 1 < numCtx;

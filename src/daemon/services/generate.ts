@@ -6,7 +6,8 @@ import { resolveOptions } from "../options.js";
 import { parseFormat } from "../prompt/format.js";
 import { answerWrapper } from "../prompt/answer-wrapper.js";
 import { harmonyLevel, HarmonyNames, usesHarmony } from "../prompt/harmony.js";
-import { renderPrompt, renderSuffix, type RenderMessage } from "../prompt/render.js";
+import { renderSuffix, type RenderMessage } from "../prompt/render.js";
+import { renderOffThread } from "../prompt/render-off-thread.js";
 import type { GenerateBody } from "../schemas.js";
 import { renderWithRunner, startCompletion, type CompletionRequest, type Prepared } from "./completion.js";
 import {
@@ -84,7 +85,7 @@ export async function prepareGenerate(deps: Deps, body: GenerateBody, signal: Ab
 
   if (body._debug_render_only) {
     const rendered =
-      "text" in prompt ? prompt.text : "template" in prompt ? renderPrompt(prompt.template, prompt.input) : await renderWithRunner(deps.scheduler, { spec, options, keepAliveMs, signal }, prompt);
+      "text" in prompt ? prompt.text : "template" in prompt ? await renderOffThread(prompt.template, prompt.input) : await renderWithRunner(deps.scheduler, { spec, options, keepAliveMs, signal }, prompt);
     return { kind: "reply", body: { model: body.model, created_at: createdAt(), response: "", done: false, _debug_info: { rendered_template: rendered } } };
   }
 

@@ -196,6 +196,35 @@ describe("values as templates write them", () => {
     expect(got).toEqual([args]);
   });
 
+  it("text written around the calls is content: before them in most templates, after them in Gemma 4's", () => {
+    const content = "I'll look <that> up: [now] {ok}";
+    const args = { path: "a.txt" };
+    for (const f of ["google-gemma-4-31B-it.jinja", "google-gemma-4-31B-it-interleaved.jinja", "Qwen3-Coder.jinja", "GLM-4.7-Flash.jinja", "MiniMax-M2.jinja", "LFM2.5-8B-A1B.jinja"]) {
+      const { t, d } = load(f);
+      const tools = TOOL({ path: { type: "string" } });
+      const user: RenderMessage = { role: "user", content: "What is the weather?" };
+      const call: RenderMessage = { role: "assistant", content, tool_calls: [{ id: "abcdefgh0", function: { name: "write_file", arguments: args } }] };
+      const asked = renderPrompt(t, { messages: [user], tools });
+      const answered = renderPrompt(t, { messages: [user, call], tools });
+      // up to the end of the turn, as generation stops there
+      const text = afterPrompt(asked.slice(asked.indexOf(user.content) + user.content.length), answered.slice(answered.indexOf(user.content) + user.content.length));
+      const p = toolCallParser(d, tools as never);
+      let got = "";
+      const calls: ToolCall[] = [];
+      for (let i = 0; i < text.length; i += 3) {
+        const step = p.add(text.slice(i, i + 3));
+        got += step.content;
+        calls.push(...step.calls);
+      }
+      const end = p.flush();
+      got += end.content;
+      calls.push(...end.calls);
+      expect(calls.map((c) => c.function.arguments), f).toEqual([args]);
+      expect(got, f).toContain(content);
+      expect(got, f).not.toMatch(/tool_call|write_file/);
+    }
+  });
+
   it("MiniMax-M3's empty list and nested values are typed by their schemas", () => {
     const props = { tags: { type: "array", items: { type: "string" } }, opts: { type: "object", properties: { ids: { type: "array", items: { type: "integer" } }, name: { type: "string" } } } };
     const args = { tags: [], opts: { ids: [], name: "42" } };

@@ -7,7 +7,7 @@
 // closing tag (in Gemma 4's quotes; a literal in python), a boolean as either spelling, anything
 // else as compact JSON that fits the parameter's schema.
 import type { MarkupPiece } from "../../backends/backend.js";
-import { pairsClose, pythonEnd, type ToolDialect } from "./tool-dialect.js";
+import { pairsClose, pythonEnd, sectionEnd, type ToolDialect } from "./tool-dialect.js";
 
 type Markup = Exclude<ToolDialect, { kind: "json" | "named-json" | "recipient" }>;
 type Recipient = Extract<ToolDialect, { kind: "recipient" }>;
@@ -26,35 +26,25 @@ export function markupCallShape(dialect: Markup | Recipient, tools: readonly Sha
   if (dialect.kind === "recipient") return [{ choice: tools.map((t) => [text(`${t.function!.name as string}\n`), { json: paramsOf(t), root: paramsOf(t) }]) }];
   const calls: MarkupPiece = { choice: tools.map((t) => callOf(dialect, t)) };
   const start = dialect.start;
+  const end = sectionEnd(dialect);
   switch (dialect.kind) {
     case "xml-function":
-      return wrapped(start, "<function=", [calls]);
     case "arg-pairs":
-      return wrapped(start, dialect.unit, [calls]);
     case "invoke":
-      return wrapped(start, `<${dialect.ns}${dialect.call} `, [calls]);
+      // a section tag of its own (`<tool_call>` around Qwen3-Coder's `<function=…>`) goes around
+      // the call; a start that is the call's own opening (MiniCPM's `<function name="`) is written by the call
+      return end === "" ? [calls] : [text(start), NL, calls, NL, text(end)];
     case "gemma4":
-      return [text(start), calls, text(start === "<|tool_call>" ? "<tool_call|>" : "")];
+      return [text(start), calls, text(end)];
     case "python":
       // LFM2: <|tool_call_start|>[name(key=value, …)]<|tool_call_end|>
-      return [text(start), text("["), calls, text("]"), text(pythonEnd(start))];
+      return [text(start), text("["), calls, text("]"), text(end)];
     case "xtml":
-      return [text(start), calls, text(`${dialect.close}tools${dialect.sep}`)];
-    case "elements": {
+      return [text(start), calls, text(end)];
+    case "elements":
       // MiniMax-M3: NS<tool_call>\nNS<invoke …>…NS</invoke>\nNS</tool_call>
-      const ns = dialect.ns;
-      if (start.startsWith(`${ns}<invoke`)) return [calls];
-      return [text(start), NL, calls, NL, text(`${ns}</${start.slice(ns.length + 1)}`)];
-    }
+      return end === "" ? [calls] : [text(start), NL, calls, NL, text(end)];
   }
-}
-
-/** A section tag of its own (`<tool_call>` around Qwen3-Coder's `<function=…>`) goes around the
- *  call, closed as a tag; a start that is the call's own opening (MiniCPM's `<function name="`)
- *  is written by the call. */
-function wrapped(start: string, unit: string, body: MarkupPiece[]): MarkupPiece[] {
-  if (start.startsWith(unit) || !/^<[^<>\s]+>$/.test(start)) return body;
-  return [text(start), NL, ...body, NL, text(`</${start.slice(1)}`)];
 }
 
 function callOf(d: Markup, tool: ShapeTool): MarkupPiece[] {

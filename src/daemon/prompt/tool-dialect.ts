@@ -57,6 +57,30 @@ export function pythonEnd(start: string): string {
   return start.includes("start") ? start.replace("start", "end") : "";
 }
 
+/** The tag that closes a markup dialect's call section ("" when the section is the call itself or
+ *  the syntax has none): Qwen3-Coder's `</tool_call>`, Gemma 4's `<tool_call|>`, LFM2's
+ *  `<|tool_call_end|>`, MiniMax-M3's `NS</tool_call>`, Kimi K3's `<|close|>tools<|sep|>`. */
+export function sectionEnd(d: ToolDialect): string {
+  switch (d.kind) {
+    case "xml-function":
+    case "arg-pairs":
+    case "invoke": {
+      const unit = d.kind === "xml-function" ? "<function=" : d.kind === "arg-pairs" ? d.unit : `<${d.ns}${d.call} `;
+      return d.start.startsWith(unit) || !/^<[^<>\s]+>$/.test(d.start) ? "" : `</${d.start.slice(1)}`;
+    }
+    case "gemma4":
+      return d.start === "<|tool_call>" ? "<tool_call|>" : "";
+    case "python":
+      return pythonEnd(d.start);
+    case "elements":
+      return d.start.startsWith(`${d.ns}<invoke`) ? "" : `${d.ns}</${d.start.slice(d.ns.length + 1)}`;
+    case "xtml":
+      return `${d.close}tools${d.sep}`;
+    default:
+      return "";
+  }
+}
+
 /** Stands for the tool's name in a learned `head`. */
 export const NAME_MARK = "\u0000NAME\u0000";
 

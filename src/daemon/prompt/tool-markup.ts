@@ -4,7 +4,7 @@
 // markup closes, its values typed by the tool's parameter schema as Ollama types them.
 import { parseJson } from "../bounded-json.js";
 import { braceScan, isObject, parsePythonCalls, parsePythonLiteral, resumeBrace, setArgument, type BraceScan } from "./tool-call-syntax.js";
-import { pairsClose, pythonEnd, type ToolDialect } from "./tool-dialect.js";
+import { pairsClose, pythonEnd, sectionEnd, type ToolDialect } from "./tool-dialect.js";
 import { ToolCallParser, toolCallId, type ToolStep } from "./tools.js";
 
 export interface ToolStreamParser {
@@ -45,24 +45,24 @@ export function toolCallParser(dialect: ToolDialect, tools: readonly ToolSpec[])
     case "json":
       return new ToolCallParser(dialect.tag, tools);
     case "xml-function":
-      return new MarkupCallParser([dialect.start, "<function="], readXmlFunction(schema), "</function>");
+      return new MarkupCallParser([dialect.start, "<function="], readXmlFunction(schema), "</function>", sectionEnd(dialect));
     case "arg-pairs":
-      return new MarkupCallParser([dialect.start, dialect.unit], readArgPairs(dialect.unit, dialect.suffix, schema), pairsClose(dialect.unit));
+      return new MarkupCallParser([dialect.start, dialect.unit], readArgPairs(dialect.unit, dialect.suffix, schema), pairsClose(dialect.unit), sectionEnd(dialect));
     case "invoke":
-      return new MarkupCallParser([dialect.start, `<${dialect.ns}${dialect.call} name="`], readInvoke(dialect, schema), `</${dialect.ns}${dialect.call}>`);
+      return new MarkupCallParser([dialect.start, `<${dialect.ns}${dialect.call} name="`], readInvoke(dialect, schema), `</${dialect.ns}${dialect.call}>`, sectionEnd(dialect));
     case "gemma4":
       // only its own tag starts a call section, as in Ollama's gemma4 parser: "call:" is also prose
-      return new MarkupCallParser([dialect.start], readGemma4(), "}");
+      return new MarkupCallParser([dialect.start], readGemma4(), "}", sectionEnd(dialect));
     case "python":
       return pythonEnd(dialect.start) === ""
-        ? new MarkupCallParser([dialect.start], readPython(schema.names), "]")
-        : new MarkupCallParser([dialect.start], readPythonSection(dialect.start, pythonEnd(dialect.start), schema.names), pythonEnd(dialect.start));
+        ? new MarkupCallParser([dialect.start], readPython(schema.names), "]", "")
+        : new MarkupCallParser([dialect.start], readPythonSection(dialect.start, pythonEnd(dialect.start), schema.names), pythonEnd(dialect.start), "");
     case "named-json":
       return new MarkupCallParser([dialect.start], readNamedJson(schema.names), "}");
     case "elements":
-      return new MarkupCallParser([dialect.start, `${dialect.ns}<invoke name="`], readElements(dialect.ns, schema), `${dialect.ns}</invoke>`);
+      return new MarkupCallParser([dialect.start, `${dialect.ns}<invoke name="`], readElements(dialect.ns, schema), `${dialect.ns}</invoke>`, sectionEnd(dialect));
     case "xtml":
-      return new MarkupCallParser([dialect.start, `${dialect.open}call tool="`], readXtml(dialect, schema), `${dialect.close}call${dialect.sep}`);
+      return new MarkupCallParser([dialect.start, `${dialect.open}call tool="`], readXtml(dialect, schema), `${dialect.close}call${dialect.sep}`, sectionEnd(dialect));
     case "recipient":
       return new RecipientParser(dialect.marker, dialect.text, schema.names);
   }
@@ -215,6 +215,10 @@ class MarkupCallParser implements ToolStreamParser {
     /** A unit can only close on a piece holding this character, or ends with this tag: others are
      *  not read again. */
     private readonly closer: string,
+    /** The tag that closes the call section ("" for none): text after the calls, past it, is
+     *  content (Gemma 4's template writes the answer's text after its calls). Undefined: text
+     *  after the calls is not told apart from the section's own tokens, and goes. */
+    private readonly sectionClose?: string,
   ) {}
 
   get count(): number {
@@ -242,6 +246,7 @@ class MarkupCallParser implements ToolStreamParser {
     if (this.mode === "calls") {
       this.take(out, true);
       if (this.n === 0) out.content = this.raw + this.buf;
+      else if (this.sectionClose !== undefined) out.content = textAfterCalls(this.buf, this.sectionClose);
     } else if (this.mode === "looking") out.content = this.buf;
     this.raw = this.buf = "";
     this.mode = "done";
@@ -312,6 +317,14 @@ class MarkupCallParser implements ToolStreamParser {
       if (r.end === 0) return;
     }
   }
+}
+
+/** What no call took at the end of a call section: its closing tag and the space around it are
+ *  the section's; the rest is text the model wrote after its calls. */
+function textAfterCalls(rest: string, close: string): string {
+  let t = rest.trimStart();
+  while (close !== "" && t.startsWith(close)) t = t.slice(close.length).trimStart();
+  return t;
 }
 
 // ---------- values ----------

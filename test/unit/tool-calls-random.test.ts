@@ -91,18 +91,24 @@ function written(t: PromptTemplate, tools: unknown[], name: string, args: Record
   }
 }
 
-/** `text` streamed through the dialect's parser in pieces of 1–5 characters. */
-function readBack(d: ToolDialect, tools: unknown[], text: string, r: Rng): ToolCall[] {
+/** `text` streamed through the dialect's parser in pieces of 1–5 characters: the calls, and the content. */
+function stream(d: ToolDialect, tools: unknown[], text: string, r: Rng): { calls: ToolCall[]; content: string } {
   const p = toolCallParser(d, tools as never);
   const calls: ToolCall[] = [];
+  let content = "";
+  const take = (step: { calls: ToolCall[]; content: string }) => {
+    calls.push(...step.calls);
+    content += step.content;
+  };
   for (let i = 0; i < text.length; ) {
     const n = 1 + r.int(5);
-    calls.push(...p.add(text.slice(i, i + n)).calls);
+    take(p.add(text.slice(i, i + n)));
     i += n;
   }
-  calls.push(...p.flush().calls);
-  return calls;
+  take(p.flush());
+  return { calls, content };
 }
+const readBack = (d: ToolDialect, tools: unknown[], text: string, r: Rng): ToolCall[] => stream(d, tools, text, r).calls;
 
 /** JSON with objects' keys sorted: a template may write them in its own order (Gemma 4 sorts). */
 const canonical = (v: unknown): string =>
@@ -208,17 +214,7 @@ describe("values as templates write them", () => {
       const answered = renderPrompt(t, { messages: [user, call], tools });
       // up to the end of the turn, as generation stops there
       const text = afterPrompt(asked.slice(asked.indexOf(user.content) + user.content.length), answered.slice(answered.indexOf(user.content) + user.content.length));
-      const p = toolCallParser(d, tools as never);
-      let got = "";
-      const calls: ToolCall[] = [];
-      for (let i = 0; i < text.length; i += 3) {
-        const step = p.add(text.slice(i, i + 3));
-        got += step.content;
-        calls.push(...step.calls);
-      }
-      const end = p.flush();
-      got += end.content;
-      calls.push(...end.calls);
+      const { calls, content: got } = stream(d, tools, text, random(2));
       expect(calls.map((c) => c.function.arguments), f).toEqual([args]);
       expect(got, f).toContain(content);
       expect(got, f).not.toMatch(/tool_call|write_file/);

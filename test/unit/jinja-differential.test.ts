@@ -166,6 +166,15 @@ function likePython(source: string): string {
   return ours;
 }
 
+describe("Python's attribute lookup", () => {
+  it("d.items is the dict's method even where it has a key 'items' (a tool parameter so named); d['items'] is the key; a namespace's is its own", () => {
+    const source =
+      "{% set d = {'items': 1, 'keys': 2, 'get': 3} %}{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{{ d.keys() | list }}|{{ d['items'] }}|{{ d.get('get') }}|" +
+      "{% set ns = namespace(items=[7]) %}{{ ns.items }}";
+    expect(likePython(source)).toBe("items=1;keys=2;get=3;['items', 'keys', 'get']|1|3|[7]");
+  });
+});
+
 describe("Python's operators on sequences", () => {
   it("repeats a string or a list times an int as Python does", () => {
     expect(likePython("{{ '=' * 3 }}|{{ 2 * 'ab' }}|{{ 'x' * 0 }}|{{ ([1, 2] * 2) | length }}|{{ messages[0].content * 2 }}")).toBe("===|abab||4|hihi");
@@ -174,5 +183,96 @@ describe("Python's operators on sequences", () => {
   it("prints None as Python does, undefined as nothing, and no statement", () => {
     const source = "{% set ns = namespace(xs=[]) %}{% macro m() %}M{% endmacro %}{{ none }}|{{ nothing }}|{{ ns.xs.append(1) }}|{{ ns.xs }}|{{ messages[0].missing }}|{{ m() }}|{{ none if true else 1 }}";
     expect(likePython(source)).toBe("None||None|[1]||M|None");
+  });
+});
+
+describe("random conversations", () => {
+  // seeded: the same cases on every run; contents with quotes, escapes, tags' characters, emoji
+  // and line separators; tools whose parameters are named like dict methods (items, keys, get);
+  // tool calls with nested arguments, some as JSON strings; thinking, think on and off
+  let seed = 20261204;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) >>> 8) / (1 << 23);
+  const int = (n: number) => Math.floor(rnd() * n);
+  const pick = <T>(a: readonly T[]): T => a[int(a.length)]!;
+  const CH = ["a", " ", "\n", "é", "😀", '"', "'", "\\", "{", "}", "<", ">", "&", "%", "#", "\t", "\u2028", "[", "]", "0"];
+  const str = (n = 10) => Array.from({ length: int(n) }, () => pick(CH)).join("");
+  const value = (d: number): unknown => {
+    switch (int(d > 1 ? 5 : 7)) {
+      case 0:
+        return str();
+      case 1:
+        return pick([0, 1, -1, 1.5, 0.1, 1e-7, 1e21, 123456789012, -0.25, 2 ** 53, 100]);
+      case 2:
+        return rnd() < 0.5;
+      case 3:
+        return null;
+      case 4:
+        return pick(["Paris", "x y", ""]);
+      case 5:
+        return Array.from({ length: int(3) }, () => value(d + 1));
+      default:
+        return Object.fromEntries(Array.from({ length: 1 + int(3) }, () => [pick(["a", "key", "Zed", "é", "x y", "1", "items"]), value(d + 1)]));
+    }
+  };
+  const someTools = () =>
+    Array.from({ length: 1 + int(2) }, (_, i) => ({
+      type: "function",
+      function: {
+        name: `tool_${i}`,
+        description: str(8),
+        parameters: {
+          type: "object",
+          properties: { [pick(["p", "items", "keys", "values", "get", "type"])]: { type: pick(["string", "number", "array", "object", "boolean"]), description: str(5) }, q: { type: "integer", minimum: 0 } },
+          required: rnd() < 0.5 ? ["q"] : [],
+        },
+      },
+    }));
+  const conversation = (): RenderInput => {
+    const ts = rnd() < 0.5 ? someTools() : undefined;
+    const messages: RenderMessage[] = rnd() < 0.5 ? [{ role: "system", content: str(20) }] : [];
+    const turns = 1 + int(3);
+    for (let t = 0; t < turns; t++) {
+      messages.push({ role: "user", content: str(20) || "hi" });
+      if (t === turns - 1 && rnd() < 0.7) break;
+      const calls = ts && rnd() < 0.5;
+      const args = rnd() < 0.2 ? JSON.stringify(value(1)) : { q: int(5), p: value(1) };
+      messages.push({
+        role: "assistant",
+        content: calls && rnd() < 0.5 ? "" : str(20) || "ok",
+        ...(rnd() < 0.3 ? { thinking: str(15) || "hmm" } : {}),
+        ...(calls ? { tool_calls: [{ id: `call_${t}abcdefg`, function: { index: 0, name: "tool_0", arguments: args } }] } : {}),
+      });
+      if (calls) messages.push({ role: "tool", content: str(10) || "18C", tool_name: "tool_0", tool_call_id: `call_${t}abcdefg` }, { role: "user", content: "and?" });
+    }
+    const think = rnd() < 0.4 ? { think: rnd() < 0.6, isThinkSet: true, thinkLevel: pick(["high", "low", "medium"]) } : {};
+    return { messages, tools: ts, ...think };
+  };
+
+  it("render byte for byte as Python renders them, over every template", () => {
+    vi.useFakeTimers({ now: NOW, toFake: ["Date"] });
+    const jobs: Array<{ template: string; context: unknown }> = [];
+    const ours: Array<{ file: string; text?: string }> = [];
+    for (let round = 0; round < 3; round++) {
+      for (const file of files) {
+        const source = readFileSync(path.join(DIR, file), "utf8");
+        const t = selectTemplate(undefined, source, "<s>", "</s>");
+        if (t.kind !== "jinja") throw new Error(`${file}: not a Jinja template`);
+        const input = conversation();
+        let text: string | undefined;
+        try {
+          text = renderPrompt(t, input);
+        } catch {
+          text = undefined;
+        }
+        jobs.push({ template: source, context: JSON.parse(JSON.stringify(jinjaContext(t, input))) });
+        ours.push({ file, text });
+      }
+    }
+    const results = python(NOW, jobs);
+    vi.useRealTimers();
+    const differ = ours.filter((o, i) => results[i]!.ok !== undefined && o.text !== results[i]!.ok).map((o) => o.file);
+    expect(differ).toEqual([]);
+    // Python renders nearly all of them: the comparison is not vacuous
+    expect(results.filter((r) => r.ok !== undefined).length).toBeGreaterThan(jobs.length * 0.9);
   });
 });

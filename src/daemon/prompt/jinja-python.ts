@@ -450,8 +450,17 @@ proto.evaluateBinaryExpression = function (this: Interp, node: Node, env: Enviro
 
 // ----- member access, dict literals, loops -----
 
+/** Python's dict methods: `d.items` is the method even where the dict has a key "items" (a tool
+ *  parameter named items, keys or values), as Jinja2 looks up an attribute before a key. */
+const DICT_METHODS = new Set(["clear", "copy", "fromkeys", "get", "items", "keys", "pop", "popitem", "setdefault", "update", "values"]);
+
 const engineMember = proto.evaluateMemberExpression;
 proto.evaluateMemberExpression = function (this: Interp, node: Node, env: Environment) {
+  if (!node.computed && node.property.type === "Identifier" && DICT_METHODS.has(node.property.value)) {
+    const object: RValue = this.evaluate(node.object, env);
+    const method = isDict(object) && !is(object, NamespaceClass) ? (object.builtins as Map<string, RValue>).get(node.property.value) : undefined;
+    return method ?? engineMember.call(this, { ...node, object: pre(object) }, env);
+  }
   if (!node.computed || node.property.type === "SliceExpression") return engineMember.call(this, node, env);
   const object: RValue = this.evaluate(node.object, env);
   const property: RValue = this.evaluate(node.property, env);

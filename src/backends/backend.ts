@@ -133,7 +133,9 @@ export type MarkupPiece =
   | { choice: readonly (readonly MarkupPiece[])[] }
   /** Members in order, required ones always, optional ones free to be left out, with
    *  `separator` between those written. */
-  | { members: readonly { pieces: readonly MarkupPiece[]; required: boolean }[]; separator: string };
+  | { members: readonly { pieces: readonly MarkupPiece[]; required: boolean }[]; separator: string }
+  /** `pieces` any number of times (none too), with `separator` between them. */
+  | { repeat: readonly MarkupPiece[]; separator: string };
 /** `format` in the form one engine needs (a grammar, a response_format, …); opaque above. */
 export type CompiledFormat = { readonly backend: string; readonly value: unknown };
 

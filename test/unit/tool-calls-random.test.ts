@@ -137,10 +137,8 @@ describe("tool calls with random tools and values, in every template's syntax", 
           continue;
         }
         read++;
-        // the grammar writes nested values as compact JSON, which the readers take too; a flat
-        // call must be taken exactly as the template writes it
+        // the call exactly as the template writes it, nested values in its own syntax too
         if (d.kind === "json" || d.kind === "named-json") continue;
-        if (Object.values(parameters.properties as Record<string, Schema>).some((p) => p.type === "object" || p.type === "array")) continue;
         const format = toolCallFormat({ name }, tools, t);
         if (format?.kind !== "markup") throw new Error(`${f}: no markup shape`);
         const g = await oracles.oracle.grammar(markupGrammar(format.pieces));
@@ -153,7 +151,7 @@ describe("tool calls with random tools and values, in every template's syntax", 
     expect(unread).toEqual([]);
     expect(refused).toEqual([]);
     expect(read).toBeGreaterThan(600);
-    expect(taken).toBeGreaterThan(60);
+    expect(taken).toBeGreaterThan(150);
   });
 });
 
@@ -227,3 +225,70 @@ describe("values as templates write them", () => {
     expect(roundTrip("MiniMax-M3.jinja", props, args).got).toEqual([args]);
   });
 });
+
+describe("tool_choice's nested values in each template's own syntax", () => {
+  const PARAMS = {
+    type: "object",
+    properties: { opts: { type: "object", properties: { mode: { type: "string", enum: ["r", "w"] }, lines: { type: "array", items: { type: "integer" } }, on: { type: "boolean" } }, required: ["mode"] } },
+    required: ["opts"],
+  };
+  const tools = [{ type: "function", function: { name: "f", parameters: PARAMS } }];
+  const grammarOf = async (f: string) => {
+    const format = toolCallFormat({ name: "f" }, tools, TEMPLATES.find((x) => x.f === f)!.t);
+    if (format?.kind !== "markup") throw new Error(`${f}: no markup shape`);
+    return oracles.oracle.grammar(markupGrammar(format.pieces));
+  };
+
+  it("Gemma 4's own objects (bare keys, sorted, <|\"|> strings) and compact JSON; nothing else", async () => {
+    const g = await grammarOf("google-gemma-4-31B-it.jinja");
+    const call = (opts: string) => `<|tool_call>call:f{opts:${opts}}<tool_call|>`;
+    expect(oracles.oracle.accepts(g, call('{lines:[1,2],mode:<|"|>w<|"|>,on:true}'))).toBe(true);
+    expect(oracles.oracle.accepts(g, call('{"mode":"w","lines":[1, 2]}'))).toBe(true);
+    expect(oracles.oracle.accepts(g, call('{mode:<|"|>w<|"|>,lines:[1,2]}'))).toBe(false); // unsorted
+    expect(oracles.oracle.accepts(g, call('{lines:[1,2]}'))).toBe(false); // mode is required
+    expect(oracles.oracle.accepts(g, call('{mode:<|"|>x<|"|>}'))).toBe(false); // not in the enum
+  });
+
+  it("a Python literal where the template prints {{ value }} (Seed-OSS), escapes and all", async () => {
+    const g = await grammarOf("ByteDance-Seed-OSS.jinja");
+    const call = (opts: string) => `<seed:tool_call>\n<function=f>\n<parameter=opts>${opts}</parameter>\n</function>\n</seed:tool_call>`;
+    expect(oracles.oracle.accepts(g, call("{'mode': 'r', 'lines': [1, 2], 'on': True}"))).toBe(true);
+    expect(oracles.oracle.accepts(g, call('{"mode": "r", "on": true}'))).toBe(true);
+    expect(oracles.oracle.accepts(g, call("{'mode': 'r', 'on': true}"))).toBe(false); // Python's True
+    const text = TOOL_ARRAY("ByteDance-Seed-OSS.jinja", ["it's", "a\\b", "line\nbreak"]);
+    const gs = await oracles.oracle.grammar(markupGrammar(piecesOf(toolCallFormat({ name: "g" }, text.tools, text.t))));
+    expect(text.call).toContain(`['it\\'s', 'a\\\\b', 'line\\nbreak']`.replace("'it\\'s'", `"it's"`));
+    expect(oracles.oracle.longestAccepted(gs, text.section)?.length).toBe(text.section.indexOf("<seed:eos>"));
+  });
+
+  it("MiniMax-M3's nested elements", async () => {
+    const g = await grammarOf("MiniMax-M3.jinja");
+    const ns = "]<]minimax[>[";
+    const call = (opts: string) => `${ns}<tool_call>\n${ns}<invoke name="f">${ns}<opts>${opts}${ns}</opts>${ns}</invoke>\n${ns}</tool_call>`;
+    expect(oracles.oracle.accepts(g, call(`${ns}<mode>w${ns}</mode>${ns}<lines>${ns}<item>1${ns}</item>${ns}<item>2${ns}</item>${ns}</lines>`))).toBe(true);
+    expect(oracles.oracle.accepts(g, call('{"mode":"w"}'))).toBe(true);
+    expect(oracles.oracle.accepts(g, call(`${ns}<lines>${ns}</lines>`))).toBe(false);
+  });
+
+  it("a schema with a constraint a style would not keep stays compact JSON, which keeps it", async () => {
+    const strict = [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { opts: { type: "object", properties: { id: { type: "string", pattern: "^[a-z]+$" } }, required: ["id"] } }, required: ["opts"] } } }];
+    const format = toolCallFormat({ name: "f" }, strict, TEMPLATES.find((x) => x.f === "google-gemma-4-31B-it.jinja")!.t);
+    const g = await oracles.oracle.grammar(markupGrammar(piecesOf(format)));
+    expect(oracles.oracle.accepts(g, '<|tool_call>call:f{opts:{"id":"abc"}}<tool_call|>')).toBe(true);
+    expect(oracles.oracle.accepts(g, '<|tool_call>call:f{opts:{"id":"ab1"}}<tool_call|>')).toBe(false);
+    expect(oracles.oracle.accepts(g, '<|tool_call>call:f{opts:{id:<|"|>abc<|"|>}}<tool_call|>')).toBe(false);
+  });
+});
+
+function piecesOf(format: ReturnType<typeof toolCallFormat>) {
+  if (format?.kind !== "markup") throw new Error("no markup shape");
+  return format.pieces;
+}
+
+/** A call of a tool `g` with a list of strings, as the template writes it. */
+function TOOL_ARRAY(f: string, items: string[]) {
+  const { t, d } = TEMPLATES.find((x) => x.f === f)!;
+  const tools = [{ type: "function", function: { name: "g", parameters: { type: "object", properties: { items: { type: "array", items: { type: "string" } } }, required: ["items"] } } }];
+  const call = written(t, tools, "g", { items })!;
+  return { t, tools, call, section: call.slice(call.indexOf((d as { start: string }).start)) };
+}

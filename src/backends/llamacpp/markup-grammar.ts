@@ -1,7 +1,8 @@
 // A markup shape (backend.ts MarkupPiece: a tool call as Qwen3-Coder's XML, GLM's pairs, …) → a
 // GBNF grammar: literal text, JSON values through the schema compiler, raw values that never
 // contain their closing tags (an automaton over the strings to avoid), choices, and members with
-// separators placed right whichever optional ones are left out (as object-grammar.ts does).
+// separators placed right whichever optional ones are left out (as object-grammar.ts does), and
+// repeats (a list's items in a template's own syntax).
 import type { MarkupPiece } from "../backend.js";
 import { CharSet } from "./char-set.js";
 import { gbnfClass, gbnfLiteral, InvalidSchemaError, type RuleSet } from "./gbnf.js";
@@ -35,6 +36,11 @@ class MarkupCompiler {
       if (p.choice.length === 0) throw new InvalidSchemaError("a markup choice has no alternatives");
       const alts = p.choice.map((c) => this.sequence(c, hint) || '""');
       return this.rules.add(`${hint}-choice`, alts.join(" | "));
+    }
+    if ("repeat" in p) {
+      const body = this.rules.add(`${hint}-item`, this.sequence(p.repeat, hint) || '""');
+      const sep = p.separator === "" ? "" : `${gbnfLiteral(p.separator)} `;
+      return this.rules.add(`${hint}-repeat`, `(${body} (${sep}${body})*)?`);
     }
     return this.members(p.members, p.separator, hint);
   }

@@ -8,6 +8,7 @@
 // else as compact JSON that fits the parameter's schema.
 import type { MarkupPiece } from "../../backends/backend.js";
 import { pairsClose, pythonEnd, sectionEnd, type ToolDialect } from "./tool-dialect.js";
+import { elementsStyle, GEMMA4_STYLE, PYTHON_STYLE, sortedByKey, styledValue, type ValueStyle } from "./tool-value-style.js";
 
 type Markup = Exclude<ToolDialect, { kind: "json" | "named-json" | "recipient" }>;
 type Recipient = Extract<ToolDialect, { kind: "recipient" }>;
@@ -51,7 +52,7 @@ function callOf(d: Markup, tool: ShapeTool): MarkupPiece[] {
   const name = tool.function!.name as string;
   const params = tool.function!.parameters;
   // Gemma 4's template writes the arguments `| dictsort`ed: by key, case aside
-  const order = d.kind === "gemma4" ? sortedByKey : (ps: Parameter[]) => ps;
+  const order = d.kind === "gemma4" ? (ps: Parameter[]) => sortedByKey(ps.map((p) => [p.key, p] as [string, Parameter])).map(([, p]) => p) : (ps: Parameter[]) => ps;
   const members = (piece: (key: string, value: MarkupPiece[]) => MarkupPiece[], separator = "") => ({
     members: order(parameters(params)).map(({ key, schema, required }) => ({ pieces: piece(key, valuePieces(d, schema, params)), required })),
     separator,
@@ -125,14 +126,6 @@ function parameters(params: unknown): Parameter[] {
   return Object.entries(params.properties).map(([key, schema]) => ({ key, schema, required: required.has(key) }));
 }
 
-/** In Jinja's `dictsort` order: keys compared lower-cased, ties as they came. */
-function sortedByKey(ps: Parameter[]): Parameter[] {
-  return ps
-    .map((p) => ({ p, k: p.key.toLowerCase() }))
-    .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))
-    .map(({ p }) => p);
-}
-
 /** A value as the dialect writes it, closing tag included where the value is raw text. */
 function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
   const s = isObject(schema) ? schema : {};
@@ -140,9 +133,14 @@ function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
   const json: MarkupPiece = { json: schema, root };
   const bool: MarkupPiece = { choice: ["true", "false", "True", "False"].map((b) => [text(b)]) };
   const words = stringWords(s);
+  // an object or list in the template's own syntax, or as compact JSON
+  const nested = (style: ValueStyle): MarkupPiece => {
+    const styled = type === "object" || type === "array" ? styledValue(schema, style, root) : undefined;
+    return styled ? { choice: [[json], styled] } : json;
+  };
   if (d.kind === "python") {
     if (type === "boolean") return [bool];
-    if (type !== "string") return [json];
+    if (type !== "string") return [nested(PYTHON_STYLE)];
     // a string literal in either quotes; escapes only in double ones. LFM2 writes single ones raw
     // (tool-call-syntax.ts reads them to a quote that ends the argument), so a raw one holds no
     // quote that would end it early, nor the list's closing tag
@@ -156,24 +154,23 @@ function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
   const rawValue = (avoid: string[]): MarkupPiece => (words ? { choice: words.map((w) => [text(w)]) } : { free: avoid });
   switch (d.kind) {
     case "gemma4":
-      return raw ? [text('<|"|>'), rawValue(['<|"|>']), text('<|"|>')] : [json];
+      return raw ? [text('<|"|>'), rawValue(['<|"|>']), text('<|"|>')] : [nested(GEMMA4_STYLE)];
     case "invoke": {
       // DeepSeek's DSML marks each value as text or JSON; the others write no mark
       const mark = (v: string) => optional(text(` string="${v}"`));
       const avoid = [`</${d.ns}${d.param}>`, `</${d.ns}${d.call}>`];
-      return raw ? [mark("true"), text(">"), rawValue(avoid)] : [mark("false"), text(">"), type === "boolean" ? bool : json];
+      return raw ? [mark("true"), text(">"), rawValue(avoid)] : [mark("false"), text(">"), type === "boolean" ? bool : nested(PYTHON_STYLE)];
     }
     case "xml-function":
-      return [raw ? rawValue(["</parameter>", "<parameter=", "</function>"]) : type === "boolean" ? bool : json];
+      return [raw ? rawValue(["</parameter>", "<parameter=", "</function>"]) : type === "boolean" ? bool : nested(PYTHON_STYLE)];
     case "arg-pairs": {
       const close = pairsClose(d.unit);
-      return [raw ? rawValue([`</arg_value${d.suffix}>`, close]) : type === "boolean" ? bool : json];
+      return [raw ? rawValue([`</arg_value${d.suffix}>`, close]) : type === "boolean" ? bool : nested(PYTHON_STYLE)];
     }
     case "elements": {
-      // a raw value ends at the separator before its closing tag; nested values as compact JSON,
-      // which the reader takes for an object or list parameter
+      // a raw value ends at the separator before its closing tag; nested values as elements
       if (raw) return [rawValue([d.ns])];
-      return [type === "boolean" ? { choice: [[text("true")], [text("false")]] } : json];
+      return [type === "boolean" ? { choice: [[text("true")], [text("false")]] } : nested(elementsStyle(d.ns))];
     }
     case "xtml": {
       // the type attribute says how the value reads: raw text, or JSON (the template's xtml_type)

@@ -105,6 +105,20 @@ describe("history thinking (qwen3, deepseek-r1)", () => {
   });
 });
 
+describe("think levels a template takes", () => {
+  it("a level the template refuses becomes the nearest it takes (Hunyuan: no_think, low, high), so think true is no 400", () => {
+    const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
+    const t = selectTemplate(undefined, readFileSync(path.join(DIR, "tencent-Hy3.jinja"), "utf8"), "<s>", "</s>");
+    const render = (thinkLevel: string) => renderPrompt(t, { messages: [{ role: "user", content: "hi" }], think: true, isThinkSet: true, thinkLevel });
+    // think true (and a thinking model's default) is "medium"; "max" is Ollama's top level
+    for (const level of ["medium", "high", "max"]) expect(render(level), level).toMatch(/reasoning_effort:high.*<think:opensource>$/s);
+    expect(render("low")).toMatch(/reasoning_effort:low.*<think:opensource>$/s);
+    // a template that takes any level gets it as asked
+    const any = selectTemplate(undefined, "{{ reasoning_effort }}", "", "");
+    expect(["low", "medium", "high", "max"].map((l) => renderPrompt(any, { messages: [{ role: "user", content: "hi" }], think: true, isThinkSet: true, thinkLevel: l }))).toEqual(["low", "medium", "high", "max"]);
+  });
+});
+
 describe("thinking in each real template's own tags", () => {
   const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
   const THOUGHT = "The user greets me; a greeting back fits.";

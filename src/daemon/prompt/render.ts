@@ -108,10 +108,11 @@ function apiMessage(m: RenderMessage): ApiMessage {
  * The GGUF's Jinja chat template, with what such templates expect (reference §7.4): OpenAI-shaped
  * messages (tool calls with object arguments, tool results with name and tool_call_id, thinking
  * as reasoning_content and thinking), tools, add_generation_prompt, bos/eos text, enable_thinking and
- * reasoning_effort when the request set think.
+ * reasoning_effort when the request set think (a level the template takes).
  */
 export function jinjaContext(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput, adapt = true): Record<string, unknown> {
   const last = input.messages.at(-1);
+  const effort = input.isThinkSet && input.think && input.thinkLevel ? effortFor(t, input.thinkLevel) : undefined;
   const messages: JinjaMessage[] = input.messages.map((m) => {
     const api = apiMessage(m);
     return {
@@ -141,8 +142,35 @@ export function jinjaContext(t: Extract<PromptTemplate, { kind: "jinja" }>, inpu
     eos_token: t.eos,
     // `thinking` as DeepSeek's templates (which fall back to enable_thinking) and Kimi K3's read it
     ...(input.isThinkSet ? { enable_thinking: input.think ?? false, thinking: input.think ?? false } : {}),
-    ...(input.isThinkSet && input.think && input.thinkLevel ? { reasoning_effort: input.thinkLevel } : {}),
+    ...(effort ? { reasoning_effort: effort } : {}),
   };
+}
+
+/** Ollama's think levels, least first. */
+const EFFORTS = ["low", "medium", "high", "max"];
+const acceptedEfforts = new SourceCache<readonly string[]>();
+
+/**
+ * The reasoning_effort a template gets for a think level: the level where the template takes it,
+ * else the nearest one it takes, higher first. Hunyuan's raises on any but no_think, low and high,
+ * and think true (or unset, on a thinking model) is "medium": every chat was a 400.
+ */
+function effortFor(t: Extract<PromptTemplate, { kind: "jinja" }>, level: string): string {
+  const ok = acceptedEfforts.get(t.source, () => {
+    const context = { messages: [{ role: "user", content: "zq probe question" }], add_generation_prompt: true, bos_token: t.bos, eos_token: t.eos, enable_thinking: true, thinking: true };
+    return EFFORTS.filter((effort) => {
+      try {
+        withinBudget(() => renderWithGlobals(t.template.parsed, { ...context, reasoning_effort: effort }));
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  });
+  const i = EFFORTS.indexOf(level);
+  if (ok.length === 0 || ok.includes(level) || i === -1) return level;
+  for (let d = 1; d < EFFORTS.length; d++) for (const j of [i + d, i - d]) if (j >= 0 && j < EFFORTS.length && ok.includes(EFFORTS[j]!)) return EFFORTS[j]!;
+  return level;
 }
 
 function renderJinja(t: Extract<PromptTemplate, { kind: "jinja" }>, input: RenderInput): string {

@@ -30,6 +30,32 @@ describe("polyfillMessages", () => {
     const out = polyfillMessages(conversation, { ...ALL_CAPABILITIES, objectArguments: false });
     expect(out[2]!.tool_calls![0]!.function.arguments).toBe('{"a":1}');
   });
+  it("splits parallel calls into one call a turn, each followed by its result (by id, else in order), for a template that takes one at a time", () => {
+    const out = polyfillMessages(
+      [
+        { role: "user", content: "U" },
+        { role: "assistant", content: "Checking both.", tool_calls: [call("c1"), call("c2"), call()] },
+        { role: "tool", content: "R2", tool_call_id: "c2" },
+        { role: "tool", content: "R1", tool_call_id: "c1" },
+        { role: "tool", content: "R3" },
+        { role: "assistant", content: "", tool_calls: [call("c4"), call("c5")] },
+      ],
+      { ...ALL_CAPABILITIES, parallelToolCalls: false },
+    );
+    expect(out.map((m) => [m.role, m.content, m.tool_calls?.map((c) => c.id ?? "-").join(",") ?? m.tool_call_id ?? ""])).toEqual([
+      ["user", "U", ""],
+      ["assistant", "Checking both.", "c1"],
+      ["tool", "R1", "c1"],
+      ["assistant", "", "c2"],
+      ["tool", "R2", "c2"],
+      ["assistant", "", "-"],
+      ["tool", "R3", ""],
+      // calls not answered yet: one a turn, in a row
+      ["assistant", "", "c4"],
+      ["assistant", "", "c5"],
+    ]);
+  });
+
   it("folds system text into the next user message, tool results into user messages, and joins runs", () => {
     const out = polyfillMessages(conversation, { ...ALL_CAPABILITIES, systemRole: false, toolRole: false, consecutiveRoles: false });
     expect(out.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);

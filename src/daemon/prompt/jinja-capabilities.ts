@@ -1,7 +1,7 @@
 // What a Jinja chat template can render, found once per template by rendering small probe
 // conversations (as llama.cpp's chat-template capabilities do): a system role, tool calls with
 // object or only JSON-string arguments, tool-role results, tool call ids of any form, two messages
-// of one role in a row. jinja-polyfills.ts adapts a conversation to what is missing.
+// of one role in a row, several calls in one message. jinja-polyfills.ts adapts a conversation to what is missing.
 // A part of the conversation counts as missing only where the template raises on it: one that
 // renders without it (drops a tool result, shows no tool call) renders as transformers would.
 // The form of arguments and ids is the client's choice in transformers too, so there the form
@@ -20,10 +20,13 @@ export interface JinjaCapabilities {
   anyToolCallIds: boolean;
   /** Two messages of one role in a row render (Gemma 2 demands alternation). */
   consecutiveRoles: boolean;
+  /** An assistant message with several tool calls renders (Llama 3.x's raise: "only supports
+   *  single tool-calls at once"). */
+  parallelToolCalls: boolean;
 }
 
 export const ALL_CAPABILITIES: JinjaCapabilities = {
-  systemRole: true, toolCalls: true, objectArguments: true, toolRole: true, anyToolCallIds: true, consecutiveRoles: true,
+  systemRole: true, toolCalls: true, objectArguments: true, toolRole: true, anyToolCallIds: true, consecutiveRoles: true, parallelToolCalls: true,
 };
 
 import { TemplateSizeError, TemplateTimeoutError } from "./render-budget.js";
@@ -32,10 +35,10 @@ type Probe = (context: Record<string, unknown>) => string;
 const ARG_NEEDLE = "argument_needle";
 const tools = [{ type: "function", function: { name: "tool1", description: "A tool", parameters: { type: "object", properties: { arg: { type: "string" } } } } }];
 const user = (content = "user message") => ({ role: "user", content });
-const call = (args: unknown, id = "call00001") => ({
+const call = (args: unknown, id = "call00001", ids: string[] = [id]) => ({
   role: "assistant",
   content: "",
-  tool_calls: [{ id, type: "function", function: { name: "tool1", arguments: args } }],
+  tool_calls: ids.map((i) => ({ id: i, type: "function", function: { name: "tool1", arguments: args } })),
 });
 const result = (id = "call00001") => ({ role: "tool", content: "tool result", name: "tool1", tool_call_id: id });
 
@@ -70,5 +73,6 @@ export function detectCapabilities(render: Probe): JinjaCapabilities {
   caps.toolRole = attempt(render, [user(), answered, result()], true) !== undefined;
   // Ids matter only where a well-formed one renders and ours does not (Mistral's 9 alphanumerics).
   caps.anyToolCallIds = !caps.toolCalls || attempt(render, [user(), call(args, "call_1")], true) !== undefined;
+  caps.parallelToolCalls = !caps.toolCalls || attempt(render, [user(), call(args, "call00001", ["call00001", "call00002"])], true) !== undefined;
   return caps;
 }

@@ -1,7 +1,8 @@
 // Adapts a conversation to what a Jinja chat template can render (jinja-capabilities.ts) instead of
 // failing the request where the template would raise, as llama.cpp adapts them: system text folded
 // into the next user message, tool results as user messages (JSON naming the tool), arguments as a
-// JSON string, tool call ids as 9 alphanumerics, runs of user messages joined.
+// JSON string, tool call ids as 9 alphanumerics, runs of user messages joined, and parallel calls
+// as one call a turn, each followed by its result (a template that takes one call at a time).
 
 import type { JinjaCapabilities } from "./jinja-capabilities.js";
 
@@ -19,7 +20,7 @@ export function needsPolyfill(messages: JinjaMessage[], caps: JinjaCapabilities)
   return messages.some(
     (m, i) =>
       (!caps.systemRole && m.role === "system") ||
-      (m.tool_calls && (!caps.objectArguments || !caps.anyToolCallIds)) ||
+      (m.tool_calls && (!caps.objectArguments || !caps.anyToolCallIds || (!caps.parallelToolCalls && m.tool_calls.length > 1))) ||
       (m.role === "tool" && (!caps.toolRole || !caps.anyToolCallIds)) ||
       (!caps.consecutiveRoles && i > 0 && mergeable(messages[i - 1]!, m)),
   );
@@ -28,6 +29,7 @@ export function needsPolyfill(messages: JinjaMessage[], caps: JinjaCapabilities)
 export function polyfillMessages(messages: JinjaMessage[], caps: JinjaCapabilities): JinjaMessage[] {
   if (!needsPolyfill(messages, caps)) return messages;
   let out = messages.map((m) => ({ ...m }));
+  if (!caps.parallelToolCalls) out = oneCallATurn(out);
   if (!caps.anyToolCallIds) out = shortIds(out);
   if (!caps.objectArguments) {
     for (const m of out) if (m.tool_calls) m.tool_calls = m.tool_calls.map((c) => ({ ...c, function: { ...c.function, arguments: JSON.stringify(c.function.arguments ?? {}) } }));
@@ -71,6 +73,30 @@ function mergeRuns(messages: JinjaMessage[]): JinjaMessage[] {
     const last = out.at(-1);
     if (last && mergeable(last, m)) out[out.length - 1] = { ...last, content: [last.content, m.content].filter(Boolean).join("\n\n") };
     else out.push(m);
+  }
+  return out;
+}
+
+/** An assistant message with several calls becomes one message a call, each followed by its
+ *  result (matched by id, else in order) from the results that answered them; its text stays
+ *  with the first. */
+function oneCallATurn(messages: JinjaMessage[]): JinjaMessage[] {
+  const out: JinjaMessage[] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (m.role !== "assistant" || !m.tool_calls || m.tool_calls.length < 2) {
+      out.push(m);
+      continue;
+    }
+    const results: JinjaMessage[] = [];
+    while (messages[i + 1]?.role === "tool") results.push(messages[++i]!);
+    m.tool_calls.forEach((c, k) => {
+      out.push({ ...m, content: k === 0 ? m.content : "", tool_calls: [c] });
+      const byId = c.id === undefined ? -1 : results.findIndex((r) => r.tool_call_id === c.id);
+      const at = byId !== -1 ? byId : results.findIndex((r) => r.tool_call_id === undefined || !m.tool_calls!.some((x) => x.id === r.tool_call_id));
+      if (at !== -1) out.push(results.splice(at, 1)[0]!);
+    });
+    out.push(...results);
   }
   return out;
 }

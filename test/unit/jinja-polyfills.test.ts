@@ -1,5 +1,7 @@
 // Conversations adapted to what a chat template can render (jinja-polyfills.ts), and the 400 a
 // template's own refusal becomes.
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ALL_CAPABILITIES } from "../../src/daemon/prompt/jinja-capabilities.js";
 import { polyfillMessages, type JinjaMessage } from "../../src/daemon/prompt/jinja-polyfills.js";
@@ -54,6 +56,36 @@ describe("polyfillMessages", () => {
       ["assistant", "", "c4"],
       ["assistant", "", "c5"],
     ]);
+  });
+
+  it("joins a calling message's text to its thinking for a template that takes one or the other; a split message's thinking stays with its first call", () => {
+    const m: JinjaMessage = { role: "assistant", content: "Checking.", thinking: "Two cities.", reasoning_content: "Two cities.", tool_calls: [call("c1"), call("c2")] };
+    const out = polyfillMessages([{ role: "user", content: "U" }, m], { ...ALL_CAPABILITIES, callTextAndThinking: false, parallelToolCalls: false });
+    expect(out.slice(1).map((x) => [x.content, x.thinking, x.reasoning_content])).toEqual([
+      ["", "Two cities.\n\nChecking.", "Two cities.\n\nChecking."],
+      ["", undefined, undefined],
+    ]);
+  });
+
+  it("gpt-oss: a message as Ollama answers it (text, thinking and two calls) and its results render, both calls shown, each as harmony writes a call", () => {
+    const t = selectTemplate(undefined, readFileSync(path.resolve(__dirname, "../fixtures/chat-templates/openai-gpt-oss-120b.jinja"), "utf8"), "", "");
+    const tools = [{ type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } } }];
+    const weather = (id: string, city: string) => ({ id, function: { name: "get_weather", arguments: { city } } });
+    const out = renderPrompt(t, {
+      tools,
+      messages: [
+        { role: "user", content: "Weather in Paris and Lyon?" },
+        { role: "assistant", content: "Let me check both.", thinking: "Two cities, two calls.", tool_calls: [weather("c1", "Paris"), weather("c2", "Lyon")] },
+        { role: "tool", content: "18C", tool_name: "get_weather", tool_call_id: "c1" },
+        { role: "tool", content: "21C", tool_name: "get_weather", tool_call_id: "c2" },
+      ],
+      think: true,
+      isThinkSet: true,
+      thinkLevel: "medium",
+    });
+    expect(out).toContain('<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Paris"}<|call|><|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"18C"<|end|>');
+    expect(out).toContain('<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Lyon"}<|call|><|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"21C"<|end|>');
+    expect(out.split("Two cities, two calls.")).toHaveLength(2);
   });
 
   it("folds system text into the next user message, tool results into user messages, and joins runs", () => {

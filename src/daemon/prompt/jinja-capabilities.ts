@@ -20,13 +20,15 @@ export interface JinjaCapabilities {
   anyToolCallIds: boolean;
   /** Two messages of one role in a row render (Gemma 2 demands alternation). */
   consecutiveRoles: boolean;
-  /** An assistant message with several tool calls renders (Llama 3.x's raise: "only supports
-   *  single tool-calls at once"). */
+  /** An assistant message with several tool calls shows them all (Llama 3.x's raise: "only
+   *  supports single tool-calls at once"; gpt-oss's shows the first). */
   parallelToolCalls: boolean;
+  /** A message with tool calls may have both text and thinking (gpt-oss's raises). */
+  callTextAndThinking: boolean;
 }
 
 export const ALL_CAPABILITIES: JinjaCapabilities = {
-  systemRole: true, toolCalls: true, objectArguments: true, toolRole: true, anyToolCallIds: true, consecutiveRoles: true, parallelToolCalls: true,
+  systemRole: true, toolCalls: true, objectArguments: true, toolRole: true, anyToolCallIds: true, consecutiveRoles: true, parallelToolCalls: true, callTextAndThinking: true,
 };
 
 import { TemplateSizeError, TemplateTimeoutError } from "./render-budget.js";
@@ -35,10 +37,10 @@ type Probe = (context: Record<string, unknown>) => string;
 const ARG_NEEDLE = "argument_needle";
 const tools = [{ type: "function", function: { name: "tool1", description: "A tool", parameters: { type: "object", properties: { arg: { type: "string" } } } } }];
 const user = (content = "user message") => ({ role: "user", content });
-const call = (args: unknown, id = "call00001", ids: string[] = [id]) => ({
+const call = (args: unknown, id = "call00001", more: unknown[] = []) => ({
   role: "assistant",
   content: "",
-  tool_calls: ids.map((i) => ({ id: i, type: "function", function: { name: "tool1", arguments: args } })),
+  tool_calls: [args, ...more].map((a, i) => ({ id: i === 0 ? id : `call0000${i + 1}`, type: "function", function: { name: "tool1", arguments: a } })),
 });
 const result = (id = "call00001") => ({ role: "tool", content: "tool result", name: "tool1", tool_call_id: id });
 
@@ -73,6 +75,8 @@ export function detectCapabilities(render: Probe): JinjaCapabilities {
   caps.toolRole = attempt(render, [user(), answered, result()], true) !== undefined;
   // Ids matter only where a well-formed one renders and ours does not (Mistral's 9 alphanumerics).
   caps.anyToolCallIds = !caps.toolCalls || attempt(render, [user(), call(args, "call_1")], true) !== undefined;
-  caps.parallelToolCalls = !caps.toolCalls || attempt(render, [user(), call(args, "call00001", ["call00001", "call00002"])], true) !== undefined;
+  const second = caps.objectArguments ? { [`${ARG_NEEDLE}_2`]: "2" } : JSON.stringify({ [`${ARG_NEEDLE}_2`]: "2" });
+  caps.parallelToolCalls = !caps.toolCalls || renders(attempt(render, [user(), call(args, "call00001", [second])], true), `${ARG_NEEDLE}_2`);
+  caps.callTextAndThinking = !caps.toolCalls || attempt(render, [user(), { ...call(args), content: "text", thinking: "thought", reasoning_content: "thought" }], true) !== undefined;
   return caps;
 }

@@ -1,8 +1,9 @@
 // Adapts a conversation to what a Jinja chat template can render (jinja-capabilities.ts) instead of
 // failing the request where the template would raise, as llama.cpp adapts them: system text folded
 // into the next user message, tool results as user messages (JSON naming the tool), arguments as a
-// JSON string, tool call ids as 9 alphanumerics, runs of user messages joined, and parallel calls
-// as one call a turn, each followed by its result (a template that takes one call at a time).
+// JSON string, tool call ids as 9 alphanumerics, runs of user messages joined, parallel calls
+// as one call a turn, each followed by its result (a template that takes one call at a time), and
+// a calling message's text joined to its thinking (gpt-oss's takes one or the other).
 
 import type { JinjaCapabilities } from "./jinja-capabilities.js";
 
@@ -20,7 +21,7 @@ export function needsPolyfill(messages: JinjaMessage[], caps: JinjaCapabilities)
   return messages.some(
     (m, i) =>
       (!caps.systemRole && m.role === "system") ||
-      (m.tool_calls && (!caps.objectArguments || !caps.anyToolCallIds || (!caps.parallelToolCalls && m.tool_calls.length > 1))) ||
+      (m.tool_calls && (!caps.objectArguments || !caps.anyToolCallIds || (!caps.parallelToolCalls && m.tool_calls.length > 1) || (!caps.callTextAndThinking && !!m.content && !!m.thinking))) ||
       (m.role === "tool" && (!caps.toolRole || !caps.anyToolCallIds)) ||
       (!caps.consecutiveRoles && i > 0 && mergeable(messages[i - 1]!, m)),
   );
@@ -29,6 +30,7 @@ export function needsPolyfill(messages: JinjaMessage[], caps: JinjaCapabilities)
 export function polyfillMessages(messages: JinjaMessage[], caps: JinjaCapabilities): JinjaMessage[] {
   if (!needsPolyfill(messages, caps)) return messages;
   let out = messages.map((m) => ({ ...m }));
+  if (!caps.callTextAndThinking) out = out.map((m) => (m.tool_calls && m.content && m.thinking ? thoughtOnly(m) : m));
   if (!caps.parallelToolCalls) out = oneCallATurn(out);
   if (!caps.anyToolCallIds) out = shortIds(out);
   if (!caps.objectArguments) {
@@ -77,9 +79,16 @@ function mergeRuns(messages: JinjaMessage[]): JinjaMessage[] {
   return out;
 }
 
+/** A message's text joins its thinking (gpt-oss's template takes one or the other beside calls:
+ *  Ollama's answers carry both, and a client sends the message back as it got it). */
+function thoughtOnly(m: JinjaMessage): JinjaMessage {
+  const thinking = `${String(m.thinking)}\n\n${m.content}`;
+  return { ...m, content: "", thinking, ...(m.reasoning_content !== undefined ? { reasoning_content: thinking } : {}) };
+}
+
 /** An assistant message with several calls becomes one message a call, each followed by its
- *  result (matched by id, else in order) from the results that answered them; its text stays
- *  with the first. */
+ *  result (matched by id, else in order) from the results that answered them; its text and
+ *  thinking stay with the first. */
 function oneCallATurn(messages: JinjaMessage[]): JinjaMessage[] {
   const out: JinjaMessage[] = [];
   for (let i = 0; i < messages.length; i++) {
@@ -90,8 +99,9 @@ function oneCallATurn(messages: JinjaMessage[]): JinjaMessage[] {
     }
     const results: JinjaMessage[] = [];
     while (messages[i + 1]?.role === "tool") results.push(messages[++i]!);
+    const { thinking: _t, reasoning_content: _r, ...bare } = m;
     m.tool_calls.forEach((c, k) => {
-      out.push({ ...m, content: k === 0 ? m.content : "", tool_calls: [c] });
+      out.push(k === 0 ? { ...m, tool_calls: [c] } : { ...bare, content: "", tool_calls: [c] });
       const byId = c.id === undefined ? -1 : results.findIndex((r) => r.tool_call_id === c.id);
       const at = byId !== -1 ? byId : results.findIndex((r) => r.tool_call_id === undefined || !m.tool_calls!.some((x) => x.id === r.tool_call_id));
       if (at !== -1) out.push(results.splice(at, 1)[0]!);

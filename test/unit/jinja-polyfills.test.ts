@@ -88,6 +88,34 @@ describe("polyfillMessages", () => {
     expect(out.split("Two cities, two calls.")).toHaveLength(2);
   });
 
+  it("joins opening system messages and folds later ones into the next user message, for a template that takes one system message, first", () => {
+    const out = polyfillMessages(
+      [
+        { role: "system", content: "A" },
+        { role: "system", content: "B" },
+        { role: "user", content: "U" },
+        { role: "assistant", content: "ok" },
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "U2" },
+      ],
+      { ...ALL_CAPABILITIES, laterSystem: false },
+    );
+    expect(out.map((m) => `${m.role}: ${m.content}`)).toEqual(["system: A\n\nB", "user: U", "assistant: ok", "user: Be brief.\n\nU2"]);
+  });
+
+  it("puts an empty user turn before the assistant's opening greeting, for a template that must open with the user", () => {
+    const out = polyfillMessages([{ role: "system", content: "S" }, { role: "assistant", content: "Hi! How can I help?" }, { role: "user", content: "U" }], { ...ALL_CAPABILITIES, assistantFirst: false });
+    expect(out.map((m) => `${m.role}: ${m.content}`)).toEqual(["system: S", "user: ", "assistant: Hi! How can I help?", "user: U"]);
+  });
+
+  it("real templates that refused them render these conversations: Qwen3.5 two system messages, Gemma 2 and Mistral a greeting first", () => {
+    const load = (f: string) => selectTemplate(undefined, readFileSync(path.resolve(__dirname, "../fixtures/chat-templates", f), "utf8"), "<s>", "</s>");
+    const systems = [{ role: "system", content: "You are terse." }, { role: "system", content: "Answer in French." }, { role: "user", content: "hi" }];
+    expect(renderPrompt(load("Qwen3.5-4B.jinja"), { messages: systems })).toContain("You are terse.\n\nAnswer in French.");
+    const greeting = [{ role: "assistant", content: "Hi! How can I help?" }, { role: "user", content: "hi" }];
+    for (const f of ["google-gemma-2-2b-it.jinja", "mistralai-Mistral-Nemo-Instruct-2407.jinja"]) expect(renderPrompt(load(f), { messages: greeting }), f).toContain("Hi! How can I help?");
+  });
+
   it("folds system text into the next user message, tool results into user messages, and joins runs", () => {
     const out = polyfillMessages(conversation, { ...ALL_CAPABILITIES, systemRole: false, toolRole: false, consecutiveRoles: false });
     expect(out.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);

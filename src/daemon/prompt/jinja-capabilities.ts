@@ -1,7 +1,8 @@
 // What a Jinja chat template can render, found once per template by rendering small probe
 // conversations (as llama.cpp's chat-template capabilities do): a system role, tool calls with
 // object or only JSON-string arguments, tool-role results, tool call ids of any form, two messages
-// of one role in a row, several calls in one message. jinja-polyfills.ts adapts a conversation to what is missing.
+// of one role in a row, several calls in one message, text and thinking beside calls, a system
+// message after the first, a conversation opening with the assistant. jinja-polyfills.ts adapts a conversation to what is missing.
 // A part of the conversation counts as missing only where the template raises on it: one that
 // renders without it (drops a tool result, shows no tool call) renders as transformers would.
 // The form of arguments and ids is the client's choice in transformers too, so there the form
@@ -25,10 +26,16 @@ export interface JinjaCapabilities {
   parallelToolCalls: boolean;
   /** A message with tool calls may have both text and thinking (gpt-oss's raises). */
   callTextAndThinking: boolean;
+  /** A system message after the first message, or a second one (Qwen3.5's raises "System
+   *  message must be at the beginning"; Mistral's). */
+  laterSystem: boolean;
+  /** The conversation may open with the assistant's greeting (Gemma 2's and Mistral's raise). */
+  assistantFirst: boolean;
 }
 
 export const ALL_CAPABILITIES: JinjaCapabilities = {
   systemRole: true, toolCalls: true, objectArguments: true, toolRole: true, anyToolCallIds: true, consecutiveRoles: true, parallelToolCalls: true, callTextAndThinking: true,
+  laterSystem: true, assistantFirst: true,
 };
 
 import { TemplateSizeError, TemplateTimeoutError } from "./render-budget.js";
@@ -63,6 +70,8 @@ export function detectCapabilities(render: Probe): JinjaCapabilities {
 
   caps.systemRole = attempt(render, [{ role: "system", content: "system message" }, user()]) !== undefined;
   caps.consecutiveRoles = attempt(render, [user(), user("another")]) !== undefined;
+  caps.laterSystem = !caps.systemRole || attempt(render, [{ role: "system", content: "system message" }, user(), { role: "assistant", content: "ok" }, { role: "system", content: "later" }, user("another")]) !== undefined;
+  caps.assistantFirst = attempt(render, [{ role: "assistant", content: "greeting" }, user()]) !== undefined;
 
   const objArgs = { [ARG_NEEDLE]: "print('hello')" };
   const objectOk = renders(attempt(render, [user(), call(objArgs)], true), ARG_NEEDLE);

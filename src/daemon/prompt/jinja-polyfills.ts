@@ -3,7 +3,9 @@
 // into the next user message, tool results as user messages (JSON naming the tool), arguments as a
 // JSON string, tool call ids as 9 alphanumerics, runs of user messages joined, parallel calls
 // as one call a turn, each followed by its result (a template that takes one call at a time), and
-// a calling message's text joined to its thinking (gpt-oss's takes one or the other).
+// a calling message's text joined to its thinking (gpt-oss's takes one or the other), system
+// messages after the first folded into the next user message (opening ones joined), and an empty
+// user turn before an opening greeting of the assistant.
 
 import type { JinjaCapabilities } from "./jinja-capabilities.js";
 
@@ -21,6 +23,8 @@ export function needsPolyfill(messages: JinjaMessage[], caps: JinjaCapabilities)
   return messages.some(
     (m, i) =>
       (!caps.systemRole && m.role === "system") ||
+      (!caps.laterSystem && m.role === "system" && i > 0) ||
+      (!caps.assistantFirst && m.role === "assistant" && messages.slice(0, i).every((x) => x.role === "system")) ||
       (m.tool_calls && (!caps.objectArguments || !caps.anyToolCallIds || (!caps.parallelToolCalls && m.tool_calls.length > 1) || (!caps.callTextAndThinking && !!m.content && !!m.thinking))) ||
       (m.role === "tool" && (!caps.toolRole || !caps.anyToolCallIds)) ||
       (!caps.consecutiveRoles && i > 0 && mergeable(messages[i - 1]!, m)),
@@ -44,8 +48,23 @@ export function polyfillMessages(messages: JinjaMessage[], caps: JinjaCapabiliti
     );
   }
   if (!caps.systemRole) out = foldSystem(out);
+  else if (!caps.laterSystem) {
+    const rest = out.findIndex((m) => m.role !== "system");
+    out = [...leadingSystem(out), ...(rest === -1 ? [] : foldSystem(out.slice(rest)))];
+  }
+  if (!caps.assistantFirst) {
+    const first = out.findIndex((m) => m.role !== "system");
+    if (out[first]?.role === "assistant") out.splice(first, 0, { role: "user", content: "" });
+  }
   if (!caps.consecutiveRoles) out = mergeRuns(out);
   return out;
+}
+
+/** The system messages a conversation opens with, as one (none when it opens otherwise). */
+function leadingSystem(messages: JinjaMessage[]): JinjaMessage[] {
+  const end = messages.findIndex((m) => m.role !== "system");
+  const lead = end === -1 ? messages : messages.slice(0, end);
+  return lead.length === 0 ? [] : [{ ...lead[0]!, content: lead.map((m) => m.content).join("\n\n") }];
 }
 
 /** System messages join the next user message (or become one, when none follows). */

@@ -22,7 +22,6 @@ import { lingerOnClose } from "./lingering-close.js";
 import { createApp } from "./server.js";
 import { PrometheusMetrics } from "./metrics/prometheus.js";
 import { requestLogFields } from "./request-context.js";
-import { warmRenderer } from "./prompt/render-off-thread.js";
 
 export function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -96,7 +95,6 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const port = (server.address() as AddressInfo).port;
   deps.log.info(`Listening on ${hostname}:${port} (version ${deps.version})`, { models: config.models });
   deps.scheduler.warmUp();
-  warmRenderer();
   return {
     url: `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`,
     port,

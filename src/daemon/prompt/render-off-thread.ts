@@ -3,9 +3,9 @@
 // and pull shares: Gemma 4's template takes 270 ms over 1,001 messages, truncation renders a few
 // times, and a template built to be slow holds the budget's 3 s on every request. Rendered in a
 // worker thread instead, such a render delays only renders queued behind it; the daemon answers
-// and streams meanwhile. At most WORKERS threads, started on first use (warm() at start-up),
-// unref'd; one that does not answer in HUNG_MS (the budget stops any render well before) is
-// replaced. Where the worker's file is not there (the sources run through tsx), renders run inline.
+// and streams meanwhile. At most WORKERS threads, started as a request that renders arrives (its
+// model loads meanwhile), unref'd, ended after IDLE_MS without a render; one that does not answer
+// in HUNG_MS (the budget stops any render well before) is replaced. Where the worker's file is not there (the sources run through tsx), renders run inline.
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -19,6 +19,8 @@ const HAS_WORKER = existsSync(WORKER);
 const WORKERS = Math.max(1, Math.min(2, availableParallelism()));
 /** Far past any render the budget lets run (3 s, retried on a busy machine): a thread stuck. */
 const HUNG_MS = 60_000;
+/** A thread with nothing to render this long ends: an idle daemon keeps no isolate (~11 MiB). */
+const IDLE_MS = 60_000;
 
 interface Pending {
   resolve: (text: string) => void;
@@ -29,9 +31,11 @@ interface Pending {
 class RenderThread {
   readonly pending = new Map<number, Pending>();
   private readonly worker: Worker;
+  private idle: NodeJS.Timeout | undefined;
 
   constructor(private readonly onExit: (t: RenderThread) => void) {
-    this.worker = new Worker(WORKER);
+    // a small young generation: renders make short-lived strings, and the daemon's RSS stays low
+    this.worker = new Worker(WORKER, { resourceLimits: { maxYoungGenerationSizeMb: 2 } });
     this.worker.unref();
     this.worker.on("message", (m: RenderReply) => {
       const p = this.pending.get(m.id);
@@ -40,12 +44,23 @@ class RenderThread {
       clearTimeout(p.timer);
       if ("text" in m) p.resolve(m.text);
       else p.reject(new ApiError(m.error.code, m.error.message));
+      this.idleSoon();
     });
+    this.idleSoon();
     this.worker.on("error", (err) => this.stop(err));
     this.worker.on("exit", () => this.stop(new Error("the template renderer stopped")));
   }
 
+  /** Ends the thread once it has had nothing to do for IDLE_MS. */
+  private idleSoon(): void {
+    clearTimeout(this.idle);
+    if (this.pending.size > 0) return;
+    this.idle = setTimeout(() => this.stop(new Error("the template renderer ended")), IDLE_MS);
+    this.idle.unref();
+  }
+
   render(id: number, template: TemplateSource, input: RenderInput): Promise<string> {
+    clearTimeout(this.idle);
     return new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -64,6 +79,7 @@ class RenderThread {
   stop(err: Error): void {
     if (this.stopped) return;
     this.stopped = true;
+    clearTimeout(this.idle);
     for (const [id, p] of this.pending) {
       clearTimeout(p.timer);
       p.reject(err);
@@ -86,7 +102,7 @@ function idlest(): RenderThread {
   return best;
 }
 
-/** Starts a render thread ahead of the first request (the daemon's start-up). */
+/** Starts a render thread ahead of a render (a request's, while its model loads). */
 export function warmRenderer(): void {
   if (threads.length === 0 && HAS_WORKER) idlest();
 }

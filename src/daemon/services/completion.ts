@@ -19,7 +19,7 @@ import type { ModelSpec } from "../../registry/model-spec.js";
 import { ApiError, toApiError } from "../errors.js";
 import type { RequestRunOptions } from "../options.js";
 import { type PromptTemplate, type RenderInput, type RenderMessage } from "../prompt/render.js";
-import { renderOffThread } from "../prompt/render-off-thread.js";
+import { renderOffThread, warmRenderer } from "../prompt/render-off-thread.js";
 import { fitConversation } from "../prompt/fit-conversation.js";
 import { finalMessageStart, HarmonyParser, type HarmonyNames, type HarmonyPrefill } from "../prompt/harmony.js";
 import { ThinkingParser, thinkingTags } from "../prompt/thinking.js";
@@ -273,6 +273,8 @@ export async function startCompletion(scheduler: Scheduler, req: CompletionReque
     },
   };
 
+  // the prompt renders in a worker thread: it starts while the model loads
+  if ("template" in req.prompt) warmRenderer();
   const prelude = (async (): Promise<Started> => {
     const l = await scheduler.acquire({ spec: req.spec, runner: o.runner, keepAliveMs: req.keepAliveMs, signal: req.signal });
     lease = l;

@@ -15,7 +15,8 @@ const FAILING = "{{ range .Messages }}{{ .Content.Nope }}{{ end }}";
 
 beforeAll(async () => {
   const gguf = await makeTestModel({ shape: "tiny", type: "Q4_0", seed: 1 });
-  d = await startDaemon();
+  // render threads end 300 ms after their last render here (a minute by default)
+  d = await startDaemon({ OLLAMATS_RENDER_IDLE_MS: "300" });
   for (const [name, template] of [
     ["slow", SLOW],
     ["plain", PLAIN],
@@ -74,6 +75,16 @@ describe("templates render off the event loop", () => {
     const bad = await render("failing", [{ role: "user", content: "hi" }]);
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: string }).error).toMatch(/^template error: /);
+  });
+
+  it("a thread that ended idle is started again for the next render", async () => {
+    const messages = [{ role: "user", content: "hi" }];
+    expect((await render("plain", messages)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 800));
+    const r = await render("plain", messages);
+    expect(r.status).toBe(200);
+    expect(((await r.json()) as { _debug_info: { rendered_template: string } })._debug_info.rendered_template).toBe("<user>hi<assistant>");
+    expect(d.logs()).not.toMatch(/renderer (ended|stopped)/);
   });
 
   it("a truncated conversation renders there too, and the model answers it", async () => {

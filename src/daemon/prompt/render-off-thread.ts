@@ -19,8 +19,14 @@ const HAS_WORKER = existsSync(WORKER);
 const WORKERS = Math.max(1, Math.min(2, availableParallelism()));
 /** Far past any render the budget lets run (3 s, retried on a busy machine): a thread stuck. */
 const HUNG_MS = 60_000;
-/** A thread with nothing to render this long ends: an idle daemon keeps no isolate (~11 MiB). */
-const IDLE_MS = 60_000;
+/** A thread with nothing to render this long ends: an idle daemon keeps no isolate (~11 MiB).
+ *  OLLAMATS_RENDER_IDLE_MS is an internal knob (tests use a short one). */
+const IDLE_MS = idleMs(process.env.OLLAMATS_RENDER_IDLE_MS);
+
+function idleMs(raw: string | undefined): number {
+  const n = Number(raw);
+  return raw !== undefined && raw.trim() !== "" && Number.isFinite(n) && n >= 0 ? n : 60_000;
+}
 
 interface Pending {
   resolve: (text: string) => void;

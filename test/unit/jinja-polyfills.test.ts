@@ -108,12 +108,40 @@ describe("polyfillMessages", () => {
     expect(out.map((m) => `${m.role}: ${m.content}`)).toEqual(["system: S", "user: ", "assistant: Hi! How can I help?", "user: U"]);
   });
 
+  it("an empty answer goes between tool results and the next user message, for a template that wants the model's answer there; an empty answer is a space where empty is refused", () => {
+    const messages: JinjaMessage[] = [
+      { role: "user", content: "U" },
+      { role: "assistant", content: "", tool_calls: [call("c1")] },
+      { role: "tool", content: "R1", tool_call_id: "c1" },
+      { role: "user", content: "U2" },
+      { role: "assistant", content: "" },
+      { role: "user", content: "U3" },
+    ];
+    const out = polyfillMessages(messages, { ...ALL_CAPABILITIES, userAfterTool: false });
+    expect(out.map((m) => `${m.role}: ${m.content}`)).toEqual(["user: U", "assistant: ", "tool: R1", "assistant: ", "user: U2", "assistant: ", "user: U3"]);
+    const spaced = polyfillMessages(messages, { ...ALL_CAPABILITIES, userAfterTool: false, emptyAssistant: false });
+    expect(spaced.map((m) => m.content)).toEqual(["U", "", "R1", " ", "U2", " ", "U3"]); // a call keeps its empty text
+    // a tool result that answers no call is left as it is
+    expect(polyfillMessages([{ role: "tool", content: "R" }, { role: "user", content: "U" }], { ...ALL_CAPABILITIES, userAfterTool: false }).map((m) => m.role)).toEqual(["tool", "user"]);
+  });
+
   it("real templates that refused them render these conversations: Qwen3.5 two system messages, Gemma 2 and Mistral a greeting first", () => {
     const load = (f: string) => selectTemplate(undefined, readFileSync(path.resolve(__dirname, "../fixtures/chat-templates", f), "utf8"), "<s>", "</s>");
     const systems = [{ role: "system", content: "You are terse." }, { role: "system", content: "Answer in French." }, { role: "user", content: "hi" }];
     expect(renderPrompt(load("Qwen3.5-4B.jinja"), { messages: systems })).toContain("You are terse.\n\nAnswer in French.");
     const greeting = [{ role: "assistant", content: "Hi! How can I help?" }, { role: "user", content: "hi" }];
     for (const f of ["google-gemma-2-2b-it.jinja", "mistralai-Mistral-Nemo-Instruct-2407.jinja"]) expect(renderPrompt(load(f), { messages: greeting }), f).toContain("Hi! How can I help?");
+    // Mistral's: a question right after a tool's result; Ministral 3's: an empty answer too
+    const tools = [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { type: "integer" } } } } }];
+    const afterTool = [
+      { role: "user", content: "q" },
+      { role: "assistant", content: "", tool_calls: [{ id: "abcdefgh1", function: { name: "f", arguments: { a: 1 } } }] },
+      { role: "tool", content: "r", tool_name: "f", tool_call_id: "abcdefgh1" },
+      { role: "user", content: "and then?" },
+    ];
+    for (const f of ["mistralai-Mistral-Nemo-Instruct-2407.jinja", "Mistral-Small-3.2-24B-Instruct-2506.jinja", "mistralai-Ministral-3-14B-Reasoning-2512.jinja"]) {
+      expect(renderPrompt(load(f), { messages: afterTool, tools }), f).toMatch(/\[\/TOOL_RESULTS\] ?<\/s>.*\[INST\]and then\?\[\/INST\]$/s);
+    }
   });
 
   it("folds system text into the next user message, tool results into user messages, and joins runs", () => {

@@ -2,7 +2,8 @@
 // conversations (as llama.cpp's chat-template capabilities do): a system role, tool calls with
 // object or only JSON-string arguments, tool-role results, tool call ids of any form, two messages
 // of one role in a row, several calls in one message, text and thinking beside calls, a system
-// message after the first, a conversation opening with the assistant. jinja-polyfills.ts adapts a conversation to what is missing.
+// message after the first, a conversation opening with the assistant, a user message right after
+// tool results, an empty assistant message. jinja-polyfills.ts adapts a conversation to what is missing.
 // A part of the conversation counts as missing only where the template raises on it: one that
 // renders without it (drops a tool result, shows no tool call) renders as transformers would.
 // The form of arguments and ids is the client's choice in transformers too, so there the form
@@ -31,11 +32,15 @@ export interface JinjaCapabilities {
   laterSystem: boolean;
   /** The conversation may open with the assistant's greeting (Gemma 2's and Mistral's raise). */
   assistantFirst: boolean;
+  /** A user message may follow tool results with no answer between (Mistral's raise). */
+  userAfterTool: boolean;
+  /** An assistant message may be empty (Ministral 3's raises). */
+  emptyAssistant: boolean;
 }
 
 export const ALL_CAPABILITIES: JinjaCapabilities = {
   systemRole: true, toolCalls: true, objectArguments: true, toolRole: true, anyToolCallIds: true, consecutiveRoles: true, parallelToolCalls: true, callTextAndThinking: true,
-  laterSystem: true, assistantFirst: true,
+  laterSystem: true, assistantFirst: true, userAfterTool: true, emptyAssistant: true,
 };
 
 import { TemplateSizeError, TemplateTimeoutError } from "./render-budget.js";
@@ -72,6 +77,7 @@ export function detectCapabilities(render: Probe): JinjaCapabilities {
   caps.consecutiveRoles = attempt(render, [user(), user("another")]) !== undefined;
   caps.laterSystem = !caps.systemRole || attempt(render, [{ role: "system", content: "system message" }, user(), { role: "assistant", content: "ok" }, { role: "system", content: "later" }, user("another")]) !== undefined;
   caps.assistantFirst = attempt(render, [{ role: "assistant", content: "greeting" }, user()]) !== undefined;
+  caps.emptyAssistant = attempt(render, [user(), { role: "assistant", content: "" }, user("another")]) !== undefined;
 
   const objArgs = { [ARG_NEEDLE]: "print('hello')" };
   const objectOk = renders(attempt(render, [user(), call(objArgs)], true), ARG_NEEDLE);
@@ -86,6 +92,7 @@ export function detectCapabilities(render: Probe): JinjaCapabilities {
   caps.anyToolCallIds = !caps.toolCalls || attempt(render, [user(), call(args, "call_1")], true) !== undefined;
   const second = caps.objectArguments ? { [`${ARG_NEEDLE}_2`]: "2" } : JSON.stringify({ [`${ARG_NEEDLE}_2`]: "2" });
   caps.parallelToolCalls = !caps.toolCalls || renders(attempt(render, [user(), call(args, "call00001", [second])], true), `${ARG_NEEDLE}_2`);
+  caps.userAfterTool = !caps.toolCalls || !caps.toolRole || attempt(render, [user(), call(args), result(), user("another")], true) !== undefined;
   caps.callTextAndThinking = !caps.toolCalls || attempt(render, [user(), { ...call(args), content: "text", thinking: "thought", reasoning_content: "thought" }], true) !== undefined;
   return caps;
 }

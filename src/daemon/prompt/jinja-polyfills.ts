@@ -4,8 +4,9 @@
 // JSON string, tool call ids as 9 alphanumerics, runs of user messages joined, parallel calls
 // as one call a turn, each followed by its result (a template that takes one call at a time), and
 // a calling message's text joined to its thinking (gpt-oss's takes one or the other), system
-// messages after the first folded into the next user message (opening ones joined), and an empty
-// user turn before an opening greeting of the assistant.
+// messages after the first folded into the next user message (opening ones joined), an empty
+// user turn before an opening greeting of the assistant, an empty answer between tool results and
+// a user message, and an empty answer as one space where a template refuses it empty.
 
 import type { JinjaCapabilities } from "./jinja-capabilities.js";
 
@@ -25,6 +26,8 @@ export function needsPolyfill(messages: JinjaMessage[], caps: JinjaCapabilities)
       (!caps.systemRole && m.role === "system") ||
       (!caps.laterSystem && m.role === "system" && i > 0) ||
       (!caps.assistantFirst && m.role === "assistant" && messages.slice(0, i).every((x) => x.role === "system")) ||
+      (!caps.userAfterTool && m.role === "user" && answersCalls(messages, i)) ||
+      (!caps.emptyAssistant && m.role === "assistant" && !m.content && !m.tool_calls) ||
       (m.tool_calls && (!caps.objectArguments || !caps.anyToolCallIds || (!caps.parallelToolCalls && m.tool_calls.length > 1) || (!caps.callTextAndThinking && !!m.content && !!m.thinking))) ||
       (m.role === "tool" && (!caps.toolRole || !caps.anyToolCallIds)) ||
       (!caps.consecutiveRoles && i > 0 && mergeable(messages[i - 1]!, m)),
@@ -36,6 +39,8 @@ export function polyfillMessages(messages: JinjaMessage[], caps: JinjaCapabiliti
   let out = messages.map((m) => ({ ...m }));
   if (!caps.callTextAndThinking) out = out.map((m) => (m.tool_calls && m.content && m.thinking ? thoughtOnly(m) : m));
   if (!caps.parallelToolCalls) out = oneCallATurn(out);
+  // an empty answer between tool results and the next question, as if the model had said nothing
+  if (!caps.userAfterTool) out = out.flatMap((m, i) => (m.role === "user" && answersCalls(out, i) ? [{ role: "assistant", content: "" }, m] : [m]));
   if (!caps.anyToolCallIds) out = shortIds(out);
   if (!caps.objectArguments) {
     for (const m of out) if (m.tool_calls) m.tool_calls = m.tool_calls.map((c) => ({ ...c, function: { ...c.function, arguments: JSON.stringify(c.function.arguments ?? {}) } }));
@@ -52,12 +57,20 @@ export function polyfillMessages(messages: JinjaMessage[], caps: JinjaCapabiliti
     const rest = out.findIndex((m) => m.role !== "system");
     out = [...leadingSystem(out), ...(rest === -1 ? [] : foldSystem(out.slice(rest)))];
   }
+  if (!caps.emptyAssistant) out = out.map((m) => (m.role === "assistant" && !m.content && !m.tool_calls ? { ...m, content: " " } : m));
   if (!caps.assistantFirst) {
     const first = out.findIndex((m) => m.role !== "system");
     if (out[first]?.role === "assistant") out.splice(first, 0, { role: "user", content: "" });
   }
   if (!caps.consecutiveRoles) out = mergeRuns(out);
   return out;
+}
+
+/** Whether the messages right before `i` are tool results answering an assistant's calls. */
+function answersCalls(messages: JinjaMessage[], i: number): boolean {
+  let j = i - 1;
+  while (messages[j]?.role === "tool") j--;
+  return j < i - 1 && messages[j]?.role === "assistant" && !!messages[j]!.tool_calls;
 }
 
 /** The system messages a conversation opens with, as one (none when it opens otherwise). */

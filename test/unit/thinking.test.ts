@@ -119,6 +119,26 @@ describe("think levels a template takes", () => {
   });
 });
 
+describe("every real template renders a chat at every think level a client may send", () => {
+  it("no template refuses the levels (a thinking model's default is think true, level medium)", () => {
+    const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
+    const refused: string[] = [];
+    for (const f of readdirSync(DIR).filter((x) => x.endsWith(".jinja"))) {
+      const source = readFileSync(path.join(DIR, f), "utf8");
+      if (!capabilitiesOf({ template: undefined, config: {}, source: { kind: "gguf", facts: { isEmbedding: false, chatTemplate: source } } as never }).includes("thinking")) continue;
+      const t = selectTemplate(undefined, source, "<s>", "</s>");
+      for (const thinkLevel of ["medium", "low", "high", "max"]) {
+        try {
+          renderPrompt(t, { messages: [{ role: "system", content: "be brief" }, { role: "user", content: "hi" }], think: true, isThinkSet: true, thinkLevel });
+        } catch (err) {
+          refused.push(`${f} ${thinkLevel}: ${(err as Error).message}`);
+        }
+      }
+    }
+    expect(refused).toEqual([]);
+  });
+});
+
 describe("thinking in each real template's own tags", () => {
   const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
   const THOUGHT = "The user greets me; a greeting back fits.";

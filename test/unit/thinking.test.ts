@@ -5,6 +5,9 @@ import { OllamaTemplate } from "../../src/template/ollama.js";
 import { renderPrompt, selectTemplate } from "../../src/daemon/prompt/render.js";
 import { ThinkingParser, inferThinkingTagsFromTree, stripHistoryThinking, thinkingTags } from "../../src/daemon/prompt/thinking.js";
 import { capabilitiesOf } from "../../src/registry/model-spec.js";
+import { answerWrapper, WrapperFilter } from "../../src/daemon/prompt/answer-wrapper.js";
+import { toolDialect } from "../../src/daemon/prompt/tool-dialect.js";
+import { toolCallParser } from "../../src/daemon/prompt/tool-markup.js";
 
 const FIXTURES = path.resolve(__dirname, "../fixtures/templates");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, `${name}.gotmpl`), "utf8");
@@ -203,5 +206,80 @@ describe("thinking in each real template's own tags", () => {
     expect(tagsOf("tencent-Hy3.jinja")).toEqual({ open: "<think:opensource>", close: "</think:opensource>" });
     // gpt-oss's and glimmer's thinking is a message on a channel (harmony.ts reads gpt-oss's)
     expect(missed).toEqual(["muse-glimmer.jinja", "openai-gpt-oss-120b.jinja"]);
+  });
+});
+
+describe("random thoughts, answers and calls through each thinking template", () => {
+  // what completion.ts chains: the thinking parser, the answer wrapper, the tool-call reader; the
+  // text each template writes for an answer, streamed in pieces of 1-4 characters; seeded
+  it("come back apart: the thought as thinking, the answer as content, the call as a call", () => {
+    let seed = 20261204;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) >>> 8) / (1 << 23);
+    const pick = <T>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)]!;
+    const PIECES = ["I think", " so", "\n", "<", ">", "a < b", "</", "x > y", "{", "}", "[", "]", "think", "tool", '"q"', "'", "é", "  ", "ok."];
+    const text = (n: number) => Array.from({ length: 1 + Math.floor(rnd() * n) }, () => pick(PIECES)).join("").replaceAll("</think>", "</thin k>").trim();
+    const tools = [{ type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
+    const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
+    const wrong: string[] = [];
+    let checked = 0;
+    for (let round = 0; round < 6; round++) {
+      for (const f of readdirSync(DIR).filter((x) => x.endsWith(".jinja")).sort()) {
+        const t = selectTemplate(undefined, readFileSync(path.join(DIR, f), "utf8"), "<s>", "</s>");
+        const tags = thinkingTags(t);
+        if (tags.open === "") continue;
+        const thought = `T1 ${text(6) || "x"}`;
+        const answer = `A1 ${text(5) || "y"}`;
+        const withCall = rnd() < 0.4;
+        const user = { role: "user", content: "hello zq" };
+        const input = { tools: withCall ? tools : undefined, think: true, isThinkSet: true, thinkLevel: "high" };
+        const call = withCall ? { tool_calls: [{ id: "abcdefgh0", function: { name: "get_weather", arguments: { city: "Paris" } } }] } : {};
+        let asked: string;
+        let full: string;
+        try {
+          asked = renderPrompt(t, { ...input, messages: [user] });
+          full = renderPrompt(t, { ...input, messages: [user, { role: "assistant", content: answer, thinking: thought, ...call }] });
+        } catch {
+          continue; // a template that refuses this conversation
+        }
+        if (!full.includes(thought)) continue; // one that does not show thinking here
+        const gen = asked.slice(asked.indexOf(user.content) + user.content.length);
+        let written = full.slice(full.indexOf(user.content) + user.content.length);
+        let common = 0;
+        while (common < gen.length && gen[common] === written[common]) common++;
+        written = written.slice(common);
+        const thinking = new ThinkingParser(tags);
+        if (gen.trimEnd().endsWith(tags.open)) thinking.add(tags.open);
+        const wrapper = answerWrapper(t);
+        const unwrap = wrapper.length > 0 ? new WrapperFilter(wrapper) : undefined;
+        const reader = withCall ? toolCallParser(toolDialect(t), tools) : undefined;
+        let thought2 = "";
+        let content = "";
+        let calls = 0;
+        const feed = (s: string, final: boolean) => {
+          const x = unwrap ? unwrap.add(s) + (final ? unwrap.flush() : "") : s;
+          if (!reader) return void (content += x);
+          const step = reader.add(x);
+          const end = final ? reader.flush() : { calls: [], content: "" };
+          content += step.content + end.content;
+          calls += step.calls.length + end.calls.length;
+        };
+        for (let i = 0; i < written.length; ) {
+          const n = 1 + Math.floor(rnd() * 4);
+          const step = thinking.add(written.slice(i, i + n));
+          thought2 += step.thinking;
+          feed(step.content, false);
+          i += n;
+        }
+        const rest = thinking.flush();
+        thought2 += rest.thinking;
+        feed(rest.content, true);
+        checked++;
+        if (thought2.trim() !== thought || (written.includes(answer) && !content.includes(answer)) || content.includes("T1 ") || thought2.includes("A1 ") || (withCall && calls !== 1)) {
+          wrong.push(`${f}: ${JSON.stringify({ thought, answer, withCall })} → ${JSON.stringify({ thinking: thought2, content, calls })}`);
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
+    expect(checked).toBeGreaterThan(100);
   });
 });

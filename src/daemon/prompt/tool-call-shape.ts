@@ -7,6 +7,7 @@
 // closing tag (in Gemma 4's quotes; a literal in python), a boolean as either spelling, anything
 // else as compact JSON that fits the parameter's schema.
 import type { MarkupPiece } from "../../backends/backend.js";
+import { isObject } from "./tool-call-syntax.js";
 import { pairsClose, pythonEnd, sectionEnd, type ToolDialect } from "./tool-dialect.js";
 import { elementsStyle, GEMMA4_STYLE, PYTHON_STYLE, sortedByKey, styledValue, type ValueStyle } from "./tool-value-style.js";
 
@@ -187,8 +188,4 @@ function stringWords(s: Record<string, unknown>): string[] | undefined {
   const list = Array.isArray(s.enum) ? s.enum : Object.hasOwn(s, "const") ? [s.const] : undefined;
   if (!list || list.length === 0 || !list.every((v): v is string => typeof v === "string")) return undefined;
   return list;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }

@@ -7,6 +7,7 @@
 // properties, items, string enums); one with constraints a style would not keep (pattern,
 // minimum, $ref, anyOf, …) stays compact JSON, which enforces them.
 import type { MarkupPiece } from "../../backends/backend.js";
+import { isObject } from "./tool-call-syntax.js";
 
 export interface ValueStyle {
   /** Any string, as the style quotes it. */
@@ -115,8 +116,4 @@ export function sortedByKey<T>(entries: Array<[string, T]>): Array<[string, T]> 
     .map((e) => ({ e, k: e[0].toLowerCase() }))
     .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))
     .map(({ e }) => e);
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }

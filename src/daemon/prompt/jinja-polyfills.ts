@@ -21,11 +21,12 @@ export interface JinjaMessage {
 
 /** Whether `caps` would change this conversation (the messages are then adapted). */
 export function needsPolyfill(messages: JinjaMessage[], caps: JinjaCapabilities): boolean {
+  const opening = messages.findIndex((m) => m.role !== "system");
   return messages.some(
     (m, i) =>
       (!caps.systemRole && m.role === "system") ||
       (!caps.laterSystem && m.role === "system" && i > 0) ||
-      (!caps.assistantFirst && m.role === "assistant" && messages.slice(0, i).every((x) => x.role === "system")) ||
+      (!caps.assistantFirst && m.role === "assistant" && i === opening) ||
       (!caps.userAfterTool && m.role === "user" && answersCalls(messages, i)) ||
       (!caps.emptyAssistant && m.role === "assistant" && !m.content && !m.tool_calls) ||
       (m.tool_calls && (!caps.objectArguments || !caps.anyToolCallIds || (!caps.parallelToolCalls && m.tool_calls.length > 1) || (!caps.callTextAndThinking && !!m.content && !!m.thinking))) ||

@@ -7,12 +7,15 @@
 // under the immutable sandbox), the render follows llama.cpp: a real engine would not fail there.
 import { Environment, Interpreter } from "@huggingface/jinja";
 import {
-  escapeHtml, is, isDict, isList, isMarkup, isMissing, isNum, isStr, keyValue, markup, NamespaceClass, pyEquals, pyJson, pyRepr, pyStr,
+  escapeHtml, is, isDict, KwargsClass, isList, isMarkup, isMissing, isNum, isStr, keyValue, markup, NamespaceClass, pyEquals, pyJson, pyRepr, pyStr,
   rv, TupleClass, V, type RValue,
 } from "./jinja-values.js";
 import { boundedRange } from "./jinja-bounds.js";
 import { renderLimits, TemplateSizeError, tooLong } from "./render-budget.js";
 import { pyStrftime } from "./strftime.js";
+import { compileJinja, SCOPED_BLOCK, TUPLE_FN } from "./jinja-syntax.js";
+import { formatSpec, percentFormat, pyRound } from "./jinja-format.js";
+import { center, expandTabs, filesizeformat, isTitle, striptags, title, truncate, urlQuote, wordwrap } from "./jinja-text.js";
 
 /** What a template raised with raise_exception(): its own words, for the 400 it becomes. */
 export class TemplateRaised extends Error {}
@@ -59,6 +62,7 @@ function attribute(item: RValue, path: string): RValue {
   for (const part of path.split(".")) {
     if (isDict(v) || is(v, NamespaceClass)) v = v.value.get(part) ?? v.value.get(Number(part)) ?? undef();
     else if (isList(v) && /^-?\d+$/.test(part)) v = v.value.at(Number(part)) ?? undef();
+    else if (isList(v)) v = (v.builtins as Map<string, RValue>).get(part) ?? undef(); // a namedtuple's fields (groupby)
     else return undef();
   }
   return v;
@@ -82,21 +86,38 @@ const strip = (s: string, chars: RValue | undefined, side: "both" | "left" | "ri
   return cs.slice(a, b).join("");
 };
 
-/** str.format: {} / {0} / {name}, with !r / !s and {{ }} escapes; a format spec is refused rather than guessed. */
+/** str.format: {} / {0} / {name}, with field lookups ({0[key]}, {x.attr}), !r / !s and a format spec. */
 function pyFormat(template: string, args: RValue[], kw: Kwargs): string {
   let auto = 0;
-  return template.replace(/\{\{|\}\}|\{([^{}!:]*)(?:!([rsa]))?(?::([^{}]*))?\}/g, (m, field: string | undefined, conv?: string, spec?: string) => {
+  const value = (field: string): RValue => {
+    const [, head = "", path = ""] = /^([^.[]*)(.*)$/s.exec(field)!;
+    let v = head === "" ? args[auto++] : /^\d+$/.test(head) ? args[Number(head)] : kw.get(head);
+    if (v === undefined) throw new Error(head === "" || /^\d+$/.test(head) ? "Replacement index out of range for positional args tuple" : `KeyError: '${head}'`);
+    for (const [, attr, key] of path.matchAll(/\.([^.[]+)|\[([^\]]+)\]/g)) {
+      const k = attr ?? key!;
+      v = isList(v) && /^\d+$/.test(k) ? v.value[Number(k)] : isDict(v) ? v.value.get(k) : undefined;
+      if (v === undefined) throw new Error(`KeyError: '${k}'`);
+    }
+    return v;
+  };
+  return template.replace(/\{\{|\}\}|\{([^{}!:]*)(?:!([rsa]))?(?::((?:[^{}]|\{[^{}]*\})*))?\}|[{}]/g, (m, field: string | undefined, conv?: string, spec?: string) => {
     if (m === "{{") return "{";
     if (m === "}}") return "}";
-    if (spec) throw new Error(`str.format() format specs are not supported: ${m}`);
-    const v = field === "" || field === undefined ? args[auto++] : /^\d+$/.test(field) ? args[Number(field)] : kw.get(field);
-    if (v === undefined) throw new Error(`str.format(): no value for ${m}`);
-    return conv === "r" || conv === "a" ? pyRepr(v) : pyStr(v);
+    if (m === "{" || m === "}") throw new Error(`Single '${m}' encountered in format string`);
+    const v = value(field ?? "");
+    // a nested field in the spec: "{:>{}}".format(text, width)
+    if (spec) spec = spec.replace(/\{([^{}]*)\}/g, (_n, inner: string) => pyStr(value(inner)));
+    const text = conv === "r" || conv === "a" ? str(pyRepr(v)) : conv === "s" ? str(pyStr(v)) : v;
+    return spec ? formatSpec(text, spec) : pyStr(text);
   });
 }
 
 // ----- methods: what `value.name(...)` finds -----
 
+const found = (i: number): RValue => {
+  if (i < 0) throw new Error("substring not found");
+  return new V.Integer(i);
+};
 const stringMethods = (self: RValue): Record<string, RValue> => {
   const s: string = self.value;
   const test = (re: RegExp) => fn(() => new V.Boolean(s.length > 0 && re.test(s)));
@@ -127,6 +148,25 @@ const stringMethods = (self: RValue): Record<string, RValue> => {
       if (max < 0 || parts.length <= max + 1) return new V.Array(parts.map(str));
       const joiner = isMissing(sep) || is(sep, V.Null) ? " " : sep!.value;
       return new V.Array([parts.slice(0, parts.length - max).join(joiner), ...parts.slice(parts.length - max)].map(str));
+    }),
+    index: fn((a) => found(s.indexOf(pyStr(a[0])))),
+    rindex: fn((a) => found(s.lastIndexOf(pyStr(a[0])))),
+    zfill: fn((a) => {
+      const width = Number(a[0]?.value ?? 0), sign = /^[+-]/.test(s) ? s[0]! : "";
+      return str(sign + s.slice(sign.length).padStart(width - sign.length, "0"));
+    }),
+    ljust: fn((a) => str(s + pyStr(a[1] ?? str(" ")).repeat(Math.max(0, Number(a[0]?.value ?? 0) - [...s].length)))),
+    rjust: fn((a) => str(pyStr(a[1] ?? str(" ")).repeat(Math.max(0, Number(a[0]?.value ?? 0) - [...s].length)) + s)),
+    center: fn((a) => str(center(s, Number(a[0]?.value ?? 0), pyStr(a[1] ?? str(" "))))),
+    casefold: fn(() => str(s.toLowerCase())),
+    swapcase: fn(() => str([...s].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join(""))),
+    title: fn(() => str(title(s))),
+    istitle: fn(() => new V.Boolean(isTitle(s))),
+    isdecimal: test(/^\p{Nd}+$/u),
+    expandtabs: fn((a) => str(expandTabs(s, Number(a[0]?.value ?? 8)))),
+    rpartition: fn((a) => {
+      const i = s.lastIndexOf(pyStr(a[0]));
+      return tuple(i < 0 ? [str(""), str(""), str(s)] : [str(s.slice(0, i)), str(pyStr(a[0])), str(s.slice(i + pyStr(a[0]).length))]);
     }),
     partition: fn((a) => {
       const i = s.indexOf(pyStr(a[0]));
@@ -242,7 +282,11 @@ tests.set("iterable", (v) => isList(v) || isStr(v) || isDict(v) || is(v, V.Undef
 tests.set("float", (v) => is(v, V.Float));
 tests.set("number", (v) => isNum(v) || is(v, V.Boolean));
 tests.set("escaped", (v) => isMarkup(v));
-for (const [name, op] of [["eq", "=="], ["equalto", "=="], ["ne", "!="], ["lt", "<"], ["le", "<="], ["gt", ">"], ["ge", ">="], ["in", "in"]] as const) {
+const COMPARISON_TESTS = [
+  ["eq", "=="], ["equalto", "=="], ["==", "=="], ["ne", "!="], ["!=", "!="], ["lt", "<"], ["lessthan", "<"], ["<", "<"], ["le", "<="], ["<=", "<="],
+  ["gt", ">"], ["greaterthan", ">"], [">", ">"], ["ge", ">="], [">=", ">="], ["in", "in"],
+] as const;
+for (const [name, op] of COMPARISON_TESTS) {
   tests.set(name, (a, b) => {
     if (op === "==" || op === "!=") return pyEquals(a, b) === (op === "==");
     if (op === "in") return isStr(b) ? b.value.includes(pyStr(a)) : isDict(b) ? b.value.has(keyOf(a)) : iterate(b, "in").some((x) => pyEquals(a, x));
@@ -251,7 +295,54 @@ for (const [name, op] of [["eq", "=="], ["equalto", "=="], ["ne", "!="], ["lt", 
   });
 }
 
+tests.set("divisibleby", (a, b) => {
+  if (!isNum(a) || !b || !isNum(b)) throw new Error(`unsupported operand type(s) for %: '${pyType(a)}' and '${b ? pyType(b) : "NoneType"}'`);
+  if (!b.value) throw new Error("integer modulo by zero");
+  return (a.value as number) % (b.value as number) === 0;
+});
+// Identity: Python's `is`, which for the immutable values a template sees is equality of type and value.
+tests.set("sameas", (a, b) => (isList(a) || isDict(a) ? a === b : a.type === b?.type && a.value === b?.value));
+tests.set("callable", (v) => v instanceof V.Function || is(v, V.Undefined));
+tests.set("test", (v) => isStr(v) && tests.has(v.value));
+
+// `x is divisibleby(3)`: jinja-syntax.ts leaves the arguments on the node.
+const engineTest = proto.evaluateTestExpression;
+proto.evaluateTestExpression = function (this: Interp, node: Node, env: Environment) {
+  if (!node.args) return engineTest.call(this, node, env);
+  const operand: RValue = this.evaluate(node.operand, env);
+  const test = env.tests.get(node.test.value);
+  if (!test) throw new Error(`No test named '${node.test.value}'`);
+  const [args, kw] = this.evaluateArguments(node.args, env) as [RValue[], Kwargs];
+  const result = test(operand, ...args, ...(kw.size ? [new KwargsClass(kw)] : []));
+  return new V.Boolean(node.negate ? !result : result);
+};
+
 // ----- filters -----
+
+const nonNull = (v: RValue | undefined): RValue | undefined => (isMissing(v) || is(v, V.Null) ? undefined : v);
+/** Python's int(text, base): sign, optional prefix for the base, underscores between digits. */
+function pyInt(text: string, base: number): number | undefined {
+  let t = text.trim().replace(/(?<=[0-9a-z])_(?=[0-9a-z])/gi, "");
+  const sign = t.startsWith("-") ? -1 : 1;
+  t = t.replace(/^[+-]/, "");
+  const prefixed = /^0([xob])/i.exec(t);
+  if (prefixed && (base === 0 || base === { x: 16, o: 8, b: 2 }[prefixed[1]!.toLowerCase()])) {
+    base = { x: 16, o: 8, b: 2 }[prefixed[1]!.toLowerCase() as "x" | "o" | "b"];
+    t = t.slice(2);
+  }
+  if (base === 0) base = 10;
+  const digits = "0123456789abcdefghijklmnopqrstuvwxyz".slice(0, base);
+  if (t === "" || [...t.toLowerCase()].some((ch) => !digits.includes(ch))) return undefined;
+  return sign * parseInt(t, base);
+}
+/** Python's float(text): decimal or scientific, inf and nan, surrounding space. */
+function pyFloatOf(text: string): number | undefined {
+  const t = text.trim().replace(/(?<=\d)_(?=\d)/g, "");
+  if (/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(t)) return Number(t);
+  const special = /^([+-]?)(inf|infinity|nan)$/i.exec(t);
+  if (!special) return undefined;
+  return special[2]!.toLowerCase() === "nan" ? NaN : special[1] === "-" ? -Infinity : Infinity;
+}
 
 interface FilterCall {
   self: Interp;
@@ -376,12 +467,126 @@ const FILTERS: Record<string, Filter> = {
   round: (v, c) => {
     const precision = arg(c.args, c.kw, 0, "precision")?.value ?? 0;
     const method = pyStr(arg(c.args, c.kw, 1, "method") ?? str("common"));
+    if (method === "common") {
+      // Python's round(): half to even on the exact value; an int stays an int
+      return is(v, V.Integer) ? new V.Integer(pyRound(v.value, precision)) : new V.Float(pyRound(v.value, precision));
+    }
+    if (method !== "ceil" && method !== "floor") throw new Error("method must be 'common', 'ceil' or 'floor'");
     const f = 10 ** precision;
-    const x = (v.value as number) * f;
-    const r = method === "ceil" ? Math.ceil(x) : method === "floor" ? Math.floor(x) : Math.sign(x) * Math.round(Math.abs(x));
-    return new V.Float(r / f);
+    return new V.Float((method === "ceil" ? Math.ceil : Math.floor)((v.value as number) * f) / f);
   },
+
 };
+Object.assign(FILTERS, {
+  format: (v, c) => {
+    if (c.args.length && c.kw.size) throw new Error("can't handle positional and keyword arguments at the same time");
+    return str(percentFormat(pyStr(v), c.kw.size ? new V.Object(new Map(c.kw)) : tuple(c.args)));
+  },
+  truncate: (v, c) =>
+    str(truncate(pyStr(v), Number(arg(c.args, c.kw, 0, "length")?.value ?? 255), arg(c.args, c.kw, 1, "killwords")?.__bool__().value ?? false,
+      pyStr(arg(c.args, c.kw, 2, "end") ?? str("...")), Number(nonNull(arg(c.args, c.kw, 3, "leeway"))?.value ?? 5))),
+  wordcount: (v) => new V.Integer(pyStr(v).match(/[\p{L}\p{N}_]+/gu)?.length ?? 0),
+  wordwrap: (v, c) =>
+    str(wordwrap(pyStr(v), Number(arg(c.args, c.kw, 0, "width")?.value ?? 79), arg(c.args, c.kw, 1, "break_long_words")?.__bool__().value ?? true,
+      pyStr(nonNull(arg(c.args, c.kw, 2, "wrapstring")) ?? str("\n")), arg(c.args, c.kw, 3, "break_on_hyphens")?.__bool__().value ?? true)),
+  center: (v, c) => str(center(pyStr(v), Number(arg(c.args, c.kw, 0, "width")?.value ?? 80))),
+  striptags: (v) => str(striptags(pyStr(v))),
+  filesizeformat: (v, c) => str(filesizeformat(Number(isStr(v) ? parseFloat(v.value) : v.value), arg(c.args, c.kw, 0, "binary")?.__bool__().value ?? false)),
+  batch: (v, c) => {
+    const size = Number(arg(c.args, c.kw, 0, "linecount")?.value);
+    if (!(size >= 1)) throw new Error("batch size must be a positive integer");
+    const fill = nonNull(arg(c.args, c.kw, 1, "fill_with"));
+    const items = iterate(v, "batch"), out: RValue[] = [];
+    for (let i = 0; i < items.length; i += size) {
+      const part = items.slice(i, i + size);
+      while (fill && part.length < size) part.push(fill);
+      out.push(new V.Array(part));
+    }
+    return new V.Array(out);
+  },
+  slice: (v, c) => {
+    const n = Number(arg(c.args, c.kw, 0, "slices")?.value);
+    if (!(n >= 1)) throw new Error("slice count must be a positive integer");
+    const fill = nonNull(arg(c.args, c.kw, 1, "fill_with"));
+    const seq = iterate(v, "slice"), per = Math.floor(seq.length / n), extra = seq.length % n, out: RValue[] = [];
+    let offset = 0;
+    for (let i = 0; i < n; i++) {
+      const start = offset + i * per;
+      if (i < extra) offset++;
+      const part = seq.slice(start, offset + (i + 1) * per);
+      if (fill && i >= extra) part.push(fill);
+      out.push(new V.Array(part));
+    }
+    return new V.Array(out);
+  },
+  groupby: (v, c) => {
+    const attr = pyStr(arg(c.args, c.kw, 0, "attribute") ?? str(""));
+    const dflt = nonNull(arg(c.args, c.kw, 1, "default"));
+    const cs = arg(c.args, c.kw, 2, "case_sensitive")?.__bool__().value ?? false;
+    const keyOfItem = (x: RValue) => {
+      const k = attribute(x, attr);
+      return is(k, V.Undefined) && dflt ? dflt : k;
+    };
+    const sortKey = (x: RValue) => {
+      const k = keyOfItem(x);
+      return !cs && isStr(k) ? str(k.value.toLowerCase()) : k;
+    };
+    const sorted = iterate(v, "groupby").slice().sort((a, b) => order(sortKey(a), sortKey(b), "<"));
+    const groups: RValue[][] = [];
+    for (const x of sorted) {
+      const last = groups.at(-1);
+      if (last && pyEquals(sortKey(last[0]!), sortKey(x))) last.push(x);
+      else groups.push([x]);
+    }
+    return new V.Array(groups.map((g) => {
+      // a namedtuple: unpacks as (grouper, list), and has .grouper and .list
+      const t = tuple([keyOfItem(g[0]!), new V.Array(g)]);
+      const members = new Map(t.builtins);
+      members.set("grouper", t.value[0]);
+      members.set("list", t.value[1]);
+      return Object.defineProperty(t, "builtins", { value: members });
+    }));
+  },
+  reverse: (v) => (isStr(v) ? str([...(v.value as string)].reverse().join("")) : new V.Array(iterate(v, "reverse").slice().reverse())),
+  random: (v) => {
+    const items = iterate(v, "random");
+    if (items.length === 0) throw new Error("Cannot choose from an empty sequence");
+    return items[Math.floor(Math.random() * items.length)]!;
+  },
+  urlencode: (v) => {
+    if (isStr(v)) return str(urlQuote(v.value, "/"));
+    const pairs = isDict(v) ? (dictItems(v.value).value as RValue[]) : iterate(v, "urlencode");
+    const q = (x: RValue) => urlQuote(pyStr(x), "").replace(/%20/g, "+");
+    return str(pairs.map((p) => `${q(p.value[0])}=${q(p.value[1])}`).join("&"));
+  },
+  xmlattr: (v, c) => {
+    const autospace = arg(c.args, c.kw, 0, "autospace")?.__bool__().value ?? true;
+    const parts: string[] = [];
+    for (const [k, x] of v.value as Map<unknown, RValue>) {
+      if (is(x, V.Null) || is(x, V.Undefined)) continue;
+      if (/[\s/>=]/.test(String(k))) throw new Error(`Invalid character in attribute name: ${pyRepr(keyValue(k))}`);
+      parts.push(`${escapeHtml(String(k))}="${escapeHtml(pyStr(x))}"`);
+    }
+    const out = parts.join(" ");
+    return markup(autospace && out ? " " + out : out);
+  },
+  pprint: (v) => str(pyRepr(v)),
+  attr: (v, c) => {
+    const name = pyStr(c.args[0] ?? str(""));
+    if (isDict(v) && !is(v, NamespaceClass)) return DICT_METHODS.has(name) ? (v.builtins as Map<string, RValue>).get(name) ?? undef() : undef();
+    return (v.builtins as Map<string, RValue> | undefined)?.get(name) ?? undef();
+  },
+  int: (v, c) => {
+    const dflt = arg(c.args, c.kw, 0, "default") ?? new V.Integer(0);
+    const base = Number(arg(c.args, c.kw, 1, "base")?.value ?? 10);
+    const n = isStr(v) ? pyInt(v.value, base) ?? Math.trunc(pyFloatOf(v.value) ?? NaN) : isNum(v) || is(v, V.Boolean) ? Math.trunc(Number(v.value)) : NaN;
+    return Number.isFinite(n) ? new V.Integer(n) : dflt;
+  },
+  float: (v, c) => {
+    const x = isStr(v) ? pyFloatOf(v.value) : isNum(v) || is(v, V.Boolean) ? Number(v.value) : undefined;
+    return x === undefined ? arg(c.args, c.kw, 0, "default") ?? new V.Float(0) : new V.Float(x);
+  },
+} satisfies Record<string, Filter>);
 FILTERS.d = FILTERS.default!;
 FILTERS.e = FILTERS.escape!;
 FILTERS.count = FILTERS.length!;
@@ -405,7 +610,27 @@ function concat(left: RValue, right: RValue): RValue {
   }
   return str(pyStr(left) + pyStr(right));
 }
-const OWN_OPERATORS = new Set(["~", "+", "*", "==", "!=", "in", "not in"]);
+/** Python's ordering for `<` and friends: numbers (bools among them), strings by code point, sequences item by item. */
+function order(a: RValue, b: RValue, op: string): number {
+  const num = (v: RValue) => isNum(v) || is(v, V.Boolean);
+  if (num(a) && num(b)) return Number(a.value) - Number(b.value);
+  if (isStr(a) && isStr(b)) return a.value < b.value ? -1 : a.value > b.value ? 1 : 0;
+  if (isList(a) && isList(b)) {
+    for (let i = 0; i < Math.min(a.value.length, b.value.length); i++) if (!pyEquals(a.value[i], b.value[i])) return order(a.value[i], b.value[i], op);
+    return a.value.length - b.value.length;
+  }
+  throw new Error(`'${op}' not supported between instances of '${pyType(a)}' and '${pyType(b)}'`);
+}
+/** Python's arithmetic where JavaScript's differs: a remainder takes the divisor's sign, and nothing divides by zero. */
+function arithmetic(op: string, a: RValue, b: RValue): RValue {
+  const x = Number(a.value), y = Number(b.value);
+  if (y === 0) throw new Error(op === "/" ? "division by zero" : op === "//" ? "integer division or modulo by zero" : "integer modulo by zero");
+  const float = is(a, V.Float) || is(b, V.Float);
+  if (op === "/") return new V.Float(x / y);
+  const r = op === "%" ? x - y * Math.floor(x / y) : Math.floor(x / y);
+  return float ? new V.Float(r) : new V.Integer(r);
+}
+const OWN_OPERATORS = new Set(["~", "+", "*", "==", "!=", "in", "not in", "%", "/", "//", "<", ">", "<=", ">="]);
 const engineBinary = proto.evaluateBinaryExpression;
 proto.evaluateBinaryExpression = function (this: Interp, node: Node, env: Environment) {
   const op: string = node.operator.value;
@@ -438,6 +663,22 @@ proto.evaluateBinaryExpression = function (this: Interp, node: Node, env: Enviro
         return new V.Array(Array.from({ length: times }, () => seq.value).flat());
       }
       break;
+    }
+    case "%":
+      // printf-style formatting: "%s: %d" % (name, n)
+      if (isStr(left)) return str(percentFormat(left.value, right));
+      if (isNum(left) && isNum(right)) return arithmetic(op, left, right);
+      break;
+    case "/":
+    case "//":
+      if (isNum(left) && isNum(right)) return arithmetic(op, left, right);
+      break;
+    case "<":
+    case ">":
+    case "<=":
+    case ">=": {
+      const c = order(left, right, op);
+      return new V.Boolean(op === "<" ? c < 0 : op === ">" ? c > 0 : op === "<=" ? c <= 0 : c >= 0);
     }
     case "in":
     case "not in":
@@ -476,8 +717,57 @@ proto.evaluateMemberExpression = function (this: Interp, node: Node, env: Enviro
   return engineMember.call(this, { ...node, object: pre(object), property: pre(property) }, env);
 };
 
+// loop.cycle(...), loop.changed(...), loop.depth: what Jinja2's loop has and the engine's lacks.
+// changed() compares with the same loop's last call, so each running loop keeps its own record.
+const runningLoops: Array<{ last?: RValue[] }> = [];
+const LoopClass = (() => {
+  let loop: RValue | undefined;
+  const env = new Environment();
+  env.setVariable("f", new V.Function((args: RValue[]) => ((loop = args[0]), new V.Null())) as never);
+  new Interpreter(env).run(compileJinja("{% for i in [1] %}{{ f(loop) }}{% endfor %}").parsed as never);
+  return loop!.constructor as { prototype: Record<string, unknown> };
+})();
+const engineEntries = LoopClass.prototype.createEntries as (this: RValue) => Map<string, RValue>;
+LoopClass.prototype.createEntries = function (this: RValue & { iteration: number }) {
+  const entries = engineEntries.call(this);
+  const state = runningLoops.at(-1) ?? {};
+  const i = this.iteration;
+  entries.set("cycle", fn((a) => {
+    if (a.length === 0) throw new Error("no items for cycling given");
+    return a[i % a.length]!;
+  }));
+  entries.set("changed", fn((a) => {
+    const same = state.last !== undefined && state.last.length === a.length && a.every((x, k) => pyEquals(x, state.last![k]!));
+    state.last = a;
+    return new V.Boolean(!same);
+  }));
+  entries.set("depth", new V.Integer(1));
+  entries.set("depth0", new V.Integer(0));
+  return entries;
+};
+
+// A macro's varargs is a tuple in Python.
+const engineBind = proto.bindMacroArguments;
+proto.bindMacroArguments = function (this: Interp, ...args: [unknown, unknown, Set<string>, unknown, Environment]) {
+  const result = engineBind.apply(this, args);
+  const scope = args[4];
+  if (args[2].has("varargs")) {
+    const v = scope.lookupVariable("varargs") as unknown as RValue;
+    scope.setVariable("varargs", tuple(v.value) as never);
+  }
+  return result;
+};
+
 const engineFor = proto.renderFor;
 proto.renderFor = function (this: Interp, node: Node, env: Environment) {
+  runningLoops.push({});
+  try {
+    return renderForPython.call(this, node, env);
+  } finally {
+    runningLoops.pop();
+  }
+};
+const renderForPython = function (this: Interp, node: Node, env: Environment) {
   const select = node.iterable.type === "SelectExpression";
   const expr = select ? node.iterable.lhs : node.iterable;
   let iterable: RValue = this.evaluate(expr, env);
@@ -487,9 +777,22 @@ proto.renderFor = function (this: Interp, node: Node, env: Environment) {
   return engineFor.call(this, { ...node, iterable: replaced }, env);
 };
 
+/** `{% set a, b = … %}` binding: a name, or names unpacked from a sequence. */
+function bind(target: Node, v: RValue, scope: Environment): void {
+  if (target.type === "Identifier") scope.setVariable(target.value, v as never);
+  else (target.value as Node[]).forEach((t, i) => scope.setVariable(t.value, (v.value[i] ?? undef()) as never));
+}
+
 const engineEvaluate = proto.evaluate;
 proto.evaluate = function (this: Interp, node: Node, env: Environment) {
   if (node?.type === PRE) return node.value;
+  if (node?.type === SCOPED_BLOCK) {
+    // {% with a = x %}: values from the outer scope, bound in an inner one that the block's own sets stay in.
+    const values = node.sets.map((s: Node) => this.evaluate(s.value, env) as RValue);
+    const scope = new Environment(env);
+    node.sets.forEach((s: Node, i: number) => bind(s.assignee, values[i], scope));
+    return str(this.renderBlock(node.body, scope));
+  }
   if (node?.type === "ObjectLiteral") {
     // Python allows any hashable key; ByteDance Seed-OSS's template keys a dict by ints.
     const map = new Map<unknown, RValue>();
@@ -518,6 +821,22 @@ proto.renderBlock = function (this: Interp, statements: Node[], env: Environment
 
 // ----- globals: what transformers gives a template -----
 
+/** Jinja2's cycler(*items): next() steps through them, current is the one next() gives. */
+function cycler(items: RValue[]): RValue {
+  const self = new V.Object(new Map());
+  let i = 0;
+  const set = () => self.value.set("current", items[i] ?? undef());
+  self.value.set("next", fn(() => {
+    const v = items[i] ?? undef();
+    i = (i + 1) % Math.max(1, items.length);
+    set();
+    return v;
+  }));
+  self.value.set("reset", fn(() => ((i = 0), set(), new V.Null())));
+  set();
+  return self;
+}
+
 /** Renders a parsed template with Jinja2's and transformers' globals, then the context. */
 export function renderWithGlobals(parsed: unknown, context: Record<string, unknown>): string {
   const env = new Environment();
@@ -528,11 +847,23 @@ export function renderWithGlobals(parsed: unknown, context: Record<string, unkno
   env.setVariable("strftime_now", fn((a) => str(pyStrftime(new Date(), pyStr(a[0] ?? str(""))))) as never);
   env.setVariable("dict", fn((a) => {
     const [args, kw] = splitArgs(a);
-    const m = new Map<unknown, RValue>(args[0] && isDict(args[0]) ? args[0].value : []);
+    const from = args[0];
+    const m = new Map<unknown, RValue>(!from || isMissing(from) ? [] : isDict(from) ? from.value : iterate(from, "dict").map((p) => {
+      const pair = iterate(p, "dict");
+      if (pair.length !== 2) throw new Error(`dictionary update sequence element has length ${pair.length}; 2 is required`);
+      return [keyOf(pair[0]!), pair[1]!];
+    }));
     for (const [k, v] of kw) m.set(k, v);
     return new V.Object(m);
   }) as never);
   env.set("range", boundedRange);
+  env.setVariable(TUPLE_FN, fn((a) => tuple(a)) as never);
+  env.setVariable("cycler", fn((a) => cycler(a)) as never);
+  env.setVariable("joiner", fn((a) => {
+    let used = false;
+    const sep = pyStr(a[0] ?? str(", "));
+    return fn(() => str(used ? sep : ((used = true), "")));
+  }) as never);
   for (const [k, v] of Object.entries(context)) if (v !== undefined) env.set(k, v);
   return (new Interpreter(env).run(parsed as never) as unknown as RValue).value;
 }

@@ -1,7 +1,8 @@
 // Renders a conversation into the prompt text a runner evaluates, with the model's template:
 // the Go TEMPLATE layer (or request `template`) wins; else the GGUF's Jinja chat template;
 // else Ollama's default `{{ .Prompt }}` pass-through.
-import { Template as JinjaTemplate } from "@huggingface/jinja";
+import type { Template as JinjaTemplate } from "@huggingface/jinja";
+import { compileJinja } from "./jinja-syntax.js";
 import { OllamaTemplate, type ApiMessage, type ApiTool } from "../../template/ollama.js";
 import { JsonDepthError, parseJson } from "../bounded-json.js";
 import { badRequest } from "../errors.js";
@@ -69,7 +70,7 @@ export function selectTemplate(go: string | undefined, jinja: string | undefined
   if (jinja) {
     const t = jinjaCache.get(jinja, () => {
       try {
-        return withinBudget(() => new JinjaTemplate(jinja));
+        return withinBudget(() => compileJinja(jinja));
       } catch (err) {
         // The model's own template: the client cannot fix it, but a request TEMPLATE can replace it.
         // The engine's own TypeErrors on malformed input say nothing to a user: only its syntax errors are quoted.

@@ -76,13 +76,37 @@ function compare(a: RValue, b: RValue, caseSensitive: boolean): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/** What Python's str.isspace() calls whitespace (JavaScript's \s differs: it has U+FEFF, lacks U+001C–U+001F and U+0085). */
+const PY_SPACE = "\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+const PY_SPACES = new RegExp(`[${PY_SPACE}]+`);
+const pySpace = (c: string): boolean => new RegExp(`^[${PY_SPACE}]$`).test(c);
+/** Python's str.split(sep, maxsplit): on runs of whitespace (no empty parts) when sep is None. */
+function pySplit(s: string, sep: RValue | undefined, maxsplit: number, fromRight: boolean): string[] {
+  const bySpace = isMissing(sep) || is(sep, V.Null);
+  if (!bySpace && pyStr(sep!) === "") throw new Error("empty separator");
+  const parts = bySpace ? strip(s, undefined, "both").split(PY_SPACES).filter(Boolean) : s.split(pyStr(sep!));
+  if (maxsplit < 0 || parts.length <= maxsplit + 1) return parts;
+  const joiner = bySpace ? " " : pyStr(sep!);
+  if (!bySpace) return fromRight ? [parts.slice(0, parts.length - maxsplit).join(joiner), ...parts.slice(parts.length - maxsplit)] : [...parts.slice(0, maxsplit), parts.slice(maxsplit).join(joiner)];
+  // by whitespace the rest keeps its own spacing: split off the words one at a time
+  const out: string[] = [];
+  let rest = strip(s, undefined, fromRight ? "right" : "left");
+  for (let i = 0; i < maxsplit && rest !== ""; i++) {
+    const m = fromRight ? new RegExp(`[${PY_SPACE}]+(?=[^${PY_SPACE}]*$)`).exec(rest) : PY_SPACES.exec(rest);
+    if (!m) break;
+    if (fromRight) (out.unshift(rest.slice(m.index + m[0].length)), (rest = rest.slice(0, m.index)));
+    else (out.push(rest.slice(0, m.index)), (rest = rest.slice(m.index + m[0].length)));
+  }
+  if (rest !== "") fromRight ? out.unshift(rest) : out.push(rest);
+  return out;
+}
 const strip = (s: string, chars: RValue | undefined, side: "both" | "left" | "right"): string => {
-  if (isMissing(chars) || is(chars, V.Null)) return side === "both" ? s.trim() : side === "left" ? s.trimStart() : s.trimEnd();
-  const set = new Set([...(chars!.value as string)]);
+  const set = isMissing(chars) || is(chars, V.Null) ? undefined : new Set([...(chars!.value as string)]);
+  const drop = (c: string) => (set ? set.has(c) : pySpace(c));
   const cs = [...s];
   let a = 0, b = cs.length;
-  if (side !== "right") while (a < b && set.has(cs[a]!)) a++;
-  if (side !== "left") while (b > a && set.has(cs[b - 1]!)) b--;
+  if (side !== "right") while (a < b && drop(cs[a]!)) a++;
+  if (side !== "left") while (b > a && drop(cs[b - 1]!)) b--;
   return cs.slice(a, b).join("");
 };
 
@@ -118,6 +142,20 @@ const found = (i: number): RValue => {
   if (i < 0) throw new Error("substring not found");
   return new V.Integer(i);
 };
+function splitMethod(s: string, a: RValue[], fromRight: boolean): RValue {
+  const [args, kw] = splitArgs(a);
+  const max = arg(args, kw, 1, "maxsplit");
+  if (max && !is(max, V.Integer)) throw new Error(`'${pyType(max)}' object cannot be interpreted as an integer`);
+  return new V.Array(pySplit(s, arg(args, kw, 0, "sep"), max ? max.value : -1, fromRight).map(str));
+}
+/** str.startswith / endswith: a prefix or a tuple of them, within s[start:end] (by code point). */
+function affix(s: string, a: RValue[], test: (text: string, x: string) => boolean): RValue {
+  const cps = [...s];
+  const start = a[1] && !is(a[1], V.Null) ? Number(a[1].value) : 0, end = a[2] && !is(a[2], V.Null) ? Number(a[2].value) : cps.length;
+  const text = cps.slice(start < 0 ? Math.max(0, cps.length + start) : start, end < 0 ? cps.length + end : end).join("");
+  const options = isList(a[0]!) ? (a[0]!.value as RValue[]).map(pyStr) : [pyStr(a[0]!)];
+  return new V.Boolean(options.some((x) => test(text, x)));
+}
 const stringMethods = (self: RValue): Record<string, RValue> => {
   const s: string = self.value;
   const test = (re: RegExp) => fn(() => new V.Boolean(s.length > 0 && re.test(s)));
@@ -141,14 +179,10 @@ const stringMethods = (self: RValue): Record<string, RValue> => {
     splitlines: fn(() => new V.Array(s.split(/\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/).filter((x, i, all) => i < all.length - 1 || x !== "").map(str))),
     removeprefix: fn((a) => str(s.startsWith(pyStr(a[0])) ? s.slice(pyStr(a[0]).length) : s)),
     removesuffix: fn((a) => str(pyStr(a[0]) && s.endsWith(pyStr(a[0])) ? s.slice(0, -pyStr(a[0]).length) : s)),
-    rsplit: fn((a) => {
-      const [args, kw] = splitArgs(a);
-      const sep = arg(args, kw, 0, "sep"), max = arg(args, kw, 1, "maxsplit")?.value ?? -1;
-      const parts = isMissing(sep) || is(sep, V.Null) ? s.trim().split(/\s+/).filter(Boolean) : s.split(sep!.value);
-      if (max < 0 || parts.length <= max + 1) return new V.Array(parts.map(str));
-      const joiner = isMissing(sep) || is(sep, V.Null) ? " " : sep!.value;
-      return new V.Array([parts.slice(0, parts.length - max).join(joiner), ...parts.slice(parts.length - max)].map(str));
-    }),
+    split: fn((a) => splitMethod(s, a, false)),
+    rsplit: fn((a) => splitMethod(s, a, true)),
+    startswith: fn((a) => affix(s, a, (t, x) => t.startsWith(x))),
+    endswith: fn((a) => affix(s, a, (t, x) => t.endsWith(x))),
     index: fn((a) => found(s.indexOf(pyStr(a[0])))),
     rindex: fn((a) => found(s.lastIndexOf(pyStr(a[0])))),
     zfill: fn((a) => {
@@ -158,7 +192,7 @@ const stringMethods = (self: RValue): Record<string, RValue> => {
     ljust: fn((a) => str(s + pyStr(a[1] ?? str(" ")).repeat(Math.max(0, Number(a[0]?.value ?? 0) - [...s].length)))),
     rjust: fn((a) => str(pyStr(a[1] ?? str(" ")).repeat(Math.max(0, Number(a[0]?.value ?? 0) - [...s].length)) + s)),
     center: fn((a) => str(center(s, Number(a[0]?.value ?? 0), pyStr(a[1] ?? str(" "))))),
-    casefold: fn(() => str(s.toLowerCase())),
+    casefold: fn(() => str(s.toUpperCase().toLowerCase())), // ß → SS → ss, as Python folds it
     swapcase: fn(() => str([...s].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join(""))),
     title: fn(() => str(title(s))),
     istitle: fn(() => new V.Boolean(isTitle(s))),
@@ -304,6 +338,7 @@ tests.set("divisibleby", (a, b) => {
 tests.set("sameas", (a, b) => (isList(a) || isDict(a) ? a === b : a.type === b?.type && a.value === b?.value));
 tests.set("callable", (v) => v instanceof V.Function || is(v, V.Undefined));
 tests.set("test", (v) => isStr(v) && tests.has(v.value));
+tests.set("filter", (v) => isStr(v) && JINJA2_FILTERS.has(v.value));
 
 // `x is divisibleby(3)`: jinja-syntax.ts leaves the arguments on the node.
 const engineTest = proto.evaluateTestExpression;
@@ -318,6 +353,10 @@ proto.evaluateTestExpression = function (this: Interp, node: Node, env: Environm
 };
 
 // ----- filters -----
+
+const JINJA2_FILTERS = new Set(("abs attr batch capitalize center count d default dictsort e escape filesizeformat first float forceescape format groupby indent int " +
+  "items join last length list lower map max min pprint random reject rejectattr replace reverse round safe select selectattr slice sort string striptags " +
+  "sum title tojson trim truncate unique upper urlencode urlize wordcount wordwrap xmlattr").split(" "));
 
 const nonNull = (v: RValue | undefined): RValue | undefined => (isMissing(v) || is(v, V.Null) ? undefined : v);
 /** Python's int(text, base): sign, optional prefix for the base, underscores between digits. */
@@ -402,7 +441,7 @@ const FILTERS: Record<string, Filter> = {
   },
   list: (v) => new V.Array(iterate(v, "list").slice()),
   first: (v) => iterate(v, "first")[0] ?? undef(),
-  last: (v) => (isDict(v) ? undef() : iterate(v, "last").at(-1) ?? undef()),
+  last: (v) => iterate(v, "last").at(-1) ?? undef(),
   min: (v, c) => aggregate(v, c, -1),
   max: (v, c) => aggregate(v, c, 1),
   sum: (v, c) => {
@@ -410,7 +449,9 @@ const FILTERS: Record<string, Filter> = {
     const start = arg(c.args, c.kw, 1, "start") ?? new V.Integer(0);
     return iterate(v, "sum").reduce((acc: RValue, x) => {
       const y = attr ? attribute(x, pyStr(attr)) : x;
-      return rv((acc.value as number) + (y.value as number));
+      if (isList(acc) && isList(y)) return new V.Array([...acc.value, ...y.value]);
+      if (!(isNum(acc) || is(acc, V.Boolean)) || !(isNum(y) || is(y, V.Boolean))) throw new Error(`unsupported operand type(s) for +: '${pyType(acc)}' and '${pyType(y)}'`);
+      return is(acc, V.Float) || is(y, V.Float) ? new V.Float(Number(acc.value) + Number(y.value)) : new V.Integer(Number(acc.value) + Number(y.value));
     }, start);
   },
   unique: (v, c) => {
@@ -571,6 +612,18 @@ Object.assign(FILTERS, {
     return markup(autospace && out ? " " + out : out);
   },
   pprint: (v) => str(pyRepr(v)),
+  forceescape: (v) => markup(escapeHtml(pyStr(v))),
+  sort: (v, c) => {
+    const reverse = arg(c.args, c.kw, 0, "reverse")?.__bool__().value ?? false;
+    const cs = arg(c.args, c.kw, 1, "case_sensitive")?.__bool__().value ?? false;
+    const attr = nonNull(arg(c.args, c.kw, 2, "attribute"));
+    const key = (x: RValue) => {
+      const k = attr ? attribute(x, pyStr(attr)) : x;
+      return !cs && isStr(k) ? str(k.value.toLowerCase()) : k;
+    };
+    // Python's sort is stable, and reverse=True keeps equal items in their order
+    return new V.Array(iterate(v, "sort").slice().sort((a, b) => order(key(a), key(b), "<") * (reverse ? -1 : 1)));
+  },
   attr: (v, c) => {
     const name = pyStr(c.args[0] ?? str(""));
     if (isDict(v) && !is(v, NamespaceClass)) return DICT_METHODS.has(name) ? (v.builtins as Map<string, RValue>).get(name) ?? undef() : undef();
@@ -621,16 +674,21 @@ function order(a: RValue, b: RValue, op: string): number {
   }
   throw new Error(`'${op}' not supported between instances of '${pyType(a)}' and '${pyType(b)}'`);
 }
-/** Python's arithmetic where JavaScript's differs: a remainder takes the divisor's sign, and nothing divides by zero. */
+const numeric = (v: RValue): boolean => isNum(v) || is(v, V.Boolean);
+/** Python's arithmetic where JavaScript's differs: a remainder takes the divisor's sign, nothing divides by zero, a bool is an int. */
 function arithmetic(op: string, a: RValue, b: RValue): RValue {
   const x = Number(a.value), y = Number(b.value);
-  if (y === 0) throw new Error(op === "/" ? "division by zero" : op === "//" ? "integer division or modulo by zero" : "integer modulo by zero");
+  if (y === 0 && (op === "/" || op === "//" || op === "%")) throw new Error(op === "/" ? "division by zero" : op === "//" ? "integer division or modulo by zero" : "integer modulo by zero");
   const float = is(a, V.Float) || is(b, V.Float);
+  if (op === "-" || op === "+" || op === "*") {
+    const r = op === "-" ? x - y : op === "+" ? x + y : x * y;
+    return float ? new V.Float(r) : new V.Integer(r);
+  }
   if (op === "/") return new V.Float(x / y);
   const r = op === "%" ? x - y * Math.floor(x / y) : Math.floor(x / y);
   return float ? new V.Float(r) : new V.Integer(r);
 }
-const OWN_OPERATORS = new Set(["~", "+", "*", "==", "!=", "in", "not in", "%", "/", "//", "<", ">", "<=", ">="]);
+const OWN_OPERATORS = new Set(["~", "+", "-", "*", "==", "!=", "in", "not in", "%", "/", "//", "<", ">", "<=", ">="]);
 const engineBinary = proto.evaluateBinaryExpression;
 proto.evaluateBinaryExpression = function (this: Interp, node: Node, env: Environment) {
   const op: string = node.operator.value;
@@ -650,10 +708,12 @@ proto.evaluateBinaryExpression = function (this: Interp, node: Node, env: Enviro
         if (isList(other) || isDict(other)) throw new Error(`can only concatenate str (not "${pyType(other)}") to str`);
         return concat(isMissing(left) || is(left, V.Null) ? str("") : left, isMissing(right) || is(right, V.Null) ? str("") : right);
       }
+      if ((is(left, V.Boolean) || is(right, V.Boolean)) && numeric(left) && numeric(right)) return arithmetic(op, left, right);
       break;
     case "*": {
       // Python repeats a string (or list) times an int: `"=" * 20`; the render's size budget bounds it
       const [seq, n] = isStr(left) || isList(left) ? [left, right] : [right, left];
+      if ((is(left, V.Boolean) || is(right, V.Boolean)) && numeric(left) && numeric(right)) return arithmetic(op, left, right);
       if ((isStr(seq) || isList(seq)) && is(n, V.Integer)) {
         const times = Math.max(0, n.value as number);
         const size = times * seq.value.length;
@@ -667,11 +727,12 @@ proto.evaluateBinaryExpression = function (this: Interp, node: Node, env: Enviro
     case "%":
       // printf-style formatting: "%s: %d" % (name, n)
       if (isStr(left)) return str(percentFormat(left.value, right));
-      if (isNum(left) && isNum(right)) return arithmetic(op, left, right);
+      if (numeric(left) && numeric(right)) return arithmetic(op, left, right);
       break;
     case "/":
     case "//":
-      if (isNum(left) && isNum(right)) return arithmetic(op, left, right);
+    case "-":
+      if (numeric(left) && numeric(right)) return arithmetic(op, left, right);
       break;
     case "<":
     case ">":
@@ -774,8 +835,33 @@ const renderForPython = function (this: Interp, node: Node, env: Environment) {
   // Python iterates undefined as nothing and a string by characters.
   if (is(iterable, V.Undefined) || isStr(iterable)) iterable = new V.Array(iterate(iterable, "for"));
   const replaced = select ? { ...node.iterable, lhs: pre(iterable) } : pre(iterable);
-  return engineFor.call(this, { ...node, iterable: replaced }, env);
+  const body = { type: LOOP_BODY, body: node.body, broken: false };
+  return engineFor.call(this, { ...node, iterable: replaced, body: [body] }, env);
 };
+
+// {% break %} and {% continue %}: the engine drops what an iteration printed before them; Python keeps it.
+// Each block a control passes through adds what it printed (renderBlock below), and the loop body
+// returns it; after a break the engine's loop runs on over bodies that print nothing.
+const LOOP_BODY = "OllamatsLoopBody";
+const [BreakClass, ContinueClass] = (["Break", "Continue"] as const).map((type) => {
+  try {
+    proto.evaluate.call(Object.create(proto), { type }, new Environment());
+  } catch (err) {
+    return (err as Error).constructor;
+  }
+  throw new Error(`the Jinja engine no longer throws on ${type}`);
+}) as [new () => Error, new () => Error];
+const isControl = (err: unknown): err is Error & { partial?: string } => err instanceof BreakClass || err instanceof ContinueClass;
+function renderLoopBody(this: Interp, node: Node, env: Environment): RValue {
+  if (node.broken) return str("");
+  try {
+    return str(this.renderBlock(node.body, env));
+  } catch (err) {
+    if (!isControl(err)) throw err;
+    if (err instanceof BreakClass) node.broken = true;
+    return str(err.partial ?? "");
+  }
+}
 
 /** `{% set a, b = … %}` binding: a name, or names unpacked from a sequence. */
 function bind(target: Node, v: RValue, scope: Environment): void {
@@ -786,6 +872,7 @@ function bind(target: Node, v: RValue, scope: Environment): void {
 const engineEvaluate = proto.evaluate;
 proto.evaluate = function (this: Interp, node: Node, env: Environment) {
   if (node?.type === PRE) return node.value;
+  if (node?.type === LOOP_BODY) return renderLoopBody.call(this, node, env);
   if (node?.type === SCOPED_BLOCK) {
     // {% with a = x %}: values from the outer scope, bound in an inner one that the block's own sets stay in.
     const values = node.sets.map((s: Node) => this.evaluate(s.value, env) as RValue);
@@ -810,11 +897,16 @@ const PRINTED = new Set(["Identifier", "MemberExpression", "CallExpression", "Fi
 const engineBlock = proto.renderBlock;
 proto.renderBlock = function (this: Interp, statements: Node[], env: Environment): string {
   let out = "";
-  for (const s of statements) {
-    if (PRINTED.has(s?.type)) {
-      const v: RValue = this.evaluate(s, env);
-      if (!is(v, V.Undefined)) out += is(v, V.Null) ? "None" : v.toString();
-    } else out += engineBlock.call(this, [s], env);
+  try {
+    for (const s of statements) {
+      if (PRINTED.has(s?.type)) {
+        const v: RValue = this.evaluate(s, env);
+        if (!is(v, V.Undefined)) out += is(v, V.Null) ? "None" : v.toString();
+      } else out += engineBlock.call(this, [s], env);
+    }
+  } catch (err) {
+    if (isControl(err)) err.partial = out + (err.partial ?? "");
+    throw err;
   }
   return out;
 };

@@ -5,6 +5,8 @@
 //   x is divisibleby(3), x is eq 3 → a test with arguments
 //   (), (x,)                       → tuples
 //   1e20, 2.5e-3, 0x1F             → number literals
+//   '\d', '\101', '\U0001F600'     → string escapes as Python reads them
+//   {%+ … +%}                      → whitespace kept as Jinja2 keeps it
 import { parse, Template, tokenize } from "@huggingface/jinja";
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -23,7 +25,8 @@ export const SCOPED_BLOCK = "OllamatsScopedBlock";
 
 /** Parses a chat template as Python's Jinja2 would (trim_blocks and lstrip_blocks, as transformers renders). */
 export function compileJinja(source: string): Template {
-  const tokens = rewriteTokens(tokenize(rawBlocks(source), { lstrip_blocks: true, trim_blocks: true }) as Token[]);
+  const text = stringEscapes(plusMarkers(rawBlocks(source)));
+  const tokens = rewriteTokens(tokenize(text, { lstrip_blocks: true, trim_blocks: true }) as Token[]);
   return Object.assign(new Template(""), { parsed: mend(parse(tokens as never)) });
 }
 
@@ -39,6 +42,83 @@ function rawBlocks(source: string): string {
     const literal = text.replace(/[^\w ]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
     return `{%${before} if true %}{{ "${literal}" }}{%${endBefore ? "-" : ""} endif ${endAfter}%}`;
   });
+}
+
+/** `{%+` turns lstrip_blocks off for its tag, `+%}` trim_blocks: the whitespace they keep moves into an expression
+ *  that neither touches. */
+function plusMarkers(source: string): string {
+  return source
+    .replace(/^([ \t]*)\{%\+/gm, (_m, space: string) => `${space ? `{{ "${space.replace(/\t/g, "\\t")}" }}` : ""}{%`)
+    .replace(/\{%\+/g, "{%")
+    .replace(/\+%\}(\r?\n)?/g, (_m, nl?: string) => (nl ? `%}{{ "${nl === "\n" ? "\\n" : "\\r\\n"}" }}` : "%}"));
+}
+
+// Escapes the engine's lexer knows; the others are rewritten to these.
+const KNOWN_ESCAPES = new Set(["n", "t", "r", "b", "f", "v", "'", '"', "\\", "x", "u"]);
+const unit = (code: number): string => `\\u${code.toString(16).padStart(4, "0")}`;
+const codePoint = (cp: number): string => (cp > 0xffff ? unit(0xd800 + ((cp - 0x10000) >> 10)) + unit(0xdc00 + ((cp - 0x10000) & 0x3ff)) : unit(cp));
+
+/** String literals inside tags, read as Python reads them (unicode-escape): an unknown escape keeps its
+ *  backslash (`'\d'`), octal, `\a`, `\U0001F600` and a backslash-newline are what Python makes of them. */
+function stringEscapes(source: string): string {
+  let out = "";
+  let i = 0;
+  while (i < source.length) {
+    const open = source.slice(i).search(/\{[{%#]/);
+    if (open < 0) return out + source.slice(i);
+    out += source.slice(i, i + open + 2);
+    const kind = source[i + open + 1];
+    i += open + 2;
+    if (kind === "#") {
+      const end = source.indexOf("#}", i);
+      const stop = end < 0 ? source.length : end + 2;
+      out += source.slice(i, stop);
+      i = stop;
+      continue;
+    }
+    let depth = 0;
+    while (i < source.length) {
+      const c = source[i]!;
+      if (c === "'" || c === '"') {
+        const [literal, next] = pythonString(source, i);
+        out += literal;
+        i = next;
+        continue;
+      }
+      if (depth === 0 && ((kind === "{" && source.startsWith("}}", i)) || (kind === "%" && source.startsWith("%}", i)))) {
+        out += source.slice(i, i + 2);
+        i += 2;
+        break;
+      }
+      if (c === "{") depth++;
+      else if (c === "}") depth = Math.max(0, depth - 1);
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+/** One quoted literal from `at`, with its escapes made ones the engine reads alike; and where it ends. */
+function pythonString(source: string, at: number): [string, number] {
+  const quote = source[at]!;
+  let out = quote;
+  let i = at + 1;
+  while (i < source.length && source[i] !== quote) {
+    if (source[i] !== "\\") {
+      out += source[i++];
+      continue;
+    }
+    const c = source[i + 1] ?? "";
+    const octal = /^[0-7]{1,3}/.exec(source.slice(i + 1, i + 4));
+    const wide = c === "U" ? /^[0-9a-fA-F]{8}/.exec(source.slice(i + 2, i + 10)) : null;
+    if (octal) (out += unit(parseInt(octal[0], 8))), (i += 1 + octal[0].length);
+    else if (wide && Number.parseInt(wide[0], 16) <= 0x10ffff) (out += codePoint(Number.parseInt(wide[0], 16))), (i += 10);
+    else if (c === "a") (out += unit(7)), (i += 2);
+    else if (c === "\n") i += 2;
+    else if (KNOWN_ESCAPES.has(c)) (out += "\\" + c), (i += 2);
+    else (out += "\\\\"), (i += 1); // the backslash itself; what follows is read as it stands
+  }
+  return [out + (source[i] ?? ""), i + 1];
 }
 
 // ----- tokens -----

@@ -164,7 +164,7 @@ const jsonKey = (k: unknown): string => (typeof k === "number" ? (Number.isInteg
 /** Python's ==: by value for lists and dicts, 1 == 1.0 == True. */
 export function pyEquals(a: RValue, b: RValue): boolean {
   const prim = (x: RValue): unknown => (is(x, V.Boolean) ? Number(x.value) : x.value);
-  if (isList(a) && isList(b)) return a.value.length === b.value.length && a.value.every((x: RValue, i: number) => pyEquals(x, b.value[i]));
+  if (isList(a) && isList(b)) return is(a, TupleClass) === is(b, TupleClass) && a.value.length === b.value.length && a.value.every((x: RValue, i: number) => pyEquals(x, b.value[i]));
   if (isDict(a) && isDict(b)) {
     if (a.value.size !== b.value.size) return false;
     for (const [k, x] of a.value as Map<unknown, RValue>) if (!b.value.has(k) || !pyEquals(x, b.value.get(k))) return false;

@@ -7,7 +7,7 @@
 // under the immutable sandbox), the render follows llama.cpp: a real engine would not fail there.
 import { Environment, Interpreter } from "@huggingface/jinja";
 import {
-  escapeHtml, is, isDict, KwargsClass, isList, isMarkup, isMissing, isNum, isStr, keyValue, markup, NamespaceClass, pyEquals, pyJson, pyRepr, pyStr,
+  dictView, escapeHtml, is, isDict, KwargsClass, isList, isMarkup, isMissing, isNum, isStr, keyValue, markup, NamespaceClass, pyEquals, pyJson, pyRepr, pyStr,
   rv, TupleClass, V, type RValue,
 } from "./jinja-values.js";
 import { boundedRange } from "./jinja-bounds.js";
@@ -15,7 +15,7 @@ import { renderLimits, TemplateSizeError, tooLong } from "./render-budget.js";
 import { pyStrftime } from "./strftime.js";
 import { compileJinja, SCOPED_BLOCK, TUPLE_FN } from "./jinja-syntax.js";
 import { formatSpec, percentFormat, pyRound } from "./jinja-format.js";
-import { center, expandTabs, filesizeformat, isTitle, striptags, title, truncate, urlQuote, wordwrap } from "./jinja-text.js";
+import { center, expandTabs, filesizeformat, isTitle, striptags, title, titleFilter, truncate, urlQuote, wordwrap } from "./jinja-text.js";
 
 /** What a template raised with raise_exception(): its own words, for the 400 it becomes. */
 export class TemplateRaised extends Error {}
@@ -174,8 +174,8 @@ const stringMethods = (self: RValue): Record<string, RValue> => {
     isalpha: test(/^\p{L}+$/u),
     isalnum: test(/^[\p{L}\p{N}]+$/u),
     isspace: test(/^\s+$/),
-    islower: fn(() => new V.Boolean(s !== s.toUpperCase() && s === s.toLowerCase())),
-    isupper: fn(() => new V.Boolean(s !== s.toLowerCase() && s === s.toUpperCase())),
+    islower: fn(() => new V.Boolean(pyCase(s, "lower"))),
+    isupper: fn(() => new V.Boolean(pyCase(s, "upper"))),
     splitlines: fn(() => new V.Array(s.split(/\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/).filter((x, i, all) => i < all.length - 1 || x !== "").map(str))),
     removeprefix: fn((a) => str(s.startsWith(pyStr(a[0])) ? s.slice(pyStr(a[0]).length) : s)),
     removesuffix: fn((a) => str(pyStr(a[0]) && s.endsWith(pyStr(a[0])) ? s.slice(0, -pyStr(a[0]).length) : s)),
@@ -247,9 +247,9 @@ const dictMethods = (self: RValue): Record<string, RValue> => {
   const m: Map<unknown, RValue> = self.value;
   return {
     get: fn((a) => m.get(keyOf(a[0])) ?? a[1] ?? new V.Null()),
-    items: fn(() => dictItems(m)),
-    keys: fn(() => new V.Array([...m.keys()].map(keyValue))),
-    values: fn(() => new V.Array([...m.values()])),
+    items: fn(() => dictView("dict_items", dictItems(m))),
+    keys: fn(() => dictView("dict_keys", new V.Array([...m.keys()].map(keyValue)))),
+    values: fn(() => dictView("dict_values", new V.Array([...m.values()]))),
     pop: fn((a) => {
       const k = keyOf(a[0]);
       const v = m.get(k) ?? a[1];
@@ -329,8 +329,25 @@ for (const [name, op] of COMPARISON_TESTS) {
   });
 }
 
+// str(value).islower() / isupper(): at least one cased character, and none of the other case.
+tests.set("lower", (v) => pyCase(pyStr(v), "lower"));
+tests.set("upper", (v) => pyCase(pyStr(v), "upper"));
+function pyCase(s: string, want: "lower" | "upper"): boolean {
+  const hasLower = s !== s.toUpperCase(), hasUpper = s !== s.toLowerCase();
+  return want === "lower" ? hasLower && !hasUpper : hasUpper && !hasLower;
+}
+// Python's `value % 2`: a bool is an int, a float may be even.
+tests.set("odd", (v) => parity(v) === 1);
+tests.set("even", (v) => parity(v) === 0);
+function parity(v: RValue): number {
+  // a string is formatted with 2 (`"%s" % 2`), which never equals 0 or 1
+  if (isStr(v)) return (percentFormat(v.value, new V.Integer(2)), -1);
+  if (!numeric(v)) throw new Error(`not all arguments converted during string formatting (${pyType(v)} % 2)`);
+  const x = Number(v.value);
+  return x - 2 * Math.floor(x / 2);
+}
 tests.set("divisibleby", (a, b) => {
-  if (!isNum(a) || !b || !isNum(b)) throw new Error(`unsupported operand type(s) for %: '${pyType(a)}' and '${b ? pyType(b) : "NoneType"}'`);
+  if (!numeric(a) || !b || !numeric(b)) throw new Error(`unsupported operand type(s) for %: '${pyType(a)}' and '${b ? pyType(b) : "NoneType"}'`);
   if (!b.value) throw new Error("integer modulo by zero");
   return (a.value as number) % (b.value as number) === 0;
 });
@@ -508,6 +525,8 @@ const FILTERS: Record<string, Filter> = {
   round: (v, c) => {
     const precision = arg(c.args, c.kw, 0, "precision")?.value ?? 0;
     const method = pyStr(arg(c.args, c.kw, 1, "method") ?? str("common"));
+    if (!numeric(v)) throw new Error(`type ${pyType(v)} doesn't define __round__ method`);
+    if (is(v, V.Boolean)) v = new V.Integer(Number(v.value));
     if (method === "common") {
       // Python's round(): half to even on the exact value; an int stays an int
       return is(v, V.Integer) ? new V.Integer(pyRound(v.value, precision)) : new V.Float(pyRound(v.value, precision));
@@ -523,9 +542,13 @@ Object.assign(FILTERS, {
     if (c.args.length && c.kw.size) throw new Error("can't handle positional and keyword arguments at the same time");
     return str(percentFormat(pyStr(v), c.kw.size ? new V.Object(new Map(c.kw)) : tuple(c.args)));
   },
-  truncate: (v, c) =>
-    str(truncate(pyStr(v), Number(arg(c.args, c.kw, 0, "length")?.value ?? 255), arg(c.args, c.kw, 1, "killwords")?.__bool__().value ?? false,
-      pyStr(arg(c.args, c.kw, 2, "end") ?? str("...")), Number(nonNull(arg(c.args, c.kw, 3, "leeway"))?.value ?? 5))),
+  truncate: (v, c) => {
+    const length = Number(arg(c.args, c.kw, 0, "length")?.value ?? 255), leeway = Number(nonNull(arg(c.args, c.kw, 3, "leeway"))?.value ?? 5);
+    // Jinja2 measures what it is given: a short list comes back as it is
+    if (!isStr(v) && (isList(v) || isDict(v)) && FILTERS.length!(v, c).value <= length + leeway) return v;
+    return str(truncate(pyStr(v), Number(arg(c.args, c.kw, 0, "length")?.value ?? 255), arg(c.args, c.kw, 1, "killwords")?.__bool__().value ?? false,
+      pyStr(arg(c.args, c.kw, 2, "end") ?? str("...")), leeway));
+  },
   wordcount: (v) => new V.Integer(pyStr(v).match(/[\p{L}\p{N}_]+/gu)?.length ?? 0),
   wordwrap: (v, c) =>
     str(wordwrap(pyStr(v), Number(arg(c.args, c.kw, 0, "width")?.value ?? 79), arg(c.args, c.kw, 1, "break_long_words")?.__bool__().value ?? true,
@@ -595,7 +618,7 @@ Object.assign(FILTERS, {
     return items[Math.floor(Math.random() * items.length)]!;
   },
   urlencode: (v) => {
-    if (isStr(v)) return str(urlQuote(v.value, "/"));
+    if (isStr(v) || !(isList(v) || isDict(v))) return str(urlQuote(pyStr(v), "/"));
     const pairs = isDict(v) ? (dictItems(v.value).value as RValue[]) : iterate(v, "urlencode");
     const q = (x: RValue) => urlQuote(pyStr(x), "").replace(/%20/g, "+");
     return str(pairs.map((p) => `${q(p.value[0])}=${q(p.value[1])}`).join("&"));
@@ -612,6 +635,11 @@ Object.assign(FILTERS, {
     return markup(autospace && out ? " " + out : out);
   },
   pprint: (v) => str(pyRepr(v)),
+  title: (v) => str(titleFilter(pyStr(v))),
+  abs: (v) => {
+    if (!numeric(v)) throw new Error(`bad operand type for abs(): '${pyType(v)}'`);
+    return is(v, V.Float) ? new V.Float(Math.abs(v.value)) : new V.Integer(Math.abs(Number(v.value)));
+  },
   forceescape: (v) => markup(escapeHtml(pyStr(v))),
   sort: (v, c) => {
     const reverse = arg(c.args, c.kw, 0, "reverse")?.__bool__().value ?? false;
@@ -644,9 +672,12 @@ FILTERS.d = FILTERS.default!;
 FILTERS.e = FILTERS.escape!;
 FILTERS.count = FILTERS.length!;
 
+// Filters Jinja2 applies to str(value): a number or list given to them is printed first.
+const TEXT_FILTERS = new Set(["title", "replace", "indent", "center", "wordcount", "wordwrap", "striptags", "capitalize", "upper", "lower", "trim"]);
 const engineFilter = proto.applyFilter;
 proto.applyFilter = function (this: Interp, operand: RValue, node: Node, env: Environment) {
   const name: string = node.type === "Identifier" ? node.value : node.callee?.type === "Identifier" ? node.callee.value : "";
+  if (TEXT_FILTERS.has(name) && !isStr(operand)) operand = str(pyStr(operand));
   const filter = Object.hasOwn(FILTERS, name) ? FILTERS[name] : undefined;
   if (!filter) return engineFilter.call(this, operand, node, env);
   const [args, kw] = node.type === "CallExpression" ? this.evaluateArguments(node.args, env) : [[], new Map()];
@@ -714,8 +745,8 @@ proto.evaluateBinaryExpression = function (this: Interp, node: Node, env: Enviro
       // Python repeats a string (or list) times an int: `"=" * 20`; the render's size budget bounds it
       const [seq, n] = isStr(left) || isList(left) ? [left, right] : [right, left];
       if ((is(left, V.Boolean) || is(right, V.Boolean)) && numeric(left) && numeric(right)) return arithmetic(op, left, right);
-      if ((isStr(seq) || isList(seq)) && is(n, V.Integer)) {
-        const times = Math.max(0, n.value as number);
+      if ((isStr(seq) || isList(seq)) && (is(n, V.Integer) || is(n, V.Boolean))) {
+        const times = Math.max(0, Number(n.value));
         const size = times * seq.value.length;
         const limits = renderLimits();
         if (size > (isStr(seq) ? limits.chars : limits.items)) throw isStr(seq) ? tooLong(size) : new TemplateSizeError(`the template built a list of ${size} items, more than the ${limits.items} this prompt may use`);
@@ -834,9 +865,15 @@ const renderForPython = function (this: Interp, node: Node, env: Environment) {
   let iterable: RValue = this.evaluate(expr, env);
   // Python iterates undefined as nothing and a string by characters.
   if (is(iterable, V.Undefined) || isStr(iterable)) iterable = new V.Array(iterate(iterable, "for"));
+  // `for a, b in` unpacks each item as Python iterates it: a dict's keys, a string's characters
+  if (node.loopvar.type === "TupleLiteral" && isList(iterable)) {
+    iterable = new V.Array((iterable.value as RValue[]).map((item) => (isDict(item) || isStr(item) ? new V.Array(iterate(item, "for")) : item)));
+  }
   const replaced = select ? { ...node.iterable, lhs: pre(iterable) } : pre(iterable);
-  const body = { type: LOOP_BODY, body: node.body, broken: false };
-  return engineFor.call(this, { ...node, iterable: replaced, body: [body] }, env);
+  const body = { type: LOOP_BODY, body: node.body, broken: false, completed: false };
+  const out: string = engineFor.call(this, { ...node, iterable: replaced, body: [body], defaultBlock: [] }, env);
+  // Jinja2's `else` runs unless some iteration ran to its end (one that breaks or continues does not)
+  return body.completed || !node.defaultBlock?.length ? out : out + this.renderBlock(node.defaultBlock, new Environment(env));
 };
 
 // {% break %} and {% continue %}: the engine drops what an iteration printed before them; Python keeps it.
@@ -855,7 +892,9 @@ const isControl = (err: unknown): err is Error & { partial?: string } => err ins
 function renderLoopBody(this: Interp, node: Node, env: Environment): RValue {
   if (node.broken) return str("");
   try {
-    return str(this.renderBlock(node.body, env));
+    const out = str(this.renderBlock(node.body, env));
+    node.completed = true;
+    return out;
   } catch (err) {
     if (!isControl(err)) throw err;
     if (err instanceof BreakClass) node.broken = true;
@@ -868,6 +907,13 @@ function bind(target: Node, v: RValue, scope: Environment): void {
   if (target.type === "Identifier") scope.setVariable(target.value, v as never);
   else (target.value as Node[]).forEach((t, i) => scope.setVariable(t.value, (v.value[i] ?? undef()) as never));
 }
+
+// `{% set v %}…{% endset %}`: the body renders in a scope of its own, as in Jinja2 (its sets stay inside).
+const engineSet = proto.executeSet;
+proto.executeSet = function (this: Interp, node: Node, env: Environment) {
+  if (node.value || !node.body) return engineSet.call(this, node, env);
+  return engineSet.call(this, { ...node, value: pre(str(this.renderBlock(node.body, new Environment(env)))), body: undefined }, env);
+};
 
 const engineEvaluate = proto.evaluate;
 proto.evaluate = function (this: Interp, node: Node, env: Environment) {

@@ -153,6 +153,12 @@ function numberLiterals(tokens: Token[]): Token[] {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!, next = tokens[i + 1];
     let text: string | undefined, used = 0;
+    // after a dict literal the lexer takes `- x` for a sign: it is a subtraction
+    if (is(out.at(-1), "CloseCurlyBracket") && /^[+-]/.test(t.value) && (t.type === "UnaryOperator" || t.type === "NumericLiteral")) {
+      out.push(tok(t.value[0]!, "AdditiveBinaryOperator"));
+      if (t.value.length > 1) out.push(tok(t.value.slice(1), "NumericLiteral"));
+      continue;
+    }
     if (is(t, "NumericLiteral") && next?.type === "Identifier") {
       const radix = /^([xX][0-9a-fA-F_]+|[oO][0-7_]+|[bB][01_]+)$/.test(next.value) && /^-?0$/.test(t.value);
       if (radix) {

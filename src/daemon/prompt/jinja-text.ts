@@ -119,6 +119,11 @@ export function title(s: string): string {
   return out;
 }
 
+/** Jinja2's title filter (not str.title): a word starts after a dash, space or opening bracket. */
+export function titleFilter(s: string): string {
+  return s.split(/([-\s({[<]+)/u).filter(Boolean).map((w) => { const [first = "", ...rest] = [...w]; return first.toUpperCase() + rest.join("").toLowerCase(); }).join("");
+}
+
 /** Python's str.istitle(). */
 export function isTitle(s: string): boolean {
   let prevCased = false, any = false;

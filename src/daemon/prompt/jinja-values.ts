@@ -61,6 +61,11 @@ export function rv(x: unknown): RValue {
 /** A dict key as a runtime value: string keys stay strings, numeric keys stay numbers. */
 export const keyValue = (k: unknown): RValue => (typeof k === "number" ? rv(k) : new V.String(String(k)));
 
+// d.items(), d.keys(), d.values(): lists that print as Python's views do ("dict_items([...])").
+const VIEW = Symbol("dict view");
+export const dictView = (name: string, list: RValue): RValue => Object.assign(list, { [VIEW]: name });
+const viewName = (v: RValue): string | undefined => (v as { [VIEW]?: string })[VIEW];
+
 // Strings marked safe (`|safe`): Python's markupsafe.Markup. Jinja2 escapes a plain string added to one.
 const SAFE = Symbol("markup");
 export const markup = (s: string): RValue => Object.assign(new V.String(s), { [SAFE]: true });
@@ -102,7 +107,9 @@ export function pyStrRepr(s: string): string {
 
 /** Python's repr(): how a value inside a printed list or dict looks. */
 export function pyRepr(v: RValue): string {
-  return isStr(v) ? pyStrRepr(v.value) : pyStr(v);
+  // Jinja2's Undefined prints as nothing alone, and as its class name inside a list or dict
+  if (isMarkup(v)) return `Markup(${pyStrRepr(v.value)})`;
+  return isStr(v) ? pyStrRepr(v.value) : is(v, V.Undefined) ? "Undefined" : pyStr(v);
 }
 
 /** Python's str(): what `{{ value }}`, `~` and `|string` make of a value. */
@@ -114,7 +121,7 @@ export function pyStr(v: RValue): string {
   if (is(v, V.Null)) return "None";
   if (is(v, V.Undefined)) return "";
   if (is(v, TupleClass)) return v.value.length === 1 ? `(${pyRepr(v.value[0])},)` : `(${v.value.map(pyRepr).join(", ")})`;
-  if (isList(v)) return `[${v.value.map(pyRepr).join(", ")}]`;
+  if (isList(v)) return viewName(v) ? `${viewName(v)}([${v.value.map(pyRepr).join(", ")}])` : `[${v.value.map(pyRepr).join(", ")}]`;
   if (is(v, NamespaceClass)) return `<Namespace ${dictRepr(v.value)}>`;
   if (is(v, V.Object)) return dictRepr(v.value);
   return String(v.value);

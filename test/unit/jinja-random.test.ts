@@ -1,0 +1,109 @@
+// Random Jinja expressions and statement nests (seeded), rendered by the daemon and by Python's Jinja2
+// (test/helpers/jinja2_render.py): wherever Python renders, the text must be the same. Where Python
+// raises, or prints an object's address (a generator), the daemon may do otherwise. Found: break and
+// continue dropping what an iteration printed, for-else after continued iterations, `{% set %}` blocks
+// leaking their sets, title/odd/upper/abs on the wrong types.
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { jinjaContext, renderPrompt, selectTemplate } from "../../src/daemon/prompt/render.js";
+
+let seed = 20261204;
+const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) >>> 8) / (1 << 23);
+const pick = <T,>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)]!;
+const int = (n: number) => Math.floor(rnd() * n);
+
+// ----- expressions -----
+const STRS = ["'a'", "'Hello'", "''", "'a b'", "'é'", "'%s'", "'{}'", "'x,y'", "' pad '", "'A1'", "'-'", "'\\n'", "'o-k (x)'"];
+const NUMS = ["0", "1", "-1", "2", "3", "7", "1.5", "0.5", "-2.5", "10", "100", "2.0", "0.1", "1e3"];
+const FILTERS = ["length", "upper", "lower", "title", "capitalize", "trim", "first", "last", "list", "string", "int", "float", "abs", "round", "round(1)", "sort",
+  "unique | list", "join", "join(',')", "tojson", "default('d')", "default('d', true)", "dictsort", "sum", "min", "max", "wordcount", "center(9)", "truncate(5, leeway=0)",
+  "indent(2)", "replace('a', 'b')", "map('string') | list", "select | list", "reject | list", "selectattr('a') | list", "map(attribute='a') | list", "batch(2) | list",
+  "slice(2) | list", "escape", "safe", "count", "format('z')", "striptags", "urlencode", "pprint", "filesizeformat", "groupby('a') | list", "xmlattr", "items | list", "reverse | list"];
+const TESTS = ["defined", "undefined", "none", "string", "number", "integer", "float", "mapping", "sequence", "iterable", "boolean", "true", "false", "odd", "even",
+  "lower", "upper", "divisibleby 2", "eq 1", "in [1, 'a']", "sameas none", "gt 1", "callable", "escaped"];
+const METHODS = ["upper()", "lower()", "strip()", "split()", "split(',')", "startswith('H')", "endswith('o')", "replace('o', '0')", "title()", "find('o')", "count('o')",
+  "isdigit()", "format(1)", "join(['a', 'b'])", "get('a')", "get('z', 0)", "index(1)", "rstrip('o')", "lstrip('H')", "zfill(5)", "center(9, '*')", "partition(' ')",
+  "splitlines()", "capitalize()", "rsplit(' ', 1)"];
+const BIN = ["+", "-", "*", "/", "//", "%", "**", "~", "==", "!=", "<", ">", "<=", ">=", "in", "not in", "and", "or"];
+function literal(d: number): string {
+  switch (int(d > 2 ? 4 : 7)) {
+    case 0: return pick(STRS);
+    case 1: return pick(NUMS);
+    case 2: return pick(["true", "false", "none", "True", "None"]);
+    case 3: return pick(["x", "s", "n", "f", "l", "e", "t", "x.a", "x.b", "x['c']", "l[0]", "s[1:4]", "l[-1]", "x.b[1]", "messages[0].role"]);
+    case 4: return `[${Array.from({ length: int(4) }, () => expr(d + 1)).join(", ")}]`;
+    case 5: return `{${Array.from({ length: int(3) }, () => `${pick(STRS)}: ${expr(d + 1)}`).join(", ")}}`;
+    default: return `(${expr(d + 1)}, ${expr(d + 1)})`;
+  }
+}
+function expr(d = 0): string {
+  if (d > 3) return literal(9);
+  switch (int(7)) {
+    case 0: case 1: return literal(d);
+    case 2: return `(${expr(d + 1)} ${pick(BIN)} ${expr(d + 1)})`;
+    case 3: return `(${expr(d + 1)} | ${pick(FILTERS)})`;
+    case 4: return `(${expr(d + 1)} is ${rnd() < 0.3 ? "not " : ""}${pick(TESTS)})`;
+    case 5: return `${pick(["s", "x", "l", "'a,b'", "' x '", "n"])}.${pick(METHODS)}`;
+    default: return rnd() < 0.5 ? `(${expr(d + 1)} if ${expr(d + 1)} else ${expr(d + 1)})` : `(not ${expr(d + 1)})`;
+  }
+}
+const EXPR_SETS = "{% set x = {'a': 1, 'b': [1, 2], 'c': 'Zed'} %}{% set s = 'Hello World foo' %}{% set n = 7 %}{% set f = 3.5 %}{% set l = [3, 1, 2] %}{% set e = '' %}{% set t = (1, 'a') %}";
+
+// ----- statements -----
+const VARS = ["a", "b", "i", "j", "ns.c", "loop.index", "loop.first", "loop.last", "loop.length", "loop.revindex", "loop.previtem", "v", "loop.cycle('o', 'e')"];
+const value = () => pick(["1", "i", "a ~ 'x'", "'s'", "loop.index0", "ns.c + 1", "(a | length) if a is string else 0", "b", "j * 2", "[1, 2]"]);
+const condition = () => pick(["i > 1", "loop.first", "not loop.last", "a", "i is odd", "b is defined", "ns.c > 2", "j == 1", "true", "false", "i in [1, 3]", "loop.changed(i)"]);
+const sequence = () => pick(["[1, 2, 3]", "range(4)", "[]", "'ab'", "x", "x.items()", "[3, 1, 2] | sort", "messages", "[1, 2, 3, 4] if i is defined else [5]"]);
+const block = (d: number): string => Array.from({ length: 1 + int(3) }, () => statement(d)).join(pick(["", " ", "\n", "|"]));
+function statement(d: number): string {
+  switch (int(d > 2 ? 3 : 10)) {
+    case 0: return `{{ ${pick(VARS)} }}`;
+    case 1: return pick(["x", "-", "\n"]);
+    case 2: return `{% set ${pick(["a", "b", "ns.c"])} = ${value()} %}`;
+    case 3: case 4: return `{% for ${pick(["i", "j", "i, j"])} in ${sequence()}${rnd() < 0.2 ? " if " + condition() : ""} %}${block(d + 1)}${rnd() < 0.2 ? "{% else %}E" : ""}{% endfor %}`;
+    case 5: case 6: return `{% if ${condition()} %}${block(d + 1)}${rnd() < 0.4 ? `{% elif ${condition()} %}${block(d + 1)}` : ""}${rnd() < 0.4 ? `{% else %}${block(d + 1)}` : ""}{% endif %}`;
+    case 7: return pick(["{% break %}", "{% continue %}"]);
+    case 8: return `{% set v %}${block(d + 1)}{% endset %}{{ v | length }}`;
+    default: return `{% with a = ${value()} %}${block(d + 1)}{% endwith %}`;
+  }
+}
+const STATEMENT_SETS = "{% set ns = namespace(c=0) %}{% set a = 'q' %}{% set x = {'k': 1, 'm': 2} %}";
+
+const input = { messages: [{ role: "user" as const, content: "hi" }] };
+function compare(templates: string[]): { rendered: number; differ: string[] } {
+  const base = selectTemplate(undefined, "{{ 1 }}", "", "");
+  const context = base.kind === "jinja" ? jinjaContext(base, input) : {};
+  const helper = path.resolve(__dirname, "../helpers/jinja2_render.py");
+  const out = spawnSync("python3", [helper], { input: JSON.stringify({ now_ms: Date.now(), jobs: templates.map((template) => ({ template, context })) }), encoding: "utf8", maxBuffer: 1 << 28 });
+  if (out.status !== 0) throw new Error(`python3 ${helper} failed: ${out.stderr}`);
+  const python = JSON.parse(out.stdout) as Array<{ ok?: string }>;
+  const differ: string[] = [];
+  let rendered = 0;
+  templates.forEach((t, i) => {
+    const want = python[i]!.ok;
+    if (want === undefined || /object at 0x|<generator/.test(want)) return;
+    rendered++;
+    let got: string;
+    try {
+      got = renderPrompt(selectTemplate(undefined, t, "", ""), input);
+    } catch (err) {
+      got = `error: ${(err as Error).message}`;
+    }
+    if (got !== want) differ.push(`${t}\n  ours:   ${JSON.stringify(got)}\n  python: ${JSON.stringify(want)}`);
+  });
+  return { rendered, differ };
+}
+
+describe("random Jinja renders as Python renders it", () => {
+  it("expressions: operators, filters, tests, methods, literals of every kind", () => {
+    const { rendered, differ } = compare(Array.from({ length: 1200 }, () => `${EXPR_SETS}{{ ${expr()} }}`));
+    expect(differ.slice(0, 5), differ.slice(0, 5).join("\n")).toEqual([]);
+    expect(rendered).toBeGreaterThan(500);
+  });
+  it("statements: loops with break, continue, else and filters, ifs, sets, set blocks, with blocks", () => {
+    const { rendered, differ } = compare(Array.from({ length: 1500 }, () => `${STATEMENT_SETS}${block(0)}|{{ a }}{{ b }}{{ ns.c }}{{ i }}`));
+    expect(differ.slice(0, 5), differ.slice(0, 5).join("\n")).toEqual([]);
+    expect(rendered).toBeGreaterThan(300);
+  });
+});

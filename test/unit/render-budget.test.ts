@@ -115,6 +115,18 @@ describe("template size budget", () => {
     refused(() => renderPrompt(selectTemplate(undefined, "{{ messages | tojson(indent=100000000) }}", "", ""), input), /^template error: the template built text of/);
   });
 
+  it("stops Python's formatting, padding and slicing at the limit before building the text", () => {
+    const rss = process.memoryUsage().rss;
+    for (const hostile of [
+      "{{ '{:>999999999}'.format(1) }}", "{{ '%999999999d' % 1 }}", "{{ '%*s' % (999999999, 'a') }}", "{{ '%.999999999f' % 1.5 }}", "{{ '{:.999999999e}'.format(2) }}",
+      "{{ 'x'.center(999999999) }}", "{{ 'x'.zfill(999999999) }}", "{{ 'x'.ljust(999999999) }}", "{{ 'x' | center(999999999) }}", "{{ 'a b' | wordwrap(1, wrapstring='y' * 9999) * 9999 }}",
+    ]) {
+      refused(() => renderPrompt(selectTemplate(undefined, hostile, "", ""), input), /^template error: the template built text of \d+ characters/);
+    }
+    refused(() => renderPrompt(selectTemplate(undefined, "{{ [1] | slice(999999999) | list }}", "", ""), input), /^template error: the template built a list of 999999999 items/);
+    expect(process.memoryUsage().rss - rss).toBeLessThan(256 << 20);
+  });
+
   it("stops a Go template that doubles a string with printf, with one bound for all turns", () => {
     const messages = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: "ab" }));
     const doubling = '{{ $s := "xx" }}{{ range .Messages }}{{ $s = printf "%s%s" $s $s }}{{ end }}{{ $s }}';

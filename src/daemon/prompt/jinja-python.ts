@@ -571,6 +571,7 @@ Object.assign(FILTERS, {
   slice: (v, c) => {
     const n = Number(arg(c.args, c.kw, 0, "slices")?.value);
     if (!(n >= 1)) throw new Error("slice count must be a positive integer");
+    if (n > renderLimits().items) throw new TemplateSizeError(`the template built a list of ${n} items, more than the ${renderLimits().items} this prompt may use`);
     const fill = nonNull(arg(c.args, c.kw, 1, "fill_with"));
     const seq = iterate(v, "slice"), per = Math.floor(seq.length / n), extra = seq.length % n, out: RValue[] = [];
     let offset = 0;

@@ -812,7 +812,13 @@ proto.evaluateMemberExpression = function (this: Interp, node: Node, env: Enviro
 
 // loop.cycle(...), loop.changed(...), loop.depth: what Jinja2's loop has and the engine's lacks.
 // changed() compares with the same loop's last call, so each running loop keeps its own record.
-const runningLoops: Array<{ last?: RValue[] }> = [];
+interface RunningLoop {
+  last?: RValue[];
+  node?: Node;
+  env?: Environment;
+  depth: number;
+}
+const runningLoops: RunningLoop[] = [];
 const LoopClass = (() => {
   let loop: RValue | undefined;
   const env = new Environment();
@@ -823,7 +829,7 @@ const LoopClass = (() => {
 const engineEntries = LoopClass.prototype.createEntries as (this: RValue) => Map<string, RValue>;
 LoopClass.prototype.createEntries = function (this: RValue & { iteration: number }) {
   const entries = engineEntries.call(this);
-  const state = runningLoops.at(-1) ?? {};
+  const state: RunningLoop = runningLoops.at(-1) ?? { depth: 1 };
   const i = this.iteration;
   entries.set("cycle", fn((a) => {
     if (a.length === 0) throw new Error("no items for cycling given");
@@ -834,8 +840,8 @@ LoopClass.prototype.createEntries = function (this: RValue & { iteration: number
     state.last = a;
     return new V.Boolean(!same);
   }));
-  entries.set("depth", new V.Integer(1));
-  entries.set("depth0", new V.Integer(0));
+  entries.set("depth", new V.Integer(state.depth));
+  entries.set("depth0", new V.Integer(state.depth - 1));
   return entries;
 };
 
@@ -852,13 +858,26 @@ proto.bindMacroArguments = function (this: Interp, ...args: [unknown, unknown, S
 };
 
 const engineFor = proto.renderFor;
-proto.renderFor = function (this: Interp, node: Node, env: Environment) {
-  runningLoops.push({});
+proto.renderFor = function (this: Interp, node: Node, env: Environment, depth = 1) {
+  runningLoops.push({ node, env, depth });
   try {
     return renderForPython.call(this, node, env);
   } finally {
     runningLoops.pop();
   }
+};
+
+// `{% for x in tree recursive %}…{{ loop(x.children) }}`: the call renders the same loop over the
+// children, one level deeper, in the scope the loop started in.
+const engineCall = proto.evaluateCallExpression;
+proto.evaluateCallExpression = function (this: Interp, node: Node, env: Environment) {
+  if (node.callee.type !== "Identifier" || node.callee.value !== "loop") return engineCall.call(this, node, env);
+  const running = runningLoops.at(-1);
+  const callee: RValue = this.evaluate(node.callee, env);
+  if (!(callee instanceof (LoopClass as unknown as new () => RValue)) || !running?.node?.recursive) return engineCall.call(this, { ...node, callee: pre(callee) }, env);
+  const [args] = this.evaluateArguments(node.args, env) as [RValue[], Kwargs];
+  const items = args[0] ?? undef();
+  return str(proto.renderFor.call(this, { ...running.node, iterable: pre(items) }, running.env!, running.depth + 1));
 };
 const renderForPython = function (this: Interp, node: Node, env: Environment) {
   const select = node.iterable.type === "SelectExpression";

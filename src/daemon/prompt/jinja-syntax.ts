@@ -21,6 +21,7 @@ const tok = (value: string, type: string): Token => ({ value, type });
 export const TUPLE_FN = "__ollamats_tuple__";
 const TEST_ARGS_FN = "__ollamats_test_args__";
 const WITH_MARK = "__ollamats_with_";
+const RECURSIVE_MARK = "__ollamats_recursive__";
 export const SCOPED_BLOCK = "OllamatsScopedBlock";
 
 /** Parses a chat template as Python's Jinja2 would (trim_blocks and lstrip_blocks, as transformers renders). */
@@ -143,6 +144,7 @@ const KEYWORDS = new Set(["in", "is", "not", "and", "or", "if", "elif", "else", 
 function rewriteTokens(input: Token[]): Token[] {
   let tokens = numberLiterals(input);
   tokens = withBlocks(tokens);
+  tokens = recursiveLoops(tokens);
   tokens = testArguments(tokens);
   return tuples(tokens);
 }
@@ -221,6 +223,25 @@ function withBlocks(tokens: Token[]): Token[] {
     out.push(t, tok("if", "Identifier"), tok(`${WITH_MARK}${sets.length}__`, "Identifier"), tokens[end]!);
     for (const a of sets) out.push(tok("{%", "OpenStatement"), tok("set", "Identifier"), ...a, tok("%}", "CloseStatement"));
     i = end;
+  }
+  return out;
+}
+
+/** `{% for x in tree recursive %}` → `{% for x in tree %}{{ __ollamats_recursive__ }}`; mend() marks the loop. */
+function recursiveLoops(tokens: Token[]): Token[] {
+  const out: Token[] = [];
+  let inFor = false;
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (is(t, "Identifier", "for") && is(tokens[i - 1], "OpenStatement")) inFor = true;
+    if (inFor && is(t, "Identifier", "recursive") && is(tokens[i + 1], "CloseStatement")) {
+      out.push(tokens[i + 1]!, tok("{{", "OpenExpression"), tok(RECURSIVE_MARK, "Identifier"), tok("}}", "CloseExpression"));
+      i += 1;
+      inFor = false;
+      continue;
+    }
+    if (is(t, "CloseStatement")) inFor = false;
+    out.push(t);
   }
   return out;
 }
@@ -304,6 +325,7 @@ function mend(node: Node): Node {
   if (node.type === "BinaryExpression" && node.operator.value === "**" && node.left.type === "TestExpression" && isCallOf(node.right, TEST_ARGS_FN)) {
     return Object.assign(node.left, { args: node.right.args });
   }
+  if (node.type === "For" && node.body[0]?.type === "Identifier" && node.body[0].value === RECURSIVE_MARK) return Object.assign(node, { body: node.body.slice(1), recursive: true });
   const mark = node.type === "If" && node.test.type === "Identifier" && (node.test.value as string).match(/^__ollamats_with_(\d+)__$/);
   if (mark) {
     const n = Number(mark[1]);

@@ -42,6 +42,7 @@ const CONVERSATIONS: Record<string, { messages: unknown[]; tools?: unknown[]; th
   systems: { messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "hi" }, { role: "assistant", content: "Hello." }, { role: "system", content: "Answer in French." }, { role: "user", content: "ça va?" }] },
   greeting: { messages: [{ role: "assistant", content: "Hi! How can I help?" }, { role: "user", content: "hi" }] },
   "think high": { messages: [{ role: "user", content: "hi" }], think: "high" },
+  "system prompt alone": { messages: [{ role: "system", content: "Write a haiku about the sea." }] },
   tools: { messages: [{ role: "user", content: "Weather in Paris?" }], tools },
   // an answer as the daemon gives it (text, thinking, two calls), sent back with the results
   "tool results": {
@@ -61,14 +62,18 @@ describe("real chat templates through the daemon", () => {
     const refused: string[] = [];
     for (const f of FILES) {
       const model = nameOf(f);
-      const show = (await (await fetch(`${d.url}/api/show`, { method: "POST", body: JSON.stringify({ model }) })).json()) as { capabilities: string[] };
+      const show = (await (await fetch(`${d.url}/api/show`, { method: "POST", body: JSON.stringify({ model }) })).json()) as { capabilities: string[]; template?: string };
+      // a template Ollama maps to one of its own renders as Ollama's does (Gemma 2's shows a system prompt only with a question)
+      const goTemplate = /\{\{-? ?(range|if|\.)/.test(show.template ?? "") && !/\{%/.test(show.template ?? "");
       for (const [name, c] of Object.entries(CONVERSATIONS)) {
         if (c.tools && !show.capabilities.includes("tools")) continue;
         if (c.think && !show.capabilities.includes("thinking")) continue;
         const r = await fetch(`${d.url}/api/chat`, { method: "POST", body: JSON.stringify({ model, stream: false, _debug_render_only: true, ...c }) });
         const body = (await r.json()) as { error?: string; _debug_info?: { rendered_template: string } };
         if (r.status !== 200) refused.push(`${f} / ${name}: ${r.status} ${body.error}`);
-        else if (!body._debug_info!.rendered_template.includes((c.messages.at(-1) as { content: string }).content)) refused.push(`${f} / ${name}: the last message is not in the prompt`);
+        else if (!body._debug_info!.rendered_template.includes((c.messages.at(-1) as { content: string }).content) && !(goTemplate && name === "system prompt alone")) {
+          refused.push(`${f} / ${name}: the last message is not in the prompt`);
+        }
       }
     }
     expect(refused).toEqual([]);

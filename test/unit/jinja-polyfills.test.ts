@@ -125,7 +125,7 @@ describe("polyfillMessages", () => {
     expect(polyfillMessages([{ role: "tool", content: "R" }, { role: "user", content: "U" }], { ...ALL_CAPABILITIES, userAfterTool: false }).map((m) => m.role)).toEqual(["tool", "user"]);
   });
 
-  it("real templates that refused them render these conversations: Qwen3.5 two system messages, Gemma 2 and Mistral a greeting first", () => {
+  it("real templates that refused them render these conversations: Qwen3.5 two system messages or a system prompt alone, Gemma 2 and Mistral a greeting first", () => {
     const load = (f: string) => selectTemplate(undefined, readFileSync(path.resolve(__dirname, "../fixtures/chat-templates", f), "utf8"), "<s>", "</s>");
     const systems = [{ role: "system", content: "You are terse." }, { role: "system", content: "Answer in French." }, { role: "user", content: "hi" }];
     expect(renderPrompt(load("Qwen3.5-4B.jinja"), { messages: systems })).toContain("You are terse.\n\nAnswer in French.");
@@ -142,6 +142,10 @@ describe("polyfillMessages", () => {
     for (const f of ["mistralai-Mistral-Nemo-Instruct-2407.jinja", "Mistral-Small-3.2-24B-Instruct-2506.jinja", "mistralai-Ministral-3-14B-Reasoning-2512.jinja"]) {
       expect(renderPrompt(load(f), { messages: afterTool, tools }), f).toMatch(/\[\/TOOL_RESULTS\] ?<\/s>.*\[INST\]and then\?\[\/INST\]$/s);
     }
+    // Qwen3.5's: a system prompt alone ("No user query found in messages") gets an empty question
+    expect(renderPrompt(load("Qwen3.5-4B.jinja"), { messages: [{ role: "system", content: "Write a haiku." }] })).toBe(
+      "<|im_start|>system\nWrite a haiku.<|im_end|>\n<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n<think>\n",
+    );
   });
 
   it("folds system text into the next user message, tool results into user messages, and joins runs", () => {

@@ -3,7 +3,7 @@
 // object or only JSON-string arguments, tool-role results, tool call ids of any form, two messages
 // of one role in a row, several calls in one message, text and thinking beside calls, a system
 // message after the first, a conversation opening with the assistant, a user message right after
-// tool results, an empty assistant message. jinja-polyfills.ts adapts a conversation to what is missing.
+// tool results, an empty assistant message, no user message at all. jinja-polyfills.ts adapts a conversation to what is missing.
 // A part of the conversation counts as missing only where the template raises on it: one that
 // renders without it (drops a tool result, shows no tool call) renders as transformers would.
 // The form of arguments and ids is the client's choice in transformers too, so there the form
@@ -36,11 +36,14 @@ export interface JinjaCapabilities {
   userAfterTool: boolean;
   /** An assistant message may be empty (Ministral 3's raises). */
   emptyAssistant: boolean;
+  /** A conversation may have no user message (Qwen3.5's raises "No user query found in messages";
+   *  Mistral's drop a system prompt that has no user message to go with). */
+  withoutUser: boolean;
 }
 
 export const ALL_CAPABILITIES: JinjaCapabilities = {
   systemRole: true, toolCalls: true, objectArguments: true, toolRole: true, anyToolCallIds: true, consecutiveRoles: true, parallelToolCalls: true, callTextAndThinking: true,
-  laterSystem: true, assistantFirst: true, userAfterTool: true, emptyAssistant: true,
+  laterSystem: true, assistantFirst: true, userAfterTool: true, emptyAssistant: true, withoutUser: true,
 };
 
 import { TemplateSizeError, TemplateTimeoutError } from "./render-budget.js";
@@ -78,6 +81,8 @@ export function detectCapabilities(render: Probe): JinjaCapabilities {
   caps.laterSystem = !caps.systemRole || attempt(render, [{ role: "system", content: "system message" }, user(), { role: "assistant", content: "ok" }, { role: "system", content: "later" }, user("another")]) !== undefined;
   caps.assistantFirst = attempt(render, [{ role: "assistant", content: "greeting" }, user()]) !== undefined;
   caps.emptyAssistant = attempt(render, [user(), { role: "assistant", content: "" }, user("another")]) !== undefined;
+  // a system prompt alone must render and show (Mistral's templates put it with the last user message)
+  caps.withoutUser = caps.systemRole ? renders(attempt(render, [{ role: "system", content: "system_needle" }]), "system_needle") : attempt(render, [{ role: "assistant", content: "greeting" }]) !== undefined;
 
   const objArgs = { [ARG_NEEDLE]: "print('hello')" };
   const objectOk = renders(attempt(render, [user(), call(objArgs)], true), ARG_NEEDLE);

@@ -6,7 +6,8 @@
 // a calling message's text joined to its thinking (gpt-oss's takes one or the other), system
 // messages after the first folded into the next user message (opening ones joined), an empty
 // user turn before an opening greeting of the assistant, an empty answer between tool results and
-// a user message, and an empty answer as one space where a template refuses it empty.
+// a user message, an empty answer as one space where a template refuses it empty, and an empty
+// question where a template wants a user message and the conversation has none.
 
 import type { JinjaCapabilities } from "./jinja-capabilities.js";
 
@@ -22,6 +23,7 @@ export interface JinjaMessage {
 /** Whether `caps` would change this conversation (the messages are then adapted). */
 export function needsPolyfill(messages: JinjaMessage[], caps: JinjaCapabilities): boolean {
   const opening = messages.findIndex((m) => m.role !== "system");
+  if (!caps.withoutUser && !messages.some((m) => m.role === "user")) return true;
   return messages.some(
     (m, i) =>
       (!caps.systemRole && m.role === "system") ||
@@ -38,6 +40,12 @@ export function needsPolyfill(messages: JinjaMessage[], caps: JinjaCapabilities)
 export function polyfillMessages(messages: JinjaMessage[], caps: JinjaCapabilities): JinjaMessage[] {
   if (!needsPolyfill(messages, caps)) return messages;
   let out = messages.map((m) => ({ ...m }));
+  // an empty question where a template wants one (Qwen3.5's raises on a system prompt alone); first,
+  // so that a system prompt folded into a user message has one to go into
+  if (!caps.withoutUser && !out.some((m) => m.role === "user")) {
+    const first = out.findIndex((m) => m.role !== "system");
+    out.splice(first === -1 ? out.length : first, 0, { role: "user", content: "" });
+  }
   if (!caps.callTextAndThinking) out = out.map((m) => (m.tool_calls && m.content && m.thinking ? thoughtOnly(m) : m));
   if (!caps.parallelToolCalls) out = oneCallATurn(out);
   // an empty answer between tool results and the next question, as if the model had said nothing

@@ -96,7 +96,7 @@ function foldSystem(messages: JinjaMessage[]): JinjaMessage[] {
   for (const m of messages) {
     if (m.role === "system") pending.push(m.content);
     else if (m.role === "user" && pending.length) {
-      out.push({ ...m, content: [...pending, m.content].join("\n\n") });
+      out.push({ ...m, content: (m.content ? [...pending, m.content] : pending).join("\n\n") });
       pending = [];
     } else out.push(m);
   }

@@ -242,10 +242,9 @@ Object.assign(FILTERS, {
     return new V.Array(groups.map((g) => {
       // a namedtuple: unpacks as (grouper, list), and has .grouper and .list
       const t = tuple([keyOfItem(g[0]!), new V.Array(g)]);
-      const members = new Map(t.builtins);
-      members.set("grouper", t.value[0]);
-      members.set("list", t.value[1]);
-      return Object.defineProperty(t, "builtins", { value: members });
+      t.builtins.set("grouper", t.value[0]);
+      t.builtins.set("list", t.value[1]);
+      return t;
     }));
   },
   reverse: (v) => (isStr(v) ? str([...(v.value as string)].reverse().join("")) : new V.Array(iterate(v, "reverse").slice().reverse())),

@@ -83,131 +83,140 @@ function affix(s: string, a: RValue[], test: (text: string, x: string) => boolea
   const options = isList(a[0]!) ? (a[0]!.value as RValue[]).map(pyStr) : [pyStr(a[0]!)];
   return new V.Boolean(options.some((x) => test(text, x)));
 }
-const stringMethods = (self: RValue): Record<string, RValue> => {
-  const s: string = self.value;
-  const test = (re: RegExp) => fn(() => new V.Boolean(s.length > 0 && re.test(s)));
-  return {
-    strip: fn((a) => str(strip(s, a[0], "both"))),
-    lstrip: fn((a) => str(strip(s, a[0], "left"))),
-    rstrip: fn((a) => str(strip(s, a[0], "right"))),
-    capitalize: fn(() => str(s.charAt(0).toUpperCase() + s.slice(1).toLowerCase())),
-    format: fn((a) => str(pyFormat(s, ...splitArgs(a)))),
-    join: fn((a) => str(iterate(a[0] ?? undef(), "join").map(pyStr).join(s))),
-    find: fn((a) => new V.Integer(s.indexOf(pyStr(a[0])))),
-    rfind: fn((a) => new V.Integer(s.lastIndexOf(pyStr(a[0])))),
-    count: fn((a) => new V.Integer(pyStr(a[0]) === "" ? [...s].length + 1 : s.split(pyStr(a[0])).length - 1)),
-    isdigit: test(/^\p{Nd}+$/u),
-    isnumeric: test(/^\p{N}+$/u),
-    isalpha: test(/^\p{L}+$/u),
-    isalnum: test(/^[\p{L}\p{N}]+$/u),
-    isspace: test(/^\s+$/),
-    islower: fn(() => new V.Boolean(pyCase(s, "lower"))),
-    isupper: fn(() => new V.Boolean(pyCase(s, "upper"))),
-    splitlines: fn(() => new V.Array(s.split(/\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/).filter((x, i, all) => i < all.length - 1 || x !== "").map(str))),
-    removeprefix: fn((a) => str(s.startsWith(pyStr(a[0])) ? s.slice(pyStr(a[0]).length) : s)),
-    removesuffix: fn((a) => str(pyStr(a[0]) && s.endsWith(pyStr(a[0])) ? s.slice(0, -pyStr(a[0]).length) : s)),
-    split: fn((a) => splitMethod(s, a, false)),
-    rsplit: fn((a) => splitMethod(s, a, true)),
-    startswith: fn((a) => affix(s, a, (t, x) => t.startsWith(x))),
-    endswith: fn((a) => affix(s, a, (t, x) => t.endsWith(x))),
-    index: fn((a) => found(s.indexOf(pyStr(a[0])))),
-    rindex: fn((a) => found(s.lastIndexOf(pyStr(a[0])))),
-    zfill: fn((a) => {
-      const width = Number(a[0]?.value ?? 0), sign = /^[+-]/.test(s) ? s[0]! : "";
-      return str(sign + s.slice(sign.length).padStart(width - sign.length, "0"));
-    }),
-    ljust: fn((a) => str(s + pyStr(a[1] ?? str(" ")).repeat(Math.max(0, Number(a[0]?.value ?? 0) - [...s].length)))),
-    rjust: fn((a) => str(pyStr(a[1] ?? str(" ")).repeat(Math.max(0, Number(a[0]?.value ?? 0) - [...s].length)) + s)),
-    center: fn((a) => str(center(s, Number(a[0]?.value ?? 0), pyStr(a[1] ?? str(" "))))),
-    casefold: fn(() => str(s.toUpperCase().toLowerCase())), // ß → SS → ss, as Python folds it
-    swapcase: fn(() => str([...s].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join(""))),
-    title: fn(() => str(title(s))),
-    istitle: fn(() => new V.Boolean(isTitle(s))),
-    isdecimal: test(/^\p{Nd}+$/u),
-    expandtabs: fn((a) => str(expandTabs(s, Number(a[0]?.value ?? 8)))),
-    rpartition: fn((a) => {
-      const i = s.lastIndexOf(pyStr(a[0]));
-      return tuple(i < 0 ? [str(""), str(""), str(s)] : [str(s.slice(0, i)), str(pyStr(a[0])), str(s.slice(i + pyStr(a[0]).length))]);
-    }),
-    partition: fn((a) => {
-      const i = s.indexOf(pyStr(a[0]));
-      return tuple(i < 0 ? [str(s), str(""), str("")] : [str(s.slice(0, i)), str(pyStr(a[0])), str(s.slice(i + pyStr(a[0]).length))]);
-    }),
-  };
+/** Methods by name, each made for one value only when a template asks for it (a string's whole table
+ *  of closures, made on every `text.strip()`, was a tenth of a render). */
+type Methods<T> = Record<string, (self: T) => RValue>;
+const test = (s: string, re: RegExp) => fn(() => new V.Boolean(s.length > 0 && re.test(s)));
+const stringMethods: Methods<string> = {
+  strip: (s) => fn((a) => str(strip(s, a[0], "both"))),
+  lstrip: (s) => fn((a) => str(strip(s, a[0], "left"))),
+  rstrip: (s) => fn((a) => str(strip(s, a[0], "right"))),
+  capitalize: (s) => fn(() => str(s.charAt(0).toUpperCase() + s.slice(1).toLowerCase())),
+  format: (s) => fn((a) => str(pyFormat(s, ...splitArgs(a)))),
+  join: (s) => fn((a) => str(iterate(a[0] ?? undef(), "join").map(pyStr).join(s))),
+  find: (s) => fn((a) => new V.Integer(s.indexOf(pyStr(a[0])))),
+  rfind: (s) => fn((a) => new V.Integer(s.lastIndexOf(pyStr(a[0])))),
+  count: (s) => fn((a) => new V.Integer(pyStr(a[0]) === "" ? [...s].length + 1 : s.split(pyStr(a[0])).length - 1)),
+  isdigit: (s) => test(s, /^\p{Nd}+$/u),
+  isnumeric: (s) => test(s, /^\p{N}+$/u),
+  isalpha: (s) => test(s, /^\p{L}+$/u),
+  isalnum: (s) => test(s, /^[\p{L}\p{N}]+$/u),
+  isspace: (s) => test(s, /^\s+$/),
+  islower: (s) => fn(() => new V.Boolean(pyCase(s, "lower"))),
+  isupper: (s) => fn(() => new V.Boolean(pyCase(s, "upper"))),
+  splitlines: (s) => fn(() => new V.Array(s.split(/\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/).filter((x, i, all) => i < all.length - 1 || x !== "").map(str))),
+  removeprefix: (s) => fn((a) => str(s.startsWith(pyStr(a[0])) ? s.slice(pyStr(a[0]).length) : s)),
+  removesuffix: (s) => fn((a) => str(pyStr(a[0]) && s.endsWith(pyStr(a[0])) ? s.slice(0, -pyStr(a[0]).length) : s)),
+  split: (s) => fn((a) => splitMethod(s, a, false)),
+  rsplit: (s) => fn((a) => splitMethod(s, a, true)),
+  startswith: (s) => fn((a) => affix(s, a, (t, x) => t.startsWith(x))),
+  endswith: (s) => fn((a) => affix(s, a, (t, x) => t.endsWith(x))),
+  index: (s) => fn((a) => found(s.indexOf(pyStr(a[0])))),
+  rindex: (s) => fn((a) => found(s.lastIndexOf(pyStr(a[0])))),
+  zfill: (s) => fn((a) => {
+    const width = Number(a[0]?.value ?? 0), sign = /^[+-]/.test(s) ? s[0]! : "";
+    return str(sign + s.slice(sign.length).padStart(width - sign.length, "0"));
+  }),
+  ljust: (s) => fn((a) => str(s + pyStr(a[1] ?? str(" ")).repeat(Math.max(0, Number(a[0]?.value ?? 0) - [...s].length)))),
+  rjust: (s) => fn((a) => str(pyStr(a[1] ?? str(" ")).repeat(Math.max(0, Number(a[0]?.value ?? 0) - [...s].length)) + s)),
+  center: (s) => fn((a) => str(center(s, Number(a[0]?.value ?? 0), pyStr(a[1] ?? str(" "))))),
+  casefold: (s) => fn(() => str(s.toUpperCase().toLowerCase())), // ß → SS → ss, as Python folds it
+  swapcase: (s) => fn(() => str([...s].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join(""))),
+  title: (s) => fn(() => str(title(s))),
+  istitle: (s) => fn(() => new V.Boolean(isTitle(s))),
+  isdecimal: (s) => test(s, /^\p{Nd}+$/u),
+  expandtabs: (s) => fn((a) => str(expandTabs(s, Number(a[0]?.value ?? 8)))),
+  rpartition: (s) => fn((a) => {
+    const i = s.lastIndexOf(pyStr(a[0]));
+    return tuple(i < 0 ? [str(""), str(""), str(s)] : [str(s.slice(0, i)), str(pyStr(a[0])), str(s.slice(i + pyStr(a[0]).length))]);
+  }),
+  partition: (s) => fn((a) => {
+    const i = s.indexOf(pyStr(a[0]));
+    return tuple(i < 0 ? [str(s), str(""), str("")] : [str(s.slice(0, i)), str(pyStr(a[0])), str(s.slice(i + pyStr(a[0]).length))]);
+  }),
 };
 
-const listMethods = (self: RValue): Record<string, RValue> => {
-  const items: RValue[] = self.value;
-  const index = (x: RValue) => items.findIndex((y) => pyEquals(x, y));
-  return {
-    // Mutation: Python's immutable sandbox refuses it, llama.cpp's engine does it (Kimi K2's templates queue ids so).
-    append: fn((a) => (items.push(a[0]), new V.Null())),
-    extend: fn((a) => (items.push(...iterate(a[0], "extend")), new V.Null())),
-    insert: fn((a) => (items.splice(a[0].value < 0 ? Math.max(0, items.length + a[0].value) : a[0].value, 0, a[1]), new V.Null())),
-    pop: fn((a) => {
-      if (items.length === 0) throw new Error("pop from empty list");
-      const i = a[0] === undefined ? items.length - 1 : a[0].value < 0 ? items.length + a[0].value : a[0].value;
-      if (i < 0 || i >= items.length) throw new Error("pop index out of range");
-      return items.splice(i, 1)[0]!;
-    }),
-    remove: fn((a) => {
-      const i = index(a[0]);
-      if (i < 0) throw new Error("list.remove(x): x not in list");
-      items.splice(i, 1);
-      return new V.Null();
-    }),
-    index: fn((a) => {
-      const i = index(a[0]);
-      if (i < 0) throw new Error(`${pyRepr(a[0])} is not in list`);
-      return new V.Integer(i);
-    }),
-    count: fn((a) => new V.Integer(items.filter((y) => pyEquals(a[0], y)).length)),
-    copy: fn(() => new V.Array(items.slice())),
-  };
+const indexIn = (items: RValue[], x: RValue) => items.findIndex((y) => pyEquals(x, y));
+const listMethods: Methods<RValue[]> = {
+  // Mutation: Python's immutable sandbox refuses it, llama.cpp's engine does it (Kimi K2's templates queue ids so).
+  append: (items) => fn((a) => (items.push(a[0]), new V.Null())),
+  extend: (items) => fn((a) => (items.push(...iterate(a[0], "extend")), new V.Null())),
+  insert: (items) => fn((a) => (items.splice(a[0].value < 0 ? Math.max(0, items.length + a[0].value) : a[0].value, 0, a[1]), new V.Null())),
+  pop: (items) => fn((a) => {
+    if (items.length === 0) throw new Error("pop from empty list");
+    const i = a[0] === undefined ? items.length - 1 : a[0].value < 0 ? items.length + a[0].value : a[0].value;
+    if (i < 0 || i >= items.length) throw new Error("pop index out of range");
+    return items.splice(i, 1)[0]!;
+  }),
+  remove: (items) => fn((a) => {
+    const i = indexIn(items, a[0]);
+    if (i < 0) throw new Error("list.remove(x): x not in list");
+    items.splice(i, 1);
+    return new V.Null();
+  }),
+  index: (items) => fn((a) => {
+    const i = indexIn(items, a[0]);
+    if (i < 0) throw new Error(`${pyRepr(a[0])} is not in list`);
+    return new V.Integer(i);
+  }),
+  count: (items) => fn((a) => new V.Integer(items.filter((y) => pyEquals(a[0], y)).length)),
+  copy: (items) => fn(() => new V.Array(items.slice())),
 };
 
-const dictMethods = (self: RValue): Record<string, RValue> => {
-  const m: Map<unknown, RValue> = self.value;
-  return {
-    get: fn((a) => m.get(keyOf(a[0])) ?? a[1] ?? new V.Null()),
-    items: fn(() => dictView("dict_items", dictItems(m))),
-    keys: fn(() => dictView("dict_keys", new V.Array([...m.keys()].map(keyValue)))),
-    values: fn(() => dictView("dict_values", new V.Array([...m.values()]))),
-    pop: fn((a) => {
-      const k = keyOf(a[0]);
-      const v = m.get(k) ?? a[1];
-      if (v === undefined) throw new Error(`KeyError: ${pyRepr(a[0])}`);
-      m.delete(k);
-      return v;
-    }),
-    setdefault: fn((a) => {
-      const k = keyOf(a[0]);
-      if (!m.has(k)) m.set(k, a[1] ?? new V.Null());
-      return m.get(k)!;
-    }),
-    update: fn((a) => {
-      const [args, kw] = splitArgs(a);
-      if (args[0] && isDict(args[0])) for (const [k, v] of args[0].value as Map<unknown, RValue>) m.set(k, v);
-      for (const [k, v] of kw) m.set(k, v);
-      return new V.Null();
-    }),
-    copy: fn(() => new V.Object(new Map(m))),
-  };
+const dictMethods: Methods<Map<unknown, RValue>> = {
+  get: (m) => fn((a) => m.get(keyOf(a[0])) ?? a[1] ?? new V.Null()),
+  items: (m) => fn(() => dictView("dict_items", dictItems(m))),
+  keys: (m) => fn(() => dictView("dict_keys", new V.Array([...m.keys()].map(keyValue)))),
+  values: (m) => fn(() => dictView("dict_values", new V.Array([...m.values()]))),
+  pop: (m) => fn((a) => {
+    const k = keyOf(a[0]);
+    const v = m.get(k) ?? a[1];
+    if (v === undefined) throw new Error(`KeyError: ${pyRepr(a[0])}`);
+    m.delete(k);
+    return v;
+  }),
+  setdefault: (m) => fn((a) => {
+    const k = keyOf(a[0]);
+    if (!m.has(k)) m.set(k, a[1] ?? new V.Null());
+    return m.get(k)!;
+  }),
+  update: (m) => fn((a) => {
+    const [args, kw] = splitArgs(a);
+    if (args[0] && isDict(args[0])) for (const [k, v] of args[0].value as Map<unknown, RValue>) m.set(k, v);
+    for (const [k, v] of kw) m.set(k, v);
+    return new V.Null();
+  }),
+  copy: (m) => fn(() => new V.Object(new Map(m))),
 };
 
-/** Adds methods to a value class's `builtins` (the engine's lookup for `value.name`), ours replacing its own. */
-function addMethods(cls: { prototype: object }, methods: (self: RValue) => Record<string, RValue>): void {
+/** A value's `builtins` (the engine's lookup for `value.name`): ours by name, made on first use,
+ *  then the engine's own, its table made only when a name is not ours. */
+class Builtins<T> extends Map<string, RValue> {
+  private engine?: Map<string, RValue>;
+  constructor(private readonly self: RValue, private readonly ours: Methods<T>, private readonly engineTable: () => Map<string, RValue>) {
+    super();
+  }
+  override get(name: string): RValue | undefined {
+    const made = super.get(name);
+    if (made !== undefined) return made;
+    const make = Object.hasOwn(this.ours, name) ? this.ours[name] : undefined;
+    const v = make ? make(this.self.value as T) : (this.engine ??= this.engineTable()).get(name);
+    if (v !== undefined) super.set(name, v);
+    return v;
+  }
+  override has(name: string): boolean {
+    return this.get(name) !== undefined;
+  }
+}
+function addMethods<T>(cls: { prototype: object }, ours: Methods<T>): void {
   const own = Object.getOwnPropertyDescriptor(cls.prototype, "builtins")!;
-  const done = new WeakSet<Map<string, RValue>>();
+  const tables = new WeakMap<object, Builtins<T>>();
   Object.defineProperty(cls.prototype, "builtins", {
     configurable: true,
     get(this: RValue) {
-      const map: Map<string, RValue> = own.get!.call(this);
-      if (!done.has(map)) {
-        for (const [name, m] of Object.entries(methods(this))) map.set(name, m);
-        done.add(map);
-      }
-      return map;
+      let table = tables.get(this);
+      if (!table) tables.set(this, (table = new Builtins(this, ours, () => own.get!.call(this))));
+      return table;
     },
   });
 }

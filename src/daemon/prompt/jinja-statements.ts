@@ -13,6 +13,10 @@ interface RunningLoop {
   node?: Node;
   env?: Environment;
   depth: number;
+  /** The iteration whose `loop` was last made: cycle() reads it. */
+  iteration?: number;
+  /** cycle, changed, depth and depth0, made once a loop. */
+  extras?: Array<[string, RValue]>;
 }
 const runningLoops: RunningLoop[] = [];
 const LoopClass = (() => {
@@ -26,18 +30,21 @@ const engineEntries = LoopClass.prototype.createEntries as (this: RValue) => Map
 LoopClass.prototype.createEntries = function (this: RValue & { iteration: number }) {
   const entries = engineEntries.call(this);
   const state: RunningLoop = runningLoops.at(-1) ?? { depth: 1 };
-  const i = this.iteration;
-  entries.set("cycle", fn((a) => {
-    if (a.length === 0) throw new Error("no items for cycling given");
-    return a[i % a.length]!;
-  }));
-  entries.set("changed", fn((a) => {
-    const same = state.last !== undefined && state.last.length === a.length && a.every((x, k) => pyEquals(x, state.last![k]!));
-    state.last = a;
-    return new V.Boolean(!same);
-  }));
-  entries.set("depth", new V.Integer(state.depth));
-  entries.set("depth0", new V.Integer(state.depth - 1));
+  state.iteration = this.iteration;
+  state.extras ??= [
+    ["cycle", fn((a) => {
+      if (a.length === 0) throw new Error("no items for cycling given");
+      return a[state.iteration! % a.length]!;
+    })],
+    ["changed", fn((a) => {
+      const same = state.last !== undefined && state.last.length === a.length && a.every((x, k) => pyEquals(x, state.last![k]!));
+      state.last = a;
+      return new V.Boolean(!same);
+    })],
+    ["depth", new V.Integer(state.depth)],
+    ["depth0", new V.Integer(state.depth - 1)],
+  ];
+  for (const [name, v] of state.extras) entries.set(name, v);
   return entries;
 };
 

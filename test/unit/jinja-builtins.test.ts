@@ -47,6 +47,13 @@ describe("Jinja2 builtins render as Python renders them", () => {
     expect(expected.filter((r) => r.startsWith("ok:")).length).toBeGreaterThan(snippets.length * 0.85);
   });
 
+  it("a template saved with Windows line breaks renders as Python renders it (its lexer makes them \\n)", () => {
+    const template = "{% for m in messages %}\r\n{% if m.role == 'user' %}\r\n<|user|>\r\n{{ m.content }}{{ '\r\nend' }}\r\n{% endif %}\r\n{% endfor %}\r\n{{ 'a\rb' | length }}\r\n";
+    const got = ours(template);
+    expect(got).toBe(python([template])[0]);
+    expect(got).not.toContain("\r");
+  });
+
   it("a template error is a 400 that names the cause", () => {
     const template = selectTemplate(undefined, "{{ '%d' % 'a' }}", "", "");
     expect(() => renderPrompt(template, input)).toThrow(/real number is required, not str/);

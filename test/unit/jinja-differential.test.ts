@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { jinjaCapabilities, jinjaContext, renderPrompt, selectTemplate, type RenderInput, type RenderMessage } from "../../src/daemon/prompt/render.js";
 import { ALL_CAPABILITIES, type JinjaCapabilities } from "../../src/daemon/prompt/jinja-capabilities.js";
 
-const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
+// JINJA_TEMPLATES_DIR points it at another directory of templates (to try a collection before adding it)
+const DIR = process.env.JINJA_TEMPLATES_DIR ? path.resolve(process.env.JINJA_TEMPLATES_DIR) : path.resolve(__dirname, "../fixtures/chat-templates");
 const HELPER = path.resolve(__dirname, "../helpers/jinja2_render.py");
 const NOW = new Date(2025, 6, 4, 9, 30, 15).getTime(); // both renderers read this clock (strftime_now)
 
@@ -123,7 +124,7 @@ function verdict(c: Case): string {
 
 describe("chat templates render byte for byte as Python Jinja2 renders them", () => {
   it("covers every template with every conversation", () => {
-    expect(files.length).toBeGreaterThanOrEqual(68);
+    if (!process.env.JINJA_TEMPLATES_DIR) expect(files.length).toBeGreaterThanOrEqual(68);
     expect(cases).toHaveLength(files.length * Object.keys(CONVERSATIONS).length);
   });
 

@@ -7,6 +7,7 @@
 //   1e20, 2.5e-3, 0x1F             → number literals
 //   '\d', '\101', '\U0001F600'     → string escapes as Python reads them
 //   {%+ … +%}                      → whitespace kept as Jinja2 keeps it
+//   \r\n, \r                       → \n, as Jinja2's lexer normalizes line breaks
 import { parse, Template, tokenize } from "@huggingface/jinja";
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -26,7 +27,9 @@ export const SCOPED_BLOCK = "OllamatsScopedBlock";
 
 /** Parses a chat template as Python's Jinja2 would (trim_blocks and lstrip_blocks, as transformers renders). */
 export function compileJinja(source: string): Template {
-  const text = stringEscapes(plusMarkers(rawBlocks(source)));
+  // Jinja2's lexer makes every line break "\n" (newline_sequence), in text and string literals alike:
+  // a template saved with Windows line breaks renders as one saved with Unix ones.
+  const text = stringEscapes(plusMarkers(rawBlocks(source.replace(/\r\n?/g, "\n"))));
   const tokens = rewriteTokens(tokenize(text, { lstrip_blocks: true, trim_blocks: true }) as Token[]);
   return Object.assign(new Template(""), { parsed: mend(parse(tokens as never)) });
 }

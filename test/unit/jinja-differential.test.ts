@@ -272,6 +272,7 @@ describe("random conversations", () => {
     const results = python(NOW, jobs);
     vi.useRealTimers();
     const differ = ours.filter((o, i) => results[i]!.ok !== undefined && o.text !== results[i]!.ok).map((o) => o.file);
+    if (process.env.JINJA_DIFF_SHOW) ours.forEach((o, i) => results[i]!.ok !== undefined && o.text !== results[i]!.ok && console.log(o.file, JSON.stringify(o.text)?.slice(0, 3000), "\nPY", JSON.stringify(results[i]!.ok).slice(0, 3000), "\nCTX", JSON.stringify(jobs[i]!.context).slice(0, 1500)));
     expect(differ).toEqual([]);
     // Python renders nearly all of them: the comparison is not vacuous
     expect(results.filter((r) => r.ok !== undefined).length).toBeGreaterThan(jobs.length * 0.9);

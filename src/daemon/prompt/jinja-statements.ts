@@ -115,7 +115,8 @@ const isControl = (err: unknown): err is Error & { partial?: string } => err ins
 export function renderLoopBody(this: Interp, node: Node, env: Environment): RValue {
   if (node.broken) return str("");
   try {
-    const out = str(this.renderBlock(node.body, env));
+    // each iteration's sets are its own: Jinja2 starts every iteration from the scope the loop began in
+    const out = str(this.renderBlock(node.body, new Environment(env)));
     node.completed = true;
     return out;
   } catch (err) {

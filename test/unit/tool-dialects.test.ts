@@ -113,7 +113,7 @@ describe("tool calls in each template's own syntax", () => {
     }
     expect(failed).toEqual([]);
     console.log(`${read} templates read back; not shown: ${results.filter((r) => !r.shows).map((r) => r.f).join(" ")}`);
-    // every template that shows calls: each syntax among the 68 is read
+    // every template that shows calls: each syntax among the real templates is read
     expect(read).toBe(results.filter((r) => r.shows).length);
     expect(read).toBeGreaterThanOrEqual(60);
   });

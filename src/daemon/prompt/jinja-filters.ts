@@ -137,6 +137,8 @@ const FILTERS: Record<string, Filter> = {
   select: (v, c) => selectItems(v, c, false, true),
   reject: (v, c) => selectItems(v, c, false, false),
   map: (v, c) => {
+    // Jinja2's map yields nothing for a falsy value (none, undefined, empty), as select does
+    if (!v.__bool__().value) return new V.Array([]);
     const attr = c.kw.get("attribute");
     if (attr) {
       const dflt = c.kw.get("default");
@@ -268,7 +270,8 @@ Object.assign(FILTERS, {
       parts.push(`${escapeHtml(String(k))}="${escapeHtml(pyStr(x))}"`);
     }
     const out = parts.join(" ");
-    return markup(autospace && out ? " " + out : out);
+    // a plain string: transformers renders without autoescape, where Jinja2 marks nothing safe
+    return str(autospace && out ? " " + out : out);
   },
   pprint: (v) => str(pyRepr(v)),
   title: (v) => str(titleFilter(pyStr(v))),
@@ -317,5 +320,8 @@ proto.applyFilter = function (this: Interp, operand: RValue, node: Node, env: En
   const filter = Object.hasOwn(FILTERS, name) ? FILTERS[name] : undefined;
   if (!filter) return engineFilter.call(this, operand, node, env);
   const [args, kw] = node.type === "CallExpression" ? this.evaluateArguments(node.args, env) : [[], new Map()];
-  return filter(operand, { self: this, env, args, kw });
+  const result = filter(operand, { self: this, env, args, kw });
+  // markupsafe's str methods give Markup back: upper, lower, capitalize, strip, center of a safe string stay safe
+  return isMarkup(operand) && MARKUP_KEEPING.has(name) && isStr(result) ? markup(result.value) : result;
 };
+const MARKUP_KEEPING = new Set(["upper", "lower", "capitalize", "trim", "center"]);

@@ -62,13 +62,17 @@ export function toExponent(x: number, p: number, upper = false): string {
 }
 
 /** `%.{p}g`: p significant digits, fixed or scientific by the exponent, trailing zeros dropped unless `alt`. */
-export function toGeneral(x: number, p: number, upper = false, alt = false): string {
+export function toGeneral(x: number, p: number, upper = false, alt = false, addDot0 = false): string {
   if (!Number.isFinite(x)) return upper ? pyFloat(x).toUpperCase() : pyFloat(x);
   const prec = p === 0 ? 1 : p;
   const sci = toExponent(x, prec - 1, upper);
   const exp = Number(sci.slice(sci.search(/[eE]/) + 1));
-  let out = exp >= -4 && exp < prec ? toFixed(x, prec - 1 - exp) : sci;
+  // the format spec's omitted type (addDot0) keeps a digit after the point, so it goes
+  // scientific one digit sooner, as CPython's format_float_short does
+  const fixed = exp >= -4 && exp < (addDot0 ? prec - 1 : prec);
+  let out = fixed ? toFixed(x, prec - 1 - exp) : sci;
   if (!alt) out = out.replace(/\.?0+(?=[eE]|$)/, (m) => (out.includes(".") ? "" : m));
+  if (addDot0 && fixed && !out.includes(".")) out += ".0";
   return out;
 }
 
@@ -121,8 +125,10 @@ function group(int: string, sep: string, every: number): string {
 
 /** The digits of a number (no sign) for a conversion type. */
 function numberBody(v: RValue, type: string, precision: number | undefined, alt: boolean, grouping: string): { negative: boolean; body: string } {
-  if ("doxXbcn".includes(type) && type !== "") {
-    const n = toInt(v, type === "n" ? "d" : type);
+  // n: the locale's number, which in the C locale is d for an int and g for a float
+  if (type === "n") type = is(v, V.Float) ? "g" : "d";
+  if ("doxXbc".includes(type) && type !== "") {
+    const n = toInt(v, type);
     const negative = n < 0n;
     const abs = negative ? -n : n;
     if (type === "c") return { negative: false, body: String.fromCodePoint(Number(n)) };
@@ -153,6 +159,8 @@ function numberBody(v: RValue, type: string, precision: number | undefined, alt:
     default: // g, G
       body = toGeneral(a, p, type === "G", alt);
   }
+  // the alternate form always has a decimal point ("%#.0f" % 7 is "7.")
+  if (alt && !/\.|inf|nan/i.test(body)) body = body.replace(/(?=[eE%]|$)/, ".");
   if (type === "F" || type === "G" || type === "E") body = body.toUpperCase();
   if (grouping) body = body.replace(/^\d+/, (d) => group(d, grouping, 3));
   return { negative, body };
@@ -214,10 +222,14 @@ export function percentFormat(format: string, values: RValue): string {
     const { negative, body } = numberBody(v!, type === "i" || type === "u" ? "d" : type, p, flags.includes("#"), "");
     const sign = negative ? "-" : flags.includes("+") ? "+" : flags.includes(" ") ? " " : "";
     // printf's precision on an integer is a minimum digit count
-    const digits = p !== undefined && "diuoxX".includes(type) ? body.padStart(p, "0") : body;
-    return spec.fill === "0" ? sign + pad(digits, { ...spec, width: spec.width - sign.length }) : pad(sign + digits, spec);
+    const prefix = /^0[xXo]/.test(body) && "oxX".includes(type) ? body.slice(0, 2) : "";
+    const digits = p !== undefined && "diuoxX".includes(type) ? prefix + body.slice(prefix.length).padStart(p, "0") : body;
+    // zeros go after the sign and the 0x prefix: "-0x0f8"
+    return spec.fill === "0" ? sign + prefix + pad(digits.slice(prefix.length), { ...spec, width: spec.width - sign.length - prefix.length }) : pad(sign + digits, spec);
   });
-  if (!mapping && next < args.length) throw typeError("not all arguments converted during string formatting");
+  // Python leaves a value it can index (a dict, a list) unconverted without complaint
+  const indexable = mapping || (isList(values) && !is(values, TupleClass));
+  if (!indexable && next < args.length) throw typeError("not all arguments converted during string formatting");
   if (mapping && !usedKey && is(values, TupleClass) && next < args.length) throw typeError("not all arguments converted during string formatting");
   return out;
 }
@@ -232,7 +244,7 @@ export function formatSpec(v: RValue, specText: string): string {
   if (!m) throw typeError(`Invalid format specifier '${specText}' for object of type '${typeName(v)}'`);
   const [, fill, align, sign = "-", , alt, zero, width, grouping = "", precision, type = ""] = m;
   const spec: Spec = {
-    fill: fill ?? (zero && !align ? "0" : " "),
+    fill: fill ?? (zero ? "0" : " "),
     align: align ?? (zero ? "=" : ""),
     sign,
     alt: !!alt,
@@ -256,11 +268,21 @@ export function formatSpec(v: RValue, specText: string): string {
     // no type: str(), or general format with the precision given
     const x = Number(v.value);
     negative = x < 0 || Object.is(x, -0);
-    body = spec.precision === undefined ? pyFloat(Math.abs(x)) : toGeneral(Math.abs(x), spec.precision, false, false).replace(/^(\d+)$/, "$1.0");
+    body = spec.precision === undefined ? pyFloat(Math.abs(x)) : toGeneral(Math.abs(x), spec.precision, false, spec.alt, true);
+    if (spec.alt && !/\.|inf|nan/i.test(body)) body = body.replace(/(?=[eE]|$)/, ".");
     if (grouping) body = body.replace(/^\d+/, (d) => group(d, grouping, 3));
   } else if (type === "s") {
     throw typeError(`Unknown format code 's' for object of type '${typeName(v)}'`);
   } else ({ negative, body } = numberBody(v, type === "" ? "d" : type, spec.precision, spec.alt, grouping));
   const signText = negative ? "-" : sign === "+" ? "+" : sign === " " ? " " : "";
+  if (grouping && spec.fill === "0" && spec.align === "=") {
+    // zero padding is grouped too: "+0_005.350000"; a group never starts with its separator
+    const [, prefix = "", int = "", rest = ""] = /^(0[xXob])?([\d,_]*)(.*)$/s.exec(body)!;
+    const every = "bxXo".includes(type) && type !== "" ? 4 : 3;
+    let digits = int.replace(/[,_]/g, "");
+    const room = spec.width - signText.length - prefix.length - [...rest].length;
+    while (group(digits, grouping, every).length < room) digits = "0" + digits;
+    body = prefix + group(digits, grouping, every) + rest;
+  }
   return pad(signText + body, { ...spec, align: spec.align || ">" }, signText.length + (spec.alt && /^0[xXob]/.test(body) && spec.align === "=" ? 2 : 0));
 }

@@ -1,8 +1,8 @@
 // Python's operators on the engine's values: `~` and `+` of strings, repetition, printf-style `%`,
 // Python's modulo and floor division, zero division, ordering of strings and sequences, `in`.
 import { Environment } from "@huggingface/jinja";
-import { escapeHtml, is, isDict, isList, isMarkup, isMissing, isStr, markup, pyEquals, pyStr, V, type RValue } from "./jinja-values.js";
-import { type Node, type Interp, proto, str, pre, pyType, order, numeric, keyOf } from "./jinja-runtime.js";
+import { escapeHtml, is, isDict, isList, isMarkup, isMissing, isStr, markup, pyEquals, pyStr, TupleClass, V, type RValue } from "./jinja-values.js";
+import { type Node, type Interp, proto, str, tuple, pre, pyType, order, numeric, keyOf } from "./jinja-runtime.js";
 import { percentFormat } from "./jinja-format.js";
 import { renderLimits, TemplateSizeError, tooLong } from "./render-budget.js";
 
@@ -25,8 +25,24 @@ function arithmetic(op: string, a: RValue, b: RValue): RValue {
     return float ? new V.Float(r) : new V.Integer(r);
   }
   if (op === "/") return new V.Float(x / y);
-  const r = op === "%" ? x - y * Math.floor(x / y) : Math.floor(x / y);
-  return float ? new V.Float(r) : new V.Integer(r);
+  const [quotient, remainder] = divmod(x, y);
+  return float ? new V.Float(op === "%" ? remainder : quotient) : new V.Integer(op === "%" ? remainder : quotient);
+}
+/** Python's divmod: the remainder from fmod, given the divisor's sign, and the quotient that goes
+ *  with it (float_divmod: 100 // 0.1 is 999.0 and 100 % 0.1 is 0.0999…, not 1000 and 0). */
+function divmod(x: number, y: number): [number, number] {
+  let mod = x % y;
+  let div = (x - mod) / y;
+  if (mod !== 0) {
+    if (y < 0 !== mod < 0) {
+      mod += y;
+      div -= 1;
+    }
+  } else mod = Math.sign(y) * 0;
+  if (div === 0) return [Math.sign(x / y) * 0, mod];
+  let floor = Math.floor(div);
+  if (div - floor > 0.5) floor += 1;
+  return [floor, mod];
 }
 const OWN_OPERATORS = new Set(["~", "+", "-", "*", "==", "!=", "in", "not in", "%", "/", "//", "<", ">", "<=", ">="]);
 const engineBinary = proto.evaluateBinaryExpression;
@@ -60,7 +76,8 @@ proto.evaluateBinaryExpression = function (this: Interp, node: Node, env: Enviro
         const limits = renderLimits();
         if (size > (isStr(seq) ? limits.chars : limits.items)) throw isStr(seq) ? tooLong(size) : new TemplateSizeError(`the template built a list of ${size} items, more than the ${limits.items} this prompt may use`);
         if (isStr(seq)) return str(seq.value.repeat(times));
-        return new V.Array(Array.from({ length: times }, () => seq.value).flat());
+        const items = Array.from({ length: times }, () => seq.value).flat();
+        return is(seq, TupleClass) ? tuple(items) : new V.Array(items);
       }
       break;
     }

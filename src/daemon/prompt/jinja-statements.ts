@@ -136,7 +136,15 @@ export function bind(target: Node, v: RValue, scope: Environment): void {
 const engineSet = proto.executeSet;
 proto.executeSet = function (this: Interp, node: Node, env: Environment) {
   if (node.value || !node.body) return engineSet.call(this, node, env);
-  return engineSet.call(this, { ...node, value: pre(str(this.renderBlock(node.body, new Environment(env)))), body: undefined }, env);
+  let text: string;
+  try {
+    text = this.renderBlock(node.body, new Environment(env));
+  } catch (err) {
+    // a break out of the block: what it captured was the variable's, never the output's
+    if (isControl(err)) err.partial = undefined;
+    throw err;
+  }
+  return engineSet.call(this, { ...node, value: pre(str(text)), body: undefined }, env);
 };
 
 // `{{ none }}` and `{{ items.append(x) }}` print "None" in Python; the engine printed nothing.

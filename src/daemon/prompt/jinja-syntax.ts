@@ -29,7 +29,7 @@ export const SCOPED_BLOCK = "OllamatsScopedBlock";
 export function compileJinja(source: string): Template {
   // Jinja2's lexer makes every line break "\n" (newline_sequence), in text and string literals alike:
   // a template saved with Windows line breaks renders as one saved with Unix ones.
-  const text = stringEscapes(plusMarkers(rawBlocks(source.replace(/\r\n?/g, "\n"))));
+  const text = scanTags(rawBlocks(source.replace(/\r\n?/g, "\n")));
   const tokens = rewriteTokens(tokenize(text, { lstrip_blocks: true, trim_blocks: true }) as Token[]);
   return Object.assign(new Template(""), { parsed: mend(parse(tokens as never)) });
 }
@@ -48,38 +48,44 @@ function rawBlocks(source: string): string {
   });
 }
 
-/** `{%+` turns lstrip_blocks off for its tag, `+%}` trim_blocks: the whitespace they keep moves into an expression
- *  that neither touches. */
-function plusMarkers(source: string): string {
-  return source
-    .replace(/^([ \t]*)\{%\+/gm, (_m, space: string) => `${space ? `{{ "${space.replace(/\t/g, "\\t")}" }}` : ""}{%`)
-    .replace(/\{%\+/g, "{%")
-    .replace(/\+%\}(\r?\n)?/g, (_m, nl?: string) => (nl ? `%}{{ "${nl === "\n" ? "\\n" : "\\r\\n"}" }}` : "%}"));
-}
-
 // Escapes the engine's lexer knows; the others are rewritten to these.
 const KNOWN_ESCAPES = new Set(["n", "t", "r", "b", "f", "v", "'", '"', "\\", "x", "u"]);
 const unit = (code: number): string => `\\u${code.toString(16).padStart(4, "0")}`;
 const codePoint = (cp: number): string => (cp > 0xffff ? unit(0xd800 + ((cp - 0x10000) >> 10)) + unit(0xdc00 + ((cp - 0x10000) & 0x3ff)) : unit(cp));
 
-/** String literals inside tags, read as Python reads them (unicode-escape): an unknown escape keeps its
- *  backslash (`'\d'`), octal, `\a`, `\U0001F600` and a backslash-newline are what Python makes of them. */
-function stringEscapes(source: string): string {
+/** The tags' insides, read as Jinja2 reads them: string literals with Python's escapes (an unknown
+ *  escape keeps its backslash, `'\\d'`; octal, `\\a`, `\\U0001F600` and a backslash-newline are what
+ *  Python makes of them), and the `{%+` and `+%}` markers that turn lstrip_blocks and trim_blocks off
+ *  for one tag: the whitespace they keep moves into an expression neither touches. Text between tags
+ *  and comments pass unchanged; one pass, so a long template costs its length. */
+function scanTags(source: string): string {
+  const opener = /\{[{%#]/g;
   let out = "";
   let i = 0;
-  while (i < source.length) {
-    const open = source.slice(i).search(/\{[{%#]/);
-    if (open < 0) return out + source.slice(i);
-    out += source.slice(i, i + open + 2);
-    const kind = source[i + open + 1];
-    i += open + 2;
+  for (;;) {
+    opener.lastIndex = i;
+    const found = opener.exec(source);
+    if (!found) return out + source.slice(i);
+    const kind = source[found.index + 1];
+    out += source.slice(i, found.index);
+    i = found.index + 2;
     if (kind === "#") {
       const end = source.indexOf("#}", i);
       const stop = end < 0 ? source.length : end + 2;
-      out += source.slice(i, stop);
+      out += source.slice(found.index, stop);
       i = stop;
       continue;
     }
+    if (kind === "%" && source[i] === "+") {
+      // `{%+`: the indentation before the tag is kept
+      let start = out.length;
+      while (start > 0 && (out[start - 1] === " " || out[start - 1] === "\t")) start--;
+      const space = out.slice(start);
+      const lineStart = start === 0 || out[start - 1] === "\n";
+      if (space && lineStart) out = out.slice(0, -space.length) + `{{ "${space.replace(/\t/g, "\\t")}" }}`;
+      i++;
+    }
+    out += `{${kind}`;
     let depth = 0;
     while (i < source.length) {
       const c = source[i]!;
@@ -88,6 +94,13 @@ function stringEscapes(source: string): string {
         out += literal;
         i = next;
         continue;
+      }
+      if (depth === 0 && kind === "%" && source.startsWith("+%}", i)) {
+        // `+%}`: the line break after the tag is kept
+        const nl = source[i + 3] === "\n";
+        out += nl ? `%}{{ "\\n" }}` : "%}";
+        i += nl ? 4 : 3;
+        break;
       }
       if (depth === 0 && ((kind === "{" && source.startsWith("}}", i)) || (kind === "%" && source.startsWith("%}", i)))) {
         out += source.slice(i, i + 2);
@@ -100,7 +113,6 @@ function stringEscapes(source: string): string {
       i++;
     }
   }
-  return out;
 }
 /** One quoted literal from `at`, with its escapes made ones the engine reads alike; and where it ends. */
 function pythonString(source: string, at: number): [string, number] {

@@ -8,6 +8,8 @@ import { percentFormat } from "./jinja-format.js";
 const tests = (Environment as unknown as { TESTS: Map<string, (...v: RValue[]) => boolean> }).TESTS;
 tests.set("iterable", (v) => isList(v) || isStr(v) || isDict(v) || is(v, V.Undefined));
 tests.set("float", (v) => is(v, V.Float));
+// len() and [] work on it: a list, a string, a dict, and Jinja2's Undefined (its len is 0)
+tests.set("sequence", (v) => isList(v) || isStr(v) || isDict(v) || is(v, V.Undefined));
 tests.set("number", (v) => isNum(v) || is(v, V.Boolean));
 tests.set("escaped", (v) => isMarkup(v));
 const COMPARISON_TESTS = [
@@ -38,6 +40,8 @@ function parity(v: RValue): number {
   return x - 2 * Math.floor(x / 2);
 }
 tests.set("divisibleby", (a, b) => {
+  // Python's `value % num == 0`: a string is formatted with num, which never equals 0
+  if (isStr(a) && b) return (percentFormat(a.value, b), false);
   if (!numeric(a) || !b || !numeric(b)) throw new Error(`unsupported operand type(s) for %: '${pyType(a)}' and '${b ? pyType(b) : "NoneType"}'`);
   if (!b.value) throw new Error("integer modulo by zero");
   return (a.value as number) % (b.value as number) === 0;

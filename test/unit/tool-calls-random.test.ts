@@ -15,7 +15,7 @@ import { toolCallParser } from "../../src/daemon/prompt/tool-markup.js";
 import { testGrammarOracle } from "../helpers/grammar-oracle.js";
 
 const oracles = testGrammarOracle();
-const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
+const DIR = process.env.JINJA_TEMPLATES_DIR ? path.resolve(process.env.JINJA_TEMPLATES_DIR) : path.resolve(__dirname, "../fixtures/chat-templates");
 const TEMPLATES = readdirSync(DIR)
   .filter((f) => f.endsWith(".jinja"))
   .sort()

@@ -16,7 +16,7 @@ import { testGrammarOracle } from "../helpers/grammar-oracle.js";
 
 const oracles = testGrammarOracle();
 
-const DIR = path.resolve(__dirname, "../fixtures/chat-templates");
+const DIR = process.env.JINJA_TEMPLATES_DIR ? path.resolve(process.env.JINJA_TEMPLATES_DIR) : path.resolve(__dirname, "../fixtures/chat-templates");
 const TEMPLATES = readdirSync(DIR).filter((f) => f.endsWith(".jinja")).sort();
 const load = (f: string): PromptTemplate => selectTemplate(undefined, readFileSync(path.join(DIR, f), "utf8"), "<s>", "</s>");
 
@@ -181,6 +181,23 @@ describe("tool calls in each template's own syntax", () => {
     expect(stream("get_weather\nis sunny")).toEqual({ content: "get_weather\nis sunny", calls: [] });
     // cut off inside the arguments: given back as written
     expect(stream('get_weather\n{"city": "Ro')).toEqual({ content: 'get_weather\n{"city": "Ro', calls: [] });
+  });
+
+  it("Python calls one a line in their own element (OLMo 3) or in a python fence (MiniCPM3) are learned and read back", () => {
+    // the call sections as OLMo 3's and vLLM's MiniCPM3 templates write them
+    const olmo = selectTemplate(undefined, "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}{% if m.tool_calls %}<function_calls>\n{% for c in m.tool_calls %}{{ c.function.name }}({% for k, v in c.function.arguments.items() %}{{ k }}={{ v | tojson }}{% if not loop.last %}, {% endif %}{% endfor %})\n{% endfor %}</function_calls>{% endif %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}", "", "");
+    const minicpm = selectTemplate(undefined, "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}{% if m.tool_calls %}<|tool_call_start|>\n```python\n{% for c in m.tool_calls %}{{ c.function.name }}({% for k, v in c.function.arguments.items() %}{{ k }}={{ v | tojson }}{% if not loop.last %},{% endif %}{% endfor %})\n{% endfor %}```\n<|tool_call_end|>{% endif %}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}", "", "");
+    expect(toolDialect(olmo)).toEqual({ kind: "python", start: "<function_calls>" });
+    expect(toolDialect(minicpm)).toEqual({ kind: "python", start: "<|tool_call_start|>" });
+    for (const t of [olmo, minicpm]) {
+      const text = written(t, CALLS)!;
+      const back = readBack(toolDialect(t), text);
+      expect(back.calls.map((c) => [c.function.name, c.function.arguments])).toEqual(CALLS.map((c) => [c.name, c.arguments]));
+      expect(back.content).not.toContain("get_weather"); // what is left is the turn's end token
+    }
+    // lowercase JSON true/false/null beside Python's, as OLMo 3's model writes them
+    const read = readBack({ kind: "python", start: "<function_calls>" }, "<function_calls>\nget_weather(city='Paris', days=3, detailed=true)\n</function_calls>");
+    expect(read.calls[0]!.function.arguments).toEqual({ city: "Paris", days: 3, detailed: true });
   });
 
   it("MiniMax-M3's nested values come back as objects and lists, its leaves typed", () => {

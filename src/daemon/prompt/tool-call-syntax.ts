@@ -225,7 +225,10 @@ export function parsePythonLiteral(text: string): Json | undefined {
  *  strings are written as they are (see PyReader). */
 export function parsePythonCalls(text: string, names: ReadonlySet<string>, raw = false): Array<{ name: string; arguments: Record<string, unknown> }> | null {
   try {
-    const r = new PyReader(text.trim(), raw);
+    // a list `[f(a=1), g()]`, or calls one a line (OLMo 3), perhaps in a ```python fence (MiniCPM3)
+    const body = text.trim().replace(/^```(?:python|py)?\s*\n([\s\S]*?)\n?```$/, "$1").trim();
+    const listed = body.startsWith("[");
+    const r = new PyReader(listed ? body : `[${body}]`, raw);
     r.expect("[");
     const calls: Array<{ name: string; arguments: Record<string, unknown> }> = [];
     while (r.peek() !== "]") {
@@ -242,8 +245,10 @@ export function parsePythonCalls(text: string, names: ReadonlySet<string>, raw =
       }
       r.i++;
       calls.push({ name, arguments: args });
-      if (r.peek() === ",") r.i++;
-      else if (r.peek() !== "]") return null;
+      const after = r.i;
+      const next = r.peek();
+      if (next === ",") r.i++;
+      else if (next !== "]" && (listed || !r.s.slice(after, r.i).includes("\n"))) return null;
     }
     r.i++;
     r.ws();

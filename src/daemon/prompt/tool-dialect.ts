@@ -54,7 +54,10 @@ export function pairsClose(unit: string): string {
 /** The tag that closes a python-style call list opened by `start` (LFM2's `<|tool_call_start|>` →
  *  `<|tool_call_end|>`; "" when it has none). */
 export function pythonEnd(start: string): string {
-  return start.includes("start") ? start.replace("start", "end") : "";
+  if (start.includes("start")) return start.replace("start", "end");
+  // an element of its own (OLMo 3's `<function_calls>`) closes as elements do
+  const element = /^<([A-Za-z_][\w:-]*)>$/.exec(start);
+  return element ? `</${element[1]}>` : "";
 }
 
 /** The tag that closes a markup dialect's call section ("" when the section is the call itself or

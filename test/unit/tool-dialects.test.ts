@@ -198,6 +198,12 @@ describe("tool calls in each template's own syntax", () => {
     // lowercase JSON true/false/null beside Python's, as OLMo 3's model writes them
     const read = readBack({ kind: "python", start: "<function_calls>" }, "<function_calls>\nget_weather(city='Paris', days=3, detailed=true)\n</function_calls>");
     expect(read.calls[0]!.function.arguments).toEqual({ city: "Paris", days: 3, detailed: true });
+    // JSON calls whose arguments a template printed as a Python dict (vLLM's phi4-mini and internlm2 templates)
+    for (const d of [{ kind: "json", tag: "{" }, { kind: "json", tag: "<|action_start|><|plugin|>" }] as ToolDialect[]) {
+      const tag = d.kind === "json" && d.tag !== "{" ? d.tag : "";
+      const dict = readBack(d, `${tag}{"name": "get_weather", "arguments": {'city': 'Paris', 'days': 3, 'detailed': True}}`);
+      expect(dict.calls.map((c) => c.function.arguments)).toEqual([{ city: "Paris", days: 3, detailed: true }]);
+    }
   });
 
   it("MiniMax-M3's nested values come back as objects and lists, its leaves typed", () => {

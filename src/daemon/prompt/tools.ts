@@ -7,7 +7,7 @@ import type { ToolCall } from "../../api/types.js";
 import { parseJson } from "../bounded-json.js";
 import type { BranchNode, ListNode, Node } from "../../template/parser.js";
 import type { PromptTemplate } from "./render.js";
-import { braceScan, callsInJson, parsePythonCalls, resumeBrace, type BraceScan, type Json } from "./tool-call-syntax.js";
+import { braceScan, callsInJson, parsePythonCalls, parsePythonLiteral, resumeBrace, type BraceScan, type Json } from "./tool-call-syntax.js";
 
 // JSON/python call syntax and request validation live in their own modules; re-exported here so
 // that existing imports of tools.js keep working.
@@ -303,11 +303,15 @@ export class ToolCallParser {
       this.open = undefined;
       const text = this.buf.slice(start, end + 1);
       let calls: Array<{ name: string; arguments: Record<string, unknown> }> = [];
+      let parsed: Json | undefined;
       try {
-        calls = callsInJson(parseJson(text) as Json, this.names);
+        parsed = parseJson(text) as Json;
       } catch {
-        calls = [];
+        // a call whose arguments a template printed as a Python dict (`{'city': 'Paris', 'x': True}`),
+        // as models trained on such templates write them
+        parsed = parsePythonLiteral(text);
       }
+      calls = parsed === undefined ? [] : callsInJson(parsed, this.names);
       if (calls.length === 0 && this.braceTag && this.n === 0) {
         // The output starts with JSON that is not a call: it is content, and so is the rest.
         out.content += this.raw + this.buf;

@@ -198,6 +198,14 @@ describe("tool calls in each template's own syntax", () => {
     // lowercase JSON true/false/null beside Python's, as OLMo 3's model writes them
     const read = readBack({ kind: "python", start: "<function_calls>" }, "<function_calls>\nget_weather(city='Paris', days=3, detailed=true)\n</function_calls>");
     expect(read.calls[0]!.function.arguments).toEqual({ city: "Paris", days: 3, detailed: true });
+    // a bare pythonic list (vLLM's Llama 4 and Gemma 3 pythonic templates): at the start, or at the end after a blank line
+    const bare: ToolDialect = { kind: "json", tag: "[" };
+    const after = readBack(bare, 'Let me check both.\n\n[get_weather(city="Paris", days=3, detailed=True), get_time(zone="UTC")]');
+    expect(after.calls.map((c) => c.function.name)).toEqual(["get_weather", "get_time"]);
+    expect(after.content).toBe("Let me check both.\n\n");
+    for (const prose of ["A list:\n\n[1, 2, 3] and [get_weather] in brackets.", "Sure. [get_weather(city='x')] inline is prose.", "See\n\n[not_a_tool(a=1)]"]) {
+      expect(readBack(bare, prose)).toEqual({ calls: [], content: prose });
+    }
     // JSON calls whose arguments a template printed as a Python dict (vLLM's phi4-mini and internlm2 templates)
     for (const d of [{ kind: "json", tag: "{" }, { kind: "json", tag: "<|action_start|><|plugin|>" }] as ToolDialect[]) {
       const tag = d.kind === "json" && d.tag !== "{" ? d.tag : "";

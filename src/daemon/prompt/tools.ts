@@ -131,6 +131,9 @@ export class ToolCallParser {
    *  reading it again made V8 copy the whole string on every token. */
   private pieces: string[] = [];
   private readonly braceTag: boolean;
+  /** A pythonic template's answer opened with prose: its call list may still come, after a blank line. */
+  private afterProse = false;
+  private bracketAhead = false;
   private readonly match: string;
   private readonly names: ReadonlySet<string>;
 
@@ -191,6 +194,7 @@ export class ToolCallParser {
 
   /** Looks for the start of a call section; false while undecided or when the output is content. */
   private look(out: ToolStep): boolean {
+    if (this.afterProse) return this.lookAfterProse(out);
     if (this.braceTag) {
       const lead = this.buf.replace(/^\s+/, "");
       if (lead === "") {
@@ -206,6 +210,12 @@ export class ToolCallParser {
       else if (c === "[") verdict = this.classifyBracket(lead);
       else verdict = "no";
       if (verdict === "wait") return false;
+      if (verdict === "no" && this.tag === "[") {
+        // pythonic templates (vLLM's Llama 4 and Gemma 3) let the model explain first and put the
+        // calls at the end, after a blank line
+        this.afterProse = true;
+        return this.lookAfterProse(out);
+      }
       if (verdict === "no") {
         out.content += this.buf;
         this.buf = "";
@@ -233,6 +243,39 @@ export class ToolCallParser {
     this.buf = this.buf.slice(i + this.match.length);
     this.mode = "json";
     return true;
+  }
+
+  /** Prose, then `\n\n[NAME(` with NAME a tool: the call list; any other `[` is prose. */
+  private lookAfterProse(out: ToolStep): boolean {
+    const marker = "\n\n[";
+    for (;;) {
+      // a `[` seen after a blank line and still undecided waits at the start of the buffer
+      const i = this.bracketAhead ? -2 : this.buf.indexOf(marker);
+      if (i === -1) {
+        let keep = 0;
+        for (let k = Math.min(marker.length - 1, this.buf.length); k > 0; k--) {
+          if (this.buf.endsWith(marker.slice(0, k))) {
+            keep = k;
+            break;
+          }
+        }
+        out.content += this.buf.slice(0, this.buf.length - keep);
+        this.buf = this.buf.slice(this.buf.length - keep);
+        return false;
+      }
+      out.content += this.buf.slice(0, i + 2);
+      this.buf = this.buf.slice(i + 2);
+      const verdict = this.classifyBracket(this.buf);
+      this.bracketAhead = verdict === "wait";
+      if (verdict === "wait") return false;
+      if (verdict === "python") {
+        this.afterProse = false;
+        this.mode = "python";
+        return true;
+      }
+      out.content += "[";
+      this.buf = this.buf.slice(1);
+    }
   }
 
   /** `[` followed by `{` is a JSON list; by a tool name and `(` a python-style list. */

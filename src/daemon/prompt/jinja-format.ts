@@ -1,7 +1,7 @@
 // Python's number and string formatting for chat templates: `"%5.2f" % x` (printf style), the format
 // spec of `"{:>8.3f}".format(x)`, and round(). Digits come from the double's exact decimal value and
 // ties go to even, as CPython's dtoa does, so `"%.2f" % 0.125` is "0.12" and round(2.5) is 2.
-import { is, isDict, isList, isNum, isStr, pyFloat, pyRepr, pyStr, TupleClass, V, type RValue } from "./jinja-values.js";
+import { is, isDict, isList, isNum, isStr, pyFloat, pyRepr, pyStr, pyType, TupleClass, V, type RValue } from "./jinja-values.js";
 
 // ----- exact decimal digits -----
 
@@ -107,14 +107,12 @@ const toInt = (v: RValue, code: string): bigint => {
     if (!Number.isFinite(v.value)) throw typeError(`cannot convert float ${pyFloat(v.value)} to integer`);
     return BigInt(Math.trunc(v.value));
   }
-  throw typeError(`%${code} format: ${"xXob".includes(code) ? "an integer" : "a real number"} is required, not ${typeName(v)}`);
+  throw typeError(`%${code} format: ${"xXob".includes(code) ? "an integer" : "a real number"} is required, not ${pyType(v)}`);
 };
 const toNumber = (v: RValue, code: string): number => {
   if (isNum(v) || is(v, V.Boolean)) return Number(v.value);
-  throw typeError(`must be real number, not ${typeName(v)} (%${code})`);
+  throw typeError(`must be real number, not ${pyType(v)} (%${code})`);
 };
-const typeName = (v: RValue): string =>
-  isStr(v) ? "str" : is(v, V.Integer) ? "int" : is(v, V.Float) ? "float" : is(v, V.Boolean) ? "bool" : is(v, V.Null) ? "NoneType" : is(v, TupleClass) ? "tuple" : isList(v) ? "list" : isDict(v) ? "dict" : v.type;
 
 function group(int: string, sep: string, every: number): string {
   if (!sep) return int;
@@ -241,7 +239,7 @@ const SPEC = /^(?:(.)?([<>=^]))?([+\- ])?(z)?(#)?(0)?(\d+)?([,_])?(?:\.(\d+))?([
 /** One replacement field's format spec applied to a value, as format(value, spec) does. */
 export function formatSpec(v: RValue, specText: string): string {
   const m = SPEC.exec(specText);
-  if (!m) throw typeError(`Invalid format specifier '${specText}' for object of type '${typeName(v)}'`);
+  if (!m) throw typeError(`Invalid format specifier '${specText}' for object of type '${pyType(v)}'`);
   const [, fill, align, sign = "-", , alt, zero, width, grouping = "", precision, type = ""] = m;
   const spec: Spec = {
     fill: fill ?? (zero ? "0" : " "),
@@ -255,7 +253,7 @@ export function formatSpec(v: RValue, specText: string): string {
     type,
   };
   if (isStr(v) || is(v, V.Null) || isList(v) || isDict(v)) {
-    if (type !== "" && type !== "s") throw typeError(`Unknown format code '${type}' for object of type '${typeName(v)}'`);
+    if (type !== "" && type !== "s") throw typeError(`Unknown format code '${type}' for object of type '${pyType(v)}'`);
     let text = pyStr(v);
     if (spec.precision !== undefined) text = [...text].slice(0, spec.precision).join("");
     return pad(text, { ...spec, align: spec.align || "<" });
@@ -272,7 +270,7 @@ export function formatSpec(v: RValue, specText: string): string {
     if (spec.alt && !/\.|inf|nan/i.test(body)) body = body.replace(/(?=[eE]|$)/, ".");
     if (grouping) body = body.replace(/^\d+/, (d) => group(d, grouping, 3));
   } else if (type === "s") {
-    throw typeError(`Unknown format code 's' for object of type '${typeName(v)}'`);
+    throw typeError(`Unknown format code 's' for object of type '${pyType(v)}'`);
   } else ({ negative, body } = numberBody(v, type === "" ? "d" : type, spec.precision, spec.alt, grouping));
   const signText = negative ? "-" : sign === "+" ? "+" : sign === " " ? " " : "";
   if (grouping && spec.fill === "0" && spec.align === "=") {

@@ -3,7 +3,7 @@
 import { dictView, is, isDict, isList, isMissing, keyValue, pyEquals, pyRepr, pyStr, V, type RValue } from "./jinja-values.js";
 import { type Kwargs, fn, undef, str, tuple, splitArgs, arg, iterate, pyType, attribute, dictItems, keyOf } from "./jinja-runtime.js";
 import { formatSpec } from "./jinja-format.js";
-import { center, expandTabs, isTitle, title } from "./jinja-text.js";
+import { center, expandTabs, isTitle, splitLines, title } from "./jinja-text.js";
 
 /** What Python's str.isspace() calls whitespace (JavaScript's \s differs: it has U+FEFF, lacks U+001C–U+001F and U+0085). */
 const PY_SPACE = "\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
@@ -104,7 +104,7 @@ const stringMethods: Methods<string> = {
   isspace: (s) => test(s, /^\s+$/),
   islower: (s) => fn(() => new V.Boolean(pyCase(s, "lower"))),
   isupper: (s) => fn(() => new V.Boolean(pyCase(s, "upper"))),
-  splitlines: (s) => fn(() => new V.Array(s.split(/\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/).filter((x, i, all) => i < all.length - 1 || x !== "").map(str))),
+  splitlines: (s) => fn(() => new V.Array(splitLines(s).map(str))),
   removeprefix: (s) => fn((a) => str(s.startsWith(pyStr(a[0])) ? s.slice(pyStr(a[0]).length) : s)),
   removesuffix: (s) => fn((a) => str(pyStr(a[0]) && s.endsWith(pyStr(a[0])) ? s.slice(0, -pyStr(a[0]).length) : s)),
   split: (s) => fn((a) => splitMethod(s, a, false)),

@@ -2,7 +2,7 @@
 // semantics (jinja-methods, -tests, -filters, -operators, -statements): making values, reading a
 // call's arguments, iterating, ordering and looking up attributes as Python does.
 import { Environment, Interpreter } from "@huggingface/jinja";
-import { is, isDict, isList, isMissing, isNum, isStr, keyValue, NamespaceClass, pyEquals, pyRepr, TupleClass, V, type RValue } from "./jinja-values.js";
+import { is, isDict, isList, isMissing, isNum, isStr, keyValue, NamespaceClass, pyEquals, pyRepr, pyType, TupleClass, V, type RValue } from "./jinja-values.js";
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -38,8 +38,7 @@ export function iterate(v: RValue, what: string): RValue[] {
   if (is(v, V.Undefined)) return [];
   throw new Error(`'${pyType(v)}' object is not iterable (${what})`);
 }
-export const pyType = (v: RValue): string =>
-  isStr(v) ? "str" : is(v, V.Integer) ? "int" : is(v, V.Float) ? "float" : is(v, V.Boolean) ? "bool" : is(v, V.Null) ? "NoneType" : isList(v) ? "list" : isDict(v) ? "dict" : v.type;
+export { pyType };
 
 /** Jinja2's attribute lookup for filters (`attribute="a.b"`, integer parts index lists). */
 export function attribute(item: RValue, path: string): RValue {

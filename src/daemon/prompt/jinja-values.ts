@@ -105,6 +105,11 @@ export function pyStrRepr(s: string): string {
   return out + quote;
 }
 
+/** Python's type(v).__name__, for the messages of the errors Python would raise. */
+export const pyType = (v: RValue): string =>
+  isStr(v) ? "str" : is(v, V.Integer) ? "int" : is(v, V.Float) ? "float" : is(v, V.Boolean) ? "bool" : is(v, V.Null) ? "NoneType"
+    : is(v, TupleClass) ? "tuple" : isList(v) ? "list" : isDict(v) ? "dict" : v.type;
+
 /** Python's repr(): how a value inside a printed list or dict looks. */
 export function pyRepr(v: RValue): string {
   // Jinja2's Undefined prints as nothing alone, and as its class name inside a list or dict

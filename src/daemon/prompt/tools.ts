@@ -227,15 +227,7 @@ export class ToolCallParser {
     }
     const i = this.buf.indexOf(this.match);
     if (i === -1) {
-      let keep = 0;
-      for (let k = Math.min(this.match.length - 1, this.buf.length); k > 0; k--) {
-        if (this.buf.endsWith(this.match.slice(0, k))) {
-          keep = k;
-          break;
-        }
-      }
-      out.content += this.buf.slice(0, this.buf.length - keep);
-      this.buf = this.buf.slice(this.buf.length - keep);
+      this.emitShortOf(out, this.match);
       return false;
     }
     out.content += this.buf.slice(0, i);
@@ -245,6 +237,19 @@ export class ToolCallParser {
     return true;
   }
 
+  /** Gives the buffer to content but for a tail that may be the start of `marker`. */
+  private emitShortOf(out: ToolStep, marker: string): void {
+    let keep = 0;
+    for (let k = Math.min(marker.length - 1, this.buf.length); k > 0; k--) {
+      if (this.buf.endsWith(marker.slice(0, k))) {
+        keep = k;
+        break;
+      }
+    }
+    out.content += this.buf.slice(0, this.buf.length - keep);
+    this.buf = this.buf.slice(this.buf.length - keep);
+  }
+
   /** Prose, then `\n\n[NAME(` with NAME a tool: the call list; any other `[` is prose. */
   private lookAfterProse(out: ToolStep): boolean {
     const marker = "\n\n[";
@@ -252,15 +257,7 @@ export class ToolCallParser {
       // a `[` seen after a blank line and still undecided waits at the start of the buffer
       const i = this.bracketAhead ? -2 : this.buf.indexOf(marker);
       if (i === -1) {
-        let keep = 0;
-        for (let k = Math.min(marker.length - 1, this.buf.length); k > 0; k--) {
-          if (this.buf.endsWith(marker.slice(0, k))) {
-            keep = k;
-            break;
-          }
-        }
-        out.content += this.buf.slice(0, this.buf.length - keep);
-        this.buf = this.buf.slice(this.buf.length - keep);
+        this.emitShortOf(out, marker);
         return false;
       }
       out.content += this.buf.slice(0, i + 2);

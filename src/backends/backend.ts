@@ -127,8 +127,9 @@ export type MarkupPiece =
   | { text: string }
   /** A compact JSON value of `schema`, its $refs resolved in `root` (the tool's parameters). */
   | { json: unknown; root: unknown }
-  /** Any text that contains none of `avoid` (a value written raw, up to its closing tag). */
-  | { free: readonly string[] }
+  /** Any text that contains none of `avoid` (a value written raw, up to its closing tag) and no
+   *  match of `patterns` (regular expressions, no anchors: what a reader takes as the end). */
+  | { free: readonly string[]; patterns?: readonly string[] }
   /** One of these sequences. */
   | { choice: readonly (readonly MarkupPiece[])[] }
   /** Members in order, required ones always, optional ones free to be left out, with

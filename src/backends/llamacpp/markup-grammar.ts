@@ -1,12 +1,13 @@
 // A markup shape (backend.ts MarkupPiece: a tool call as Qwen3-Coder's XML, GLM's pairs, …) → a
 // GBNF grammar: literal text, JSON values through the schema compiler, raw values that never
-// contain their closing tags (an automaton over the strings to avoid), choices, and members with
+// contain their closing tags (text-avoiding.ts), choices, and members with
 // separators placed right whichever optional ones are left out (as object-grammar.ts does), and
 // repeats (a list's items in a template's own syntax).
 import type { MarkupPiece } from "../backend.js";
-import { CharSet } from "./char-set.js";
-import { gbnfClass, gbnfLiteral, InvalidSchemaError, type RuleSet } from "./gbnf.js";
+import { gbnfLiteral, InvalidSchemaError, type RuleSet } from "./gbnf.js";
 import { schemaRuleSet, schemaValueRule } from "./json-schema-grammar.js";
+import { parseUnanchored } from "./regex-tree.js";
+import { literalRx, textAvoiding } from "./text-avoiding.js";
 
 /** The GBNF grammar (root rule first) of a markup shape; throws InvalidSchemaError. */
 export function markupGrammar(pieces: readonly MarkupPiece[]): string {
@@ -31,7 +32,7 @@ class MarkupCompiler {
   private piece(p: MarkupPiece, hint: string): string {
     if ("text" in p) return p.text === "" ? "" : gbnfLiteral(p.text);
     if ("json" in p) return schemaValueRule(this.rules, p.json, p.root, `${hint}-value-${this.n++}`);
-    if ("free" in p) return freeText(this.rules, p.free);
+    if ("free" in p) return textAvoiding(this.rules, [...p.free.filter((a) => a !== "").map(literalRx), ...(p.patterns ?? []).map(parseUnanchored)]);
     if ("choice" in p) {
       if (p.choice.length === 0) throw new InvalidSchemaError("a markup choice has no alternatives");
       const alts = p.choice.map((c) => this.sequence(c, hint) || '""');
@@ -61,36 +62,4 @@ class MarkupCompiler {
     }
     return a;
   }
-}
-
-/**
- * Any text containing none of `avoid`: one rule per state of the automaton that tracks the
- * longest tail of the text that begins one of them; a character that would complete one has no
- * transition. The text may end in any state.
- */
-function freeText(rules: RuleSet, avoid: readonly string[]): string {
-  const patterns = [...new Set(avoid.filter((a) => a !== ""))].map((a) => [...a]);
-  if (patterns.length === 0) return rules.add("free-any", `${gbnfClass(CharSet.ALL)}*`);
-  const prefixes = new Set<string>([""]);
-  for (const p of patterns) for (let k = 1; k < p.length; k++) prefixes.add(p.slice(0, k).join(""));
-  const alphabet = [...new Set(patterns.flat())];
-  const whole = patterns.map((p) => p.join(""));
-  const names = new Map<string, string>();
-  for (const state of prefixes) names.set(state, rules.reserve("free"));
-  const other = gbnfClass(CharSet.of(...alphabet.map((c) => [c.codePointAt(0)!, c.codePointAt(0)!] as const)).complement());
-  for (const [state, name] of names) {
-    const alts = [`${other} ${names.get("")!}`];
-    for (const c of alphabet) {
-      const t = state + c;
-      if (whole.some((w) => t.endsWith(w))) continue;
-      let next = "";
-      for (let k = 1; k <= t.length; k++) {
-        const tail = t.slice(t.length - k);
-        if (prefixes.has(tail)) next = tail;
-      }
-      alts.push(`${gbnfLiteral(c)} ${names.get(next)!}`);
-    }
-    rules.define(name, `(${alts.join(" | ")})?`);
-  }
-  return names.get("")!;
 }

@@ -255,32 +255,33 @@ class Parser {
   }
 }
 
-/** Removes characters JSON strings cannot carry; undefined when nothing can match. */
-function encodable(n: Node): Rx | undefined {
+/** Removes characters outside `within` (by default those JSON strings cannot carry); undefined
+ *  when nothing can match. */
+function encodable(n: Node, within: CharSet = ENCODABLE): Rx | undefined {
   switch (n.t) {
     case "bol":
     case "eol":
       throw new UnsupportedPatternError("an anchor inside the pattern");
     case "set": {
-      const set = n.set.intersect(ENCODABLE);
+      const set = n.set.intersect(within);
       return set.isEmpty ? undefined : { t: "set", set };
     }
     case "seq": {
       const items: Rx[] = [];
       for (const i of n.items) {
-        const r = encodable(i);
+        const r = encodable(i, within);
         if (!r) return undefined;
         items.push(r);
       }
       return items.length === 1 ? items[0]! : { t: "seq", items };
     }
     case "alt": {
-      const alts = n.alts.map(encodable).filter((a): a is Rx => a !== undefined);
+      const alts = n.alts.map((a) => encodable(a, within)).filter((a): a is Rx => a !== undefined);
       if (alts.length === 0) return undefined;
       return alts.length === 1 ? alts[0]! : { t: "alt", alts };
     }
     case "rep": {
-      const node = encodable(n.node);
+      const node = encodable(n.node, within);
       if (!node) return n.min === 0 ? EMPTY_SEQ : undefined;
       return { t: "rep", node, min: n.min, max: n.max };
     }
@@ -327,6 +328,14 @@ export function parsePattern(pattern: string): Rx {
   }
   const rx = encodable(anchored(tree));
   if (!rx) throw new UnsupportedPatternError("no string a JSON value can carry matches it");
+  return rx;
+}
+
+/** A pattern of our own (no anchors) as a tree over every character: what a raw value must not
+ *  contain (markup-grammar.ts). */
+export function parseUnanchored(pattern: string): Rx {
+  const rx = encodable(new Parser(pattern).parse(), CharSet.ALL);
+  if (!rx) throw new UnsupportedPatternError(`nothing matches ${JSON.stringify(pattern)}`);
   return rx;
 }
 

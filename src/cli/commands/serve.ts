@@ -41,7 +41,9 @@ export const ServeCommand: CommandModule<object, object> = {
     // budget it is optimised only after ~800 requests. An eighth of it gets there in ~300: first
     // byte through a remote model 1.5 ms over its upstream instead of 1.9 ms once warm (2.2 vs 2.8
     // over requests 200–400); the first ~200 requests pay for the earlier compiles (4.0 vs 3.2).
-    setFlagsFromString("--interrupt-budget=8192");
+    // V8 12 (Node 22) counts invocations instead and has no such flag: set there, V8 would print
+    // "unrecognized flag" on every start.
+    if (v8Major() < 12) setFlagsFromString("--interrupt-budget=8192");
     // a models directory that cannot be used stops the start, not the first pull or create
     const { checkModelsDir } = await import("../../registry/models-dir.js");
     await checkModelsDir(config.models);
@@ -49,3 +51,8 @@ export const ServeCommand: CommandModule<object, object> = {
     await serveForever(config);
   }),
 };
+
+/** V8's major version (11 on Node 20, 12 on Node 22, 13 on Node 24). */
+function v8Major(): number {
+  return Number.parseInt(process.versions.v8, 10);
+}

@@ -7,7 +7,7 @@
 // closing tag (in Gemma 4's quotes; a literal in python), a boolean as either spelling, anything
 // else as compact JSON that fits the parameter's schema.
 import type { MarkupPiece } from "../../backends/backend.js";
-import { isObject } from "./tool-call-syntax.js";
+import { isObject, RAW_STRING_ENDS } from "./tool-call-syntax.js";
 import { pairsClose, pythonEnd, sectionEnd, type ToolDialect } from "./tool-dialect.js";
 import { elementsStyle, GEMMA4_STYLE, PYTHON_STYLE, sortedByKey, styledValue, type ValueStyle } from "./tool-value-style.js";
 
@@ -144,10 +144,11 @@ function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
     if (type !== "string") return [nested(PYTHON_STYLE)];
     // a string literal in either quotes; escapes only in double ones. LFM2 writes single ones raw
     // (tool-call-syntax.ts reads them to a quote that ends the argument), so a raw one holds no
-    // quote that would end it early, nor the list's closing tag
+    // quote that the reader would take as its end, nor the list's closing tag
     const end = pythonEnd(d.start);
-    const avoid = end === "" ? ["'", "\\", "\n"] : ["')", "',", "' ", "'\t", "'\n", "'\r", end];
-    const single = words ? words.filter((w) => !avoid.some((a) => `${w}'`.includes(a)) && (end !== "" || !w.includes("'"))).map((w) => [text(`'${w}'`)]) : [[text("'"), { free: avoid }, text("'")]];
+    const raw: MarkupPiece = end === "" ? { free: ["'", "\\", "\n"] } : { free: [end], patterns: RAW_STRING_ENDS };
+    const fits = (w: string) => (end === "" ? !/['\\\n]/.test(w) : !w.includes(end) && !RAW_STRING_ENDS.some((p) => new RegExp(p).test(w)));
+    const single = words ? words.filter(fits).map((w) => [text(`'${w}'`)]) : [[text("'"), raw, text("'")]];
     return [{ choice: [[json], ...single] }];
   }
   const raw = type === undefined || type === "string" || (Array.isArray(type) && type.includes("string")) || Array.isArray(s.anyOf) || Array.isArray(s.oneOf);

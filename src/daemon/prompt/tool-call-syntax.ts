@@ -109,7 +109,11 @@ export function callsInJson(v: Json, names: ReadonlySet<string>): Array<{ name: 
 
 /** What may follow an argument's closing quote: the next argument, or the call's end. A raw
  *  string (LFM2's template writes `'` + value + `'`) closes only at a quote so followed. */
-const AFTER_ARGUMENT = /^\s*(?:\)|,\s*[A-Za-z_][\w.-]*\s*=)/;
+const AFTER_ARGUMENT_SOURCE = String.raw`\s*(?:\)|,\s*[A-Za-z_][\w.-]*\s*=)`;
+const AFTER_ARGUMENT = new RegExp(`^${AFTER_ARGUMENT_SOURCE}`);
+/** Where a raw string ends as this reader finds it: tool_choice's grammar keeps a raw value free
+ *  of these (tool-call-shape.ts), so that what it lets a model write reads back whole. */
+export const RAW_STRING_ENDS: readonly string[] = [`'${AFTER_ARGUMENT_SOURCE}`];
 
 class PyReader {
   i = 0;

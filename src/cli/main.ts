@@ -1,26 +1,8 @@
 #!/usr/bin/env node
-// The `ollamats` command line. Start-up is kept to what the command needs: the most used command
-// lines take the fast path (fast-path.ts), everything else is read by yargs (cli.ts), and each
-// command's module is imported only when it runs.
+// The `ollamats` command. Node 22 and newer keep V8's compiled code of the modules a command loads
+// on disk between runs (module.enableCompileCache; the same for the daemon a `serve` becomes);
+// switched on before anything else is imported, so that it covers them. Node 20 has no such cache.
+import module from "node:module";
 
-import { fastRoute, runFast } from "./fast-path.js";
-import { endQuietlyWhenOutputCloses } from "./stdio.js";
-
-async function main(args: string[]): Promise<void> {
-  endQuietlyWhenOutputCloses();
-  const route = fastRoute(args);
-  if (route) return runFast(route);
-  const { runCli } = await import("./cli.js");
-  await runCli(args);
-}
-
-main(process.argv.slice(2)).then(
-  // Done is done: an idle keep-alive connection or a timer must not hold the prompt back (it
-  // did, for 0.15-0.37 s after the output). stdout and stderr are written synchronously on Linux
-  // terminals, files and pipes, so nothing written is lost; process.exitCode is kept.
-  () => process.exit(),
-  async (err: unknown) => {
-    const { fail } = await import("./connect.js");
-    await fail(err);
-  },
-);
+(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+await import("./start.js");

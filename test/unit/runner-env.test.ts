@@ -14,8 +14,14 @@ describe("a runner's environment", () => {
   });
 
   it("keeps the daemon's variables, adds the backend's, and sets the tunable on Linux only", () => {
-    const env = runnerEnv({ PATH: "/bin", GLIBC_TUNABLES: "glibc.malloc.arena_max=2" }, { CUDA_VISIBLE_DEVICES: "1" }, "linux");
+    const env = runnerEnv({ PATH: "/bin", GLIBC_TUNABLES: "glibc.malloc.arena_max=2" }, { CUDA_VISIBLE_DEVICES: "1" }, "linux", undefined);
     expect(env).toEqual({ PATH: "/bin", CUDA_VISIBLE_DEVICES: "1", GLIBC_TUNABLES: "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1" });
-    expect(runnerEnv({ PATH: "/bin" }, {}, "darwin")).toEqual({ PATH: "/bin" });
+    expect(runnerEnv({ PATH: "/bin" }, {}, "darwin", undefined)).toEqual({ PATH: "/bin" });
+  });
+
+  it("shares the daemon's compile cache (Node 22+), unless the user chose another or none", () => {
+    expect(runnerEnv({}, {}, "darwin", "/tmp/node-compile-cache")).toEqual({ NODE_COMPILE_CACHE: "/tmp/node-compile-cache" });
+    expect(runnerEnv({ NODE_COMPILE_CACHE: "/var/cache/x" }, {}, "darwin", "/tmp/c")).toEqual({ NODE_COMPILE_CACHE: "/var/cache/x" });
+    expect(runnerEnv({ NODE_DISABLE_COMPILE_CACHE: "1" }, {}, "darwin", "/tmp/c")).toEqual({ NODE_DISABLE_COMPILE_CACHE: "1" });
   });
 });

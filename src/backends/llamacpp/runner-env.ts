@@ -7,6 +7,10 @@
 // the kernel's THP mode is `madvise` (Ubuntu's and this machine's default); with `always` the
 // pages are huge already, with `never` nothing changes, and older glibc ignores the tunable.
 // A GLIBC_TUNABLES that already sets glibc.malloc.hugetlb is left as the user set it.
+// On Node 22 and newer, the runner also reads and writes the daemon's compile cache (cli/main.ts
+// turns it on; a child does not inherit it): importing node-llama-cpp took 185 ms instead of 215.
+import module from "node:module";
+import path from "node:path";
 
 const HUGE_PAGES = "glibc.malloc.hugetlb=1";
 
@@ -17,8 +21,21 @@ export function withHugePages(tunables: string | undefined): string {
   return `${tunables}:${HUGE_PAGES}`;
 }
 
-export function runnerEnv(base: NodeJS.ProcessEnv, extra: Record<string, string>, platform: NodeJS.Platform = process.platform): NodeJS.ProcessEnv {
+/** The directory this process's compile cache was given (Node 22.8+, when on), else undefined:
+ *  Node reports its own subdirectory for this Node version, which a child would nest again. */
+export function compileCacheDir(): string | undefined {
+  const own = (module as { getCompileCacheDir?: () => string | undefined }).getCompileCacheDir?.();
+  return own ? path.dirname(own) : undefined;
+}
+
+export function runnerEnv(
+  base: NodeJS.ProcessEnv,
+  extra: Record<string, string>,
+  platform: NodeJS.Platform = process.platform,
+  compileCache: string | undefined = compileCacheDir(),
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base, ...extra };
   if (platform === "linux") env.GLIBC_TUNABLES = withHugePages(env.GLIBC_TUNABLES);
+  if (compileCache && env.NODE_COMPILE_CACHE === undefined && env.NODE_DISABLE_COMPILE_CACHE === undefined) env.NODE_COMPILE_CACHE = compileCache;
   return env;
 }

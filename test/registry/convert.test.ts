@@ -153,7 +153,7 @@ describe("create from a safetensors directory", () => {
     expect((await answer("conv-bf16", "Once upon a time")).response.length).toBeGreaterThan(0);
   }, 120_000);
 
-  it("through the CLI: `FROM ./dir` uploads the directory, converts and quantizes it", async () => {
+  it("through the CLI: `FROM ./dir` uploads the directory, converts and quantizes it; `--experimental` in the directory too", async () => {
     const gguf = await makeTestModel({ shape: "small", type: "F16", seed: 5, tokenizer: "gpt2" });
     const dir = path.join(home, "hf-cli");
     await exportHfModel(gguf, dir, 1);
@@ -164,6 +164,11 @@ describe("create from a safetensors directory", () => {
     const s = (await (await postJson(`${d.url}/api/show`, { model: "conv-cli" })).json()) as { details: { quantization_level: string; family: string } };
     expect(s.details).toMatchObject({ quantization_level: "Q8_0", family: "llama" });
     expect((await answer("conv-cli", "Once upon a time")).response.length).toBeGreaterThan(0);
+    // Ollama's way for safetensors: `create NAME --experimental` inside the directory (FROM .)
+    const exp = await exec(process.execPath, [CLI, "create", "conv-exp", "--experimental"], { env: d.env, cwd: dir, timeout: 120_000 });
+    expect(exp.stdout + exp.stderr).toMatch(/converting model[\s\S]*success/);
+    const e = (await (await postJson(`${d.url}/api/show`, { model: "conv-exp" })).json()) as { details: { quantization_level: string; family: string } };
+    expect(e.details).toMatchObject({ quantization_level: "F16", family: "llama" });
     await verifyBlobs(d.models);
   }, 180_000);
 });

@@ -58,7 +58,11 @@ export const CreateCommand: CommandModule<object, CreateArgs> = {
       .positional("model", { type: "string", demandOption: true })
       .option("file", { alias: "f", type: "string", requiresArg: true, describe: 'Name of the Modelfile (default "Modelfile")' })
       .option("quantize", { alias: "q", type: "string", requiresArg: true, describe: "Quantize model to this level (q4_K_M, q4_K_S, q8_0, f16, bf16 or q4_0, from an F32, F16 or BF16 model)" })
-      .option("draft-quantize", { type: "string", requiresArg: true, describe: "Quantize draft model to this level (q4_K_M, q4_K_S, q8_0, f16, bf16 or q4_0, from an F32, F16 or BF16 draft)" }),
+      .option("draft-quantize", { type: "string", requiresArg: true, describe: "Quantize draft model to this level (q4_K_M, q4_K_S, q8_0, f16, bf16 or q4_0, from an F32, F16 or BF16 draft)" })
+      // Ollama's flag for its safetensors models; here a safetensors directory is converted to
+      // GGUF with or without it, so scripts written for Ollama (`create m --experimental` in the
+      // model's directory: `FROM .`) work as they are
+      .option("experimental", { type: "boolean", describe: "Enable experimental safetensors model creation (safetensors are converted to GGUF either way)" }),
   handler: action(async (argv: CreateArgs) => {
     const model = String(argv.model);
     if (parseModelName(model) === null) throw new CliError(`invalid model name: ${model}`);

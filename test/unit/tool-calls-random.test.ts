@@ -2,7 +2,8 @@
 // writes (what its model was trained to write) must read back as the same arguments, typed as
 // sent, whatever the values hold (quotes, apostrophes, line breaks at either end, brackets, tags'
 // characters, lists and dicts); and on a model whose calls are markup, the tool_choice grammar
-// must take that same call. Seeded: the same cases on every run.
+// must take that same call. Seeded: the same cases on every run (TOOL_CALLS_SEED and
+// TOOL_CALLS_ROUNDS run others, and more of them).
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -116,12 +117,12 @@ const canonical = (v: unknown): string =>
 
 describe("tool calls with random tools and values, in every template's syntax", () => {
   it("read back as sent, and a markup model's tool_choice grammar takes the call its template writes", async () => {
-    const r = random(20261204);
+    const r = random(Number(process.env.TOOL_CALLS_SEED ?? 20261204));
     const unread: string[] = [];
     const refused: string[] = [];
     let read = 0;
     let taken = 0;
-    for (let round = 0; round < 12; round++) {
+    for (let round = 0; round < Number(process.env.TOOL_CALLS_ROUNDS ?? 12); round++) {
       for (const { f, t, d } of TEMPLATES) {
         const [parameters, args] = objectOf(r, 0);
         const name = `${word(r)}_${round}`;

@@ -2,7 +2,9 @@
 // server, "could not connect" with how to start the daemon (serve, or the installed service),
 // and help text.
 import { execFile, spawnSync } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import module from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -102,6 +104,27 @@ describe("without a daemon", () => {
     expect(hint(["/home/a/Library/LaunchAgents/com.ollamats.server.plist"], "darwin")).toBe("launchctl kickstart gui/$(id -u)/com.ollamats.server");
     expect(hint(["/Library/LaunchDaemons/com.ollamats.server.plist"], "darwin")).toBe("sudo launchctl kickstart system/com.ollamats.server");
     expect(hint(["/etc/systemd/system/ollamats.service"], "win32")).toBeUndefined();
+  });
+});
+
+describe("Node's compile cache (Node 22 and newer)", () => {
+  it("is kept in the user's own cache directory, private, never under the shared tmp; Node 20 has none", async () => {
+    const cache = await mkdtemp(path.join(os.tmpdir(), "ollamats-xdg-cache-"));
+    const tmp = await mkdtemp(path.join(os.tmpdir(), "ollamats-tmpdir-"));
+    const r = await cli(["-v"], { XDG_CACHE_HOME: cache, TMPDIR: tmp });
+    expect(r.stdout).toContain("Warning: client version is");
+    const dir = path.join(cache, "ollamats", "node-compile-cache");
+    if (typeof (module as { enableCompileCache?: unknown }).enableCompileCache === "function") {
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      const [version, ...others] = readdirSync(dir);
+      expect(others).toEqual([]);
+      expect(readdirSync(path.join(dir, version!)).length).toBeGreaterThan(0); // compiled modules
+    } else {
+      expect(existsSync(dir)).toBe(false);
+    }
+    expect(readdirSync(tmp)).toEqual([]);
+    await rm(cache, { recursive: true, force: true });
+    await rm(tmp, { recursive: true, force: true });
   });
 });
 

@@ -88,6 +88,11 @@ function checkTypes(info: GgufInfo, arch: string): void {
   for (const key of Object.keys(info.types)) {
     if (/^tokenizer\.ggml\.\w+_token_id$/.test(key)) expect(key, ["uint32"]);
   }
+  // the vocabulary as llama-vocab.cpp reads it ("invalid gguf type for tokenizer.ggml.tokens")
+  expect("tokenizer.ggml.tokens", ["array of string"]);
+  expect("tokenizer.ggml.scores", ["array of float32", "array of int32"]);
+  expect("tokenizer.ggml.token_type", ["array of int32"]);
+  expect("tokenizer.ggml.merges", ["array of string"]);
 }
 
 /** Throws GgufError when the metadata describes a model the tensors do not. */

@@ -114,6 +114,7 @@ const MAX_KV = 1 << 16;
 /** Real models hold a few thousand tensors (per-expert MoE files tens of thousands). */
 const MAX_TENSORS = 1 << 16;
 const MAX_DIMS = 4;
+const MAX_TENSOR_NAME = 63;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 const bad = (msg: string) => new GgufError(`invalid GGUF file: ${msg}`);
@@ -365,6 +366,7 @@ async function readGgufFile(path: string, opts: ReadOptions): Promise<GgufInfo> 
     let alignment = 32;
     for (let i = 0; i < kvCount; i++) {
       const key = await c.string(`key of KV #${i}`, MAX_KEY);
+      if (key === "") throw bad(`key of KV #${i} is empty`);
       if (Object.prototype.hasOwnProperty.call(metadata, key)) throw bad(`duplicate key "${key}"`);
       if (!c.has(4)) await c.need(4, `value type of "${key}"`);
       const type = c.u32();
@@ -386,6 +388,8 @@ async function readGgufFile(path: string, opts: ReadOptions): Promise<GgufInfo> 
     for (let i = 0; i < Number(tensorCount); i++) {
       const name = await c.string(`name of tensor #${i}`, 1024);
       if (names.has(name)) throw bad(`duplicate tensor name "${name}"`);
+      // ggml keeps a name in 64 bytes with its terminating NUL
+      if (Buffer.byteLength(name) > MAX_TENSOR_NAME) throw bad(`tensor name "${name.slice(0, 80)}" is ${Buffer.byteLength(name)} bytes; llama.cpp takes at most ${MAX_TENSOR_NAME}`);
       names.add(name);
       if (!c.has(4)) await c.need(4, `dimension count of tensor "${name}"`);
       const nDims = c.u32();
@@ -414,9 +418,14 @@ async function readGgufFile(path: string, opts: ReadOptions): Promise<GgufInfo> 
     }
 
     const dataOffset = tensors.length ? Math.ceil(c.pos / alignment) * alignment : c.pos;
+    // llama.cpp (ggml's gguf.cpp) reads the data in the order of the tensor infos, each padded to
+    // the alignment, from the start of the section: any other layout is refused at load
+    let expected = 0;
     for (const t of tensors) {
       const end = dataOffset + t.offset + t.bytes;
       if (end > fileSize) throw bad(`truncated (tensor "${t.name}" data ends at byte ${end}, file is ${fileSize} bytes)`);
+      if (t.offset !== expected) throw bad(`tensor "${t.name}" data is at offset ${t.offset} of the data section, not ${expected}: tensors must follow one another in order, each padded to ${alignment} bytes`);
+      expected += Math.ceil(t.bytes / alignment) * alignment;
     }
     const info: GgufInfo = { version, metadata, types, tensors, dataOffset, fileSize };
     if (policy.slim) {

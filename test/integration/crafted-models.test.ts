@@ -27,10 +27,17 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The generated tiny Q8_0 model with some KV entries replaced or added. */
-async function crafted(...entries: KvEntry[]): Promise<string> {
+/** The generated tiny Q8_0 model with some KV entries replaced or added (and tensors renamed). */
+async function crafted(...entries: Array<KvEntry | { rename: string; to: string }>): Promise<string> {
   const { kvs, tensors } = buildModel({ shape: "tiny", type: "Q8_0", seed: 1 });
   for (const e of entries) {
+    if (!("rename" in e)) continue;
+    const t = tensors.find((x) => x.name === e.rename);
+    if (!t) throw new Error(`no tensor ${e.rename}`);
+    t.name = e.to;
+  }
+  for (const e of entries) {
+    if ("rename" in e) continue;
     const i = kvs.findIndex((k) => k.key === e.key);
     if (i >= 0) kvs[i] = e;
     else kvs.push(e);
@@ -118,6 +125,20 @@ describe("a crafted model already in the store", () => {
       const { error } = (await r.json()) as { error: string };
       expect(error).toMatch(/^model 'stored-bad:latest' cannot be used: invalid GGUF file: "llama.block_count" is 4294967280 but the file holds tensors for 2 layers; remove it with 'ollamats rm stored-bad:latest' and create or pull it again$/);
     }
+    const gen = await fetch(`${d.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "good", prompt: "hi", stream: false, options: { num_predict: 3 } }) });
+    expect(gen.status).toBe(200);
+  });
+});
+
+describe("a model llama.cpp refuses at load that passes every check before it", () => {
+  it("says why, in llama.cpp's words, not a bare 'Failed to load model'; the daemon stays up", async () => {
+    // a tensor the architecture needs, under another name: only llama.cpp's loader knows the set
+    const file = await crafted({ rename: "output_norm.weight", to: "output_norz.weight" });
+    expect((await createModelFromFile(d.url, "missing-tensor", file)).status).toBe(200);
+    const r = await staysResponsive(fetch(`${d.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "missing-tensor", prompt: "hi", stream: false }) }));
+    expect(r.status).toBe(500);
+    const { error } = (await r.json()) as { error: string };
+    expect(error).toBe("failed to load model missing-tensor:latest: error loading model: missing tensor 'output_norm.weight'");
     const gen = await fetch(`${d.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "good", prompt: "hi", stream: false, options: { num_predict: 3 } }) });
     expect(gen.status).toBe(200);
   });

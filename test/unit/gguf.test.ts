@@ -198,6 +198,30 @@ describe("readGgufInfo rejects bad files", () => {
     expect(ok.dataOffset).toBe(64);
   });
 
+  // ggml's gguf.cpp, which every llama.cpp load goes through, refuses these: found at create,
+  // not as a bare "Failed to load model" at the first request
+  it("what llama.cpp refuses: tensors out of order, apart or overlapping; an empty key; a 64-byte tensor name", async () => {
+    const two = (a: number, b: number, name = "b") =>
+      new B().head(2, 0).str("a").u32(1).u64(8).u32(0).u64(a).str(name).u32(1).u64(8).u32(0).u64(b).pad(128).raw(Buffer.alloc(128));
+    const ok = await readGgufInfo(await write("order-ok.gguf", two(0, 32)));
+    expect(ok.tensors.map((t) => [t.name, t.offset, t.bytes])).toEqual([["a", 0, 32], ["b", 32, 32]]);
+    const layout = (name: string, at: number, want: number) => new RegExp(`^invalid GGUF file: tensor "${name}" data is at offset ${at} of the data section, not ${want}: tensors must follow one another in order, each padded to 32 bytes$`);
+    await rejects(await write("order-gap.gguf", two(0, 64)), layout("b", 64, 32));
+    await rejects(await write("order-swap.gguf", two(32, 0)), layout("a", 32, 0));
+    await rejects(await write("order-overlap.gguf", two(0, 0)), layout("b", 0, 32));
+    await rejects(await write("empty-key.gguf", new B().head(0, 1).str("").u32(4).u32(1)), /^invalid GGUF file: key of KV #0 is empty$/);
+    const long = "n".repeat(64);
+    await rejects(await write("long-name.gguf", two(0, 32, long)), new RegExp(`^invalid GGUF file: tensor name "${long}" is 64 bytes; llama\\.cpp takes at most 63$`));
+    expect((await readGgufInfo(await write("name-63.gguf", two(0, 32, "n".repeat(63))))).tensors[1]!.name).toHaveLength(63);
+  });
+
+  it("a vocabulary stored as another type than llama.cpp reads: tokens as one string, scores as strings", async () => {
+    const arch = (b: B) => b.str("general.architecture").u32(8).str("llama");
+    await rejects(await write("tokens-str.gguf", arch(new B().head(0, 2)).str("tokenizer.ggml.tokens").u32(8).str("\r\n")), /^invalid GGUF file: "tokenizer\.ggml\.tokens" is stored as string; llama\.cpp reads it only as array of string$/);
+    const scores = arch(new B().head(0, 3)).str("tokenizer.ggml.tokens").u32(9).u32(8).u64(1).str("a").str("tokenizer.ggml.scores").u32(9).u32(8).u64(1).str("x");
+    await rejects(await write("scores-str.gguf", scores), /^invalid GGUF file: "tokenizer\.ggml\.scores" is stored as array of string; llama\.cpp reads it only as array of float32 or array of int32$/);
+  });
+
   it("truncated files: 100 bytes, 50%, size-1", async () => {
     const full = await readFile(await makeTestModel({ type: "Q4_0" }));
     const info = await readGgufInfo(await makeTestModel({ type: "Q4_0" }));

@@ -18,6 +18,7 @@ import {
 } from "node-llama-cpp";
 import type { EmbedResult, GenerateStats, RankResult, RunnerStats } from "../backend.js";
 import { EngineError } from "../errors.js";
+import { EngineLog } from "./engine-log.js";
 import { embeddingContextOptions, embedInputs, inputSpecials } from "./embed.js";
 import { isRankingModel, rankDocuments } from "./rank.js";
 import { SPARE_ARG, type ChildMessage, type GpuProbe, type HostMessage, type LoadOptions, type RunnerJob, type RunnerLogLevel, type StateStore } from "./protocol.js";
@@ -139,8 +140,10 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+const engineLog = new EngineLog();
+
 function llamaFor(gpu: "auto" | false): Promise<Llama> {
-  return getLlama({ build: "never", gpu, logLevel: LlamaLogLevel.error, progressLogs: false });
+  return getLlama({ build: "never", gpu, logLevel: LlamaLogLevel.error, logger: engineLog.logger, progressLogs: false });
 }
 
 /** The prepared binary if it suits a load with or without GPU layers, else a fresh one. */
@@ -410,13 +413,15 @@ async function handle(msg: HostMessage): Promise<void> {
     case "prepare":
       prepare(msg.gpu ? "auto" : false);
       return;
-    case "load":
+    case "load": {
+      const mark = engineLog.mark();
       try {
         await load(msg.modelPath, msg.opts, msg.gpuLayers, msg.draftGpuLayers ?? 0, msg.states);
       } catch (err) {
-        send({ type: "load-error", message: message(err) });
+        send({ type: "load-error", message: message(engineLog.explain(err, mark)) });
       }
       return;
+    }
     case "generate":
       startGeneration({ ...msg, job: boundJob(msg.job) });
       return;

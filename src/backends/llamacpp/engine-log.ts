@@ -30,9 +30,14 @@ export class EngineLog {
   }
 
   /** `err` as it was, or, when node-llama-cpp said only that it failed, the first error the
-   *  engine logged since `mark` without its function name ("llama_model_load: "). */
-  explain(err: unknown, mark: number): unknown {
+   *  engine logged since `mark` without its function name ("llama_model_load: "). The log comes
+   *  from the loading thread through its own queue, and may arrive after the failure: it is
+   *  waited for, briefly. */
+  async explain(err: unknown, mark: number): Promise<unknown> {
     if (!(err instanceof Error) || !BARE.test(err.message)) return err;
+    for (let i = 0; i < 20 && this.count === mark; i++) await new Promise((r) => setTimeout(r, 10));
+    // the line after the reason ("failed to load model") may trail it
+    await new Promise((r) => setImmediate(r));
     const since = this.lines.slice(Math.max(0, this.lines.length - (this.count - mark)));
     const first = since[0]?.replace(/^[A-Za-z_][\w:]*: /, "");
     return first ? new Error(first) : err;

@@ -418,7 +418,7 @@ async function handle(msg: HostMessage): Promise<void> {
       try {
         await load(msg.modelPath, msg.opts, msg.gpuLayers, msg.draftGpuLayers ?? 0, msg.states);
       } catch (err) {
-        send({ type: "load-error", message: message(engineLog.explain(err, mark)) });
+        send({ type: "load-error", message: message(await engineLog.explain(err, mark)) });
       }
       return;
     }

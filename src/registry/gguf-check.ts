@@ -87,7 +87,12 @@ function checkTypes(info: GgufInfo, arch: string): void {
   for (const name of FLOAT32_KEYS) expect(`${arch}.${name}`, ["float32"]);
   for (const key of Object.keys(info.types)) {
     if (/^tokenizer\.ggml\.\w+_token_id$/.test(key)) expect(key, ["uint32"]);
+    if (/^tokenizer\.ggml\.add_\w+_token$/.test(key)) expect(key, ["bool"]);
   }
+  expect("tokenizer.ggml.add_space_prefix", ["bool"]);
+  expect("tokenizer.ggml.remove_extra_whitespaces", ["bool"]);
+  expect("tokenizer.ggml.model", ["string"]);
+  expect("tokenizer.ggml.pre", ["string"]);
   // the vocabulary as llama-vocab.cpp reads it ("invalid gguf type for tokenizer.ggml.tokens")
   expect("tokenizer.ggml.tokens", ["array of string"]);
   expect("tokenizer.ggml.scores", ["array of float32", "array of int32"]);

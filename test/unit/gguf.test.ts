@@ -215,11 +215,13 @@ describe("readGgufInfo rejects bad files", () => {
     expect((await readGgufInfo(await write("name-63.gguf", two(0, 32, "n".repeat(63))))).tensors[1]!.name).toHaveLength(63);
   });
 
-  it("a vocabulary stored as another type than llama.cpp reads: tokens as one string, scores as strings", async () => {
+  it("a vocabulary stored as another type than llama.cpp reads: tokens as one string, scores as strings, a flag as a number", async () => {
     const arch = (b: B) => b.str("general.architecture").u32(8).str("llama");
     await rejects(await write("tokens-str.gguf", arch(new B().head(0, 2)).str("tokenizer.ggml.tokens").u32(8).str("\r\n")), /^invalid GGUF file: "tokenizer\.ggml\.tokens" is stored as string; llama\.cpp reads it only as array of string$/);
     const scores = arch(new B().head(0, 3)).str("tokenizer.ggml.tokens").u32(9).u32(8).u64(1).str("a").str("tokenizer.ggml.scores").u32(9).u32(8).u64(1).str("x");
     await rejects(await write("scores-str.gguf", scores), /^invalid GGUF file: "tokenizer\.ggml\.scores" is stored as array of string; llama\.cpp reads it only as array of float32 or array of int32$/);
+    const flag = arch(new B().head(0, 2)).str("tokenizer.ggml.add_bos_token").u32(4).u32(1);
+    await rejects(await write("add-bos-u32.gguf", flag), /^invalid GGUF file: "tokenizer\.ggml\.add_bos_token" is stored as uint32; llama\.cpp reads it only as bool$/);
   });
 
   it("truncated files: 100 bytes, 50%, size-1", async () => {

@@ -19,8 +19,8 @@ esac
 dir=".cache/node/$pkg-$major"
 if [ ! -x "$dir/package/bin/node" ]; then
   rm -rf "$dir" && mkdir -p "$dir"
-  tarball=$(cd "$dir" && npm pack --silent "$pkg@$major")
-  tar xzf "$dir/$tarball" -C "$dir" && rm "$dir/$tarball"
+  (cd "$dir" && npm pack --silent "$pkg@$major" >/dev/null)
+  for tarball in "$dir"/*.tgz; do tar xzf "$tarball" -C "$dir" && rm "$tarball"; done
 fi
 export PATH="$PWD/$dir/package/bin:$PATH"
 echo "node $(node --version) (V8 $(node -p process.versions.v8))"

@@ -5,6 +5,12 @@
 // user's own cache directory, never Node's default under the shared /tmp: compiled code read from
 // a directory another user can write would run as this one. Node 20 has no such cache.
 import module from "node:module";
+import { MIN_NODE, nodeTooOld } from "./node-version.js";
+
+if (nodeTooOld(process.versions.node)) {
+  process.stderr.write(`Error: ollamats needs Node.js ${MIN_NODE} or newer, and this is Node.js ${process.version}; install a current Node.js (https://nodejs.org) and run it again\n`);
+  process.exit(1);
+}
 
 const enableCompileCache = (module as { enableCompileCache?: (dir: string) => unknown }).enableCompileCache;
 // NODE_COMPILE_CACHE set: Node turned the cache on at start, where the user chose

@@ -156,6 +156,75 @@ describe("tool calls with random tools and values, in every template's syntax", 
   });
 });
 
+// what mutations insert: the characters markup and values are made of
+const MUT = ["\n", " ", "'", '"', ",", ")", "(", "=", "<", ">", "/", "]", "[", "}", "{", ":", "\\", "x", "\t", "</", "<|", "|>", "\n\n"];
+/** Whether `v` is a value of `schema` (the schemas objectOf makes). */
+function typed(schema: Schema, v: unknown): boolean {
+  const t = schema.type;
+  if (Array.isArray(schema.enum)) return schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(v));
+  switch (t) {
+    case "string": return typeof v === "string";
+    case "integer": return typeof v === "number" && Number.isInteger(v);
+    case "number": return typeof v === "number";
+    case "boolean": return typeof v === "boolean";
+    case "array": return Array.isArray(v) && v.every((x) => typed(schema.items as Schema, x));
+    case "object": {
+      if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+      const props = (schema.properties ?? {}) as Record<string, Schema>;
+      const req = (schema.required ?? []) as string[];
+      return Object.entries(v).every(([k, x]) => Object.hasOwn(props, k) && typed(props[k]!, x)) && req.every((k) => Object.hasOwn(v, k));
+    }
+    default: return true;
+  }
+}
+describe("what a markup model's tool_choice grammar lets it write, the reader reads", () => {
+  // The other direction of the test above: the grammar must take nothing the reader misreads.
+  // Calls as templates write them, mutated (structure characters inserted, spans cut or
+  // repeated); each mutant llama.cpp's grammar engine takes must read back as one call of the
+  // tool, its arguments typed by the schema, and no content. Found: MiniMax-M3's value holding
+  // `<key>` text lost every argument; Seed-OSS's enum word read back as "\nword".
+  it("mutated calls the grammar takes read back as one call, typed by the schema", async () => {
+    const r = random(Number(process.env.TOOL_CALLS_SEED ?? 20261204) + 1);
+    const bad: string[] = [];
+    let taken = 0, tried = 0;
+    for (let round = 0; round < Number(process.env.TOOL_CALLS_ROUNDS ?? 12); round++) {
+      for (const { f, t, d } of TEMPLATES) {
+        if (d.kind === "json" || d.kind === "named-json" || d.kind === "recipient") continue;
+        const [parameters, args] = objectOf(r, 0);
+        const name = `${word(r)}_${round}`;
+        const tools = [{ type: "function", function: { name, description: "a tool", parameters } }];
+        const call = written(t, tools, name, args);
+        if (call === undefined || !call.includes(name)) continue;
+        const format = toolCallFormat({ name }, tools, t);
+        if (format?.kind !== "markup") continue;
+        const g = await oracles.oracle.grammar(markupGrammar(format.pieces));
+        const section = call.slice(call.indexOf(d.start));
+        const took = oracles.oracle.longestAccepted(g, section);
+        if (took === undefined) continue;
+        for (let m = 0; m < 40; m++) {
+          let s = took;
+          for (let k = 1 + (r.int(4) === 0 ? 1 : 0); k > 0; k--) {
+            const at = r.int(s.length + 1);
+            const op = r.int(5) < 3 ? 0 : r.int(2) + 1;
+            if (op === 0) s = s.slice(0, at) + r.pick(MUT) + s.slice(at);
+            else if (op === 1) s = s.slice(0, at) + s.slice(at + 1 + r.int(3));
+            else { const n = 1 + r.int(6); s = s.slice(0, at) + s.slice(at, at + n) + s.slice(at); }
+          }
+          tried++;
+          if (!oracles.oracle.accepts(g, s)) continue;
+          taken++;
+          const got = stream(d, tools, s, r);
+          const ok = got.calls.length === 1 && got.calls[0]!.function.name === name && typed(parameters, got.calls[0]!.function.arguments) && got.content.trim() === "";
+          if (!ok) bad.push(`${f}: ${JSON.stringify(s)} → ${JSON.stringify(got)}`);
+        }
+      }
+    }
+    expect(bad).toEqual([]);
+    expect(tried).toBeGreaterThan(5000);
+    expect(taken).toBeGreaterThan(250); // mutants inside values, mostly: the grammar refuses the rest
+  });
+});
+
 describe("values as templates write them", () => {
   const load = (f: string) => TEMPLATES.find((x) => x.f === f)!;
   const TOOL = (properties: Record<string, Schema>) => [{ type: "function", function: { name: "write_file", parameters: { type: "object", properties } } }];
@@ -225,6 +294,14 @@ describe("values as templates write them", () => {
     const args = { tags: [], opts: { ids: [], name: "42" } };
     expect(roundTrip("MiniMax-M3.jinja", props, args).got).toEqual([args]);
   });
+
+  it("MiniMax-M3's text holding tags of its own (HTML, its parameter's name) is text: tags count only after the separator token", () => {
+    const props = { html: { type: "string" }, n: { type: "integer" } };
+    const args = { html: "<html><p>x</p></html> and <html> again", n: 3 };
+    const { call, got } = roundTrip("MiniMax-M3.jinja", props, args);
+    expect(call).toContain("<html><p>x</p></html> and <html> again]<]minimax[>[</html>");
+    expect(got).toEqual([args]);
+  });
 });
 
 describe("tool_choice's nested values in each template's own syntax", () => {
@@ -260,6 +337,17 @@ describe("tool_choice's nested values in each template's own syntax", () => {
     const gs = await oracles.oracle.grammar(markupGrammar(piecesOf(toolCallFormat({ name: "g" }, text.tools, text.t))));
     expect(text.call).toContain(`['it\\'s', 'a\\\\b', 'line\\nbreak']`.replace("'it\\'s'", `"it's"`));
     expect(oracles.oracle.longestAccepted(gs, text.section)?.length).toBe(text.section.indexOf("<seed:eos>"));
+  });
+
+  it("no newline around an enum's word where the template writes values right between their tags (Seed-OSS): it would be the value's", async () => {
+    const words = [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { mode: { type: "string", enum: ["r", "w"] } }, required: ["mode"] } } }];
+    const format = toolCallFormat({ name: "f" }, words, TEMPLATES.find((x) => x.f === "ByteDance-Seed-OSS.jinja")!.t);
+    if (format?.kind !== "markup") throw new Error("no markup shape");
+    const g = await oracles.oracle.grammar(markupGrammar(format.pieces));
+    const call = (v: string) => `<seed:tool_call>\n<function=f>\n<parameter=mode>${v}</parameter>\n</function>\n</seed:tool_call>`;
+    expect(oracles.oracle.accepts(g, call("w"))).toBe(true);
+    expect(oracles.oracle.accepts(g, call("\nw"))).toBe(false);
+    expect(oracles.oracle.accepts(g, call("w\n"))).toBe(false);
   });
 
   it("MiniMax-M3's nested elements", async () => {

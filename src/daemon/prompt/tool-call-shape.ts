@@ -63,7 +63,9 @@ function callOf(d: Markup, tool: ShapeTool): MarkupPiece[] {
       return [
         text(`<function=${name}>`),
         NL,
-        members((k, v) => [text(`<parameter=${k}>`), NL, ...v, NL, text("</parameter>"), NL]),
+        // where the template writes a value right between its tags (Seed-OSS), a newline there is
+        // the value's own to the reader: no padding, or an enum's word would read back as "\nword"
+        members((k, v) => (d.exact ? [text(`<parameter=${k}>`), ...v, text("</parameter>"), NL] : [text(`<parameter=${k}>`), NL, ...v, NL, text("</parameter>"), NL])),
         text("</function>"),
       ];
     case "arg-pairs": {

@@ -497,29 +497,35 @@ function readElements(ns: string, schema: ToolSchemas): Reader {
   return (s, final, from) => {
     const u = unit(s, `${ns}<invoke name="`, `${ns}</invoke>`, final, from);
     if (!u) return undefined;
-    const body = u.body.replaceAll(ns, "");
-    const q = body.indexOf('">');
+    const q = u.body.indexOf('">');
     if (q === -1) return { calls: [], end: u.end };
-    const name = body.slice(0, q);
+    const name = u.body.slice(0, q).replaceAll(ns, "");
+    const rest = u.body.slice(q + 2);
+    // The template writes `ns` before every tag and never inside a value, so a value may hold
+    // `<key>` text of its own (code, markup): tags are read only after `ns` where the model wrote
+    // it; a model that left the token out is read by the tags alone.
+    const prefix = rest.includes(`${ns}<`) ? ns : "";
     const args: Record<string, unknown> = {};
-    for (const [key, inner] of elements(body.slice(q + 2))) setArgument(args, key, elementValue(inner, schema.param(name, key), schema, 0));
+    for (const [key, inner] of elements(rest, prefix)) setArgument(args, key, elementValue(inner, schema.param(name, key), schema, 0, prefix));
     return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
   };
 }
 
-/** The elements `<tag>…</tag>` one after another at the top of `s` (none: `s` is text). */
-function elements(s: string): Array<[string, string]> {
+/** The elements `PREFIX<tag>…PREFIX</tag>` one after another at the top of `s` (none: `s` is text). */
+function elements(s: string, prefix: string): Array<[string, string]> {
   const out: Array<[string, string]> = [];
+  const p = escapeRegExp(prefix);
+  const open = new RegExp(`^${p}<([A-Za-z_][\\w.:-]{0,128})>`);
   let i = 0;
   for (;;) {
     while (i < s.length && /\s/.test(s[i]!)) i++;
     if (i >= s.length) return out;
-    const m = /^<([A-Za-z_][\w.:-]{0,128})>/.exec(s.slice(i, i + 140));
+    const m = open.exec(s.slice(i, i + prefix.length + 140));
     if (!m) return [];
     const tag = m[1]!;
     const innerStart = i + m[0].length;
     // the matching close, nested elements of the same name counted, in one pass over the text
-    const marks = new RegExp(`<(/?)${escapeRegExp(tag)}>`, "g");
+    const marks = new RegExp(`${p}<(/?)${escapeRegExp(tag)}>`, "g");
     marks.lastIndex = innerStart;
     let depth = 1;
     let mark: RegExpExecArray | null;
@@ -534,8 +540,8 @@ function elements(s: string): Array<[string, string]> {
 const MAX_ELEMENT_DEPTH = 64;
 
 /** An element's inner text as the value `schema` (undefined: not known) describes. */
-function elementValue(inner: string, schema: unknown, schemas: ToolSchemas, depth: number): unknown {
-  const c = depth < MAX_ELEMENT_DEPTH ? elements(inner) : [];
+function elementValue(inner: string, schema: unknown, schemas: ToolSchemas, depth: number, prefix: string): unknown {
+  const c = depth < MAX_ELEMENT_DEPTH ? elements(inner, prefix) : [];
   if (c.length === 0) {
     if (schema !== undefined) return schemas.typed(schema, inner);
     const t = inner.trim();
@@ -543,10 +549,10 @@ function elementValue(inner: string, schema: unknown, schemas: ToolSchemas, dept
     return /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/.test(t) ? Number(t) : inner;
   }
   const s = isObject(schema) ? schema : {};
-  if (c.every(([tag]) => tag === "item")) return c.map(([, v]) => elementValue(v, s.items, schemas, depth + 1));
+  if (c.every(([tag]) => tag === "item")) return c.map(([, v]) => elementValue(v, s.items, schemas, depth + 1, prefix));
   const props = isObject(s.properties) ? s.properties : {};
   const o: Record<string, unknown> = {};
-  for (const [tag, v] of c) setArgument(o, tag, elementValue(v, Object.hasOwn(props, tag) ? props[tag] : undefined, schemas, depth + 1));
+  for (const [tag, v] of c) setArgument(o, tag, elementValue(v, Object.hasOwn(props, tag) ? props[tag] : undefined, schemas, depth + 1, prefix));
   return o;
 }
 

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ToolCall } from "../../src/api/types.js";
+import { compileLlamaFormat } from "../../src/backends/llamacpp/json-schema.js";
 import { markupGrammar } from "../../src/backends/llamacpp/markup-grammar.js";
 import { renderPrompt, selectTemplate, type PromptTemplate, type RenderMessage } from "../../src/daemon/prompt/render.js";
 import { toolCallFormat } from "../../src/daemon/prompt/tool-choice.js";
@@ -158,48 +159,69 @@ describe("tool calls with random tools and values, in every template's syntax", 
 
 // what mutations insert: the characters markup and values are made of
 const MUT = ["\n", " ", "'", '"', ",", ")", "(", "=", "<", ">", "/", "]", "[", "}", "{", ":", "\\", "x", "\t", "</", "<|", "|>", "\n\n"];
+
 /** Whether `v` is a value of `schema` (the schemas objectOf makes). */
 function typed(schema: Schema, v: unknown): boolean {
-  const t = schema.type;
   if (Array.isArray(schema.enum)) return schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(v));
-  switch (t) {
-    case "string": return typeof v === "string";
-    case "integer": return typeof v === "number" && Number.isInteger(v);
-    case "number": return typeof v === "number";
-    case "boolean": return typeof v === "boolean";
-    case "array": return Array.isArray(v) && v.every((x) => typed(schema.items as Schema, x));
+  switch (schema.type) {
+    case "string":
+      return typeof v === "string";
+    case "integer":
+      return typeof v === "number" && Number.isInteger(v);
+    case "number":
+      return typeof v === "number";
+    case "boolean":
+      return typeof v === "boolean";
+    case "array":
+      return Array.isArray(v) && v.every((x) => typed(schema.items as Schema, x));
     case "object": {
       if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
       const props = (schema.properties ?? {}) as Record<string, Schema>;
       const req = (schema.required ?? []) as string[];
       return Object.entries(v).every(([k, x]) => Object.hasOwn(props, k) && typed(props[k]!, x)) && req.every((k) => Object.hasOwn(v, k));
     }
-    default: return true;
+    default:
+      return true;
   }
 }
-describe("what a markup model's tool_choice grammar lets it write, the reader reads", () => {
+
+describe("what a tool_choice grammar lets a model write, the reader reads", () => {
   // The other direction of the test above: the grammar must take nothing the reader misreads.
-  // Calls as templates write them, mutated (structure characters inserted, spans cut or
-  // repeated); each mutant llama.cpp's grammar engine takes must read back as one call of the
-  // tool, its arguments typed by the schema, and no content. Found: MiniMax-M3's value holding
-  // `<key>` text lost every argument; Seed-OSS's enum word read back as "\nword".
+  // Calls as templates write them (as compact JSON where the call is JSON), mutated (structure
+  // characters inserted, spans cut or repeated); each mutant llama.cpp's grammar engine takes
+  // under tool_choice "required" must read back as one call of an offered tool, its arguments
+  // typed by that tool's schema, and no content. Found: MiniMax-M3's value holding `<key>` text
+  // lost every argument; Seed-OSS's enum word read back as "\nword".
   it("mutated calls the grammar takes read back as one call, typed by the schema", async () => {
     const r = random(Number(process.env.TOOL_CALLS_SEED ?? 20261204) + 1);
     const bad: string[] = [];
-    let taken = 0, tried = 0;
+    let taken = 0;
+    let tried = 0;
     for (let round = 0; round < Number(process.env.TOOL_CALLS_ROUNDS ?? 12); round++) {
       for (const { f, t, d } of TEMPLATES) {
-        if (d.kind === "json" || d.kind === "named-json" || d.kind === "recipient") continue;
+        if (d.kind === "named-json" || d.kind === "recipient") continue;
         const [parameters, args] = objectOf(r, 0);
         const name = `${word(r)}_${round}`;
-        const tools = [{ type: "function", function: { name, description: "a tool", parameters } }];
+        const [p2] = objectOf(r, 0); // a second tool: "required" lets the model pick either
+        const tools = [{ type: "function", function: { name, description: "a tool", parameters } }, { type: "function", function: { name: "zz_other", description: "another", parameters: p2 } }];
         const call = written(t, tools, name, args);
         if (call === undefined || !call.includes(name)) continue;
-        const format = toolCallFormat({ name }, tools, t);
-        if (format?.kind !== "markup") continue;
-        const g = await oracles.oracle.grammar(markupGrammar(format.pieces));
-        const section = call.slice(call.indexOf(d.start));
-        const took = oracles.oracle.longestAccepted(g, section);
+        const format = toolCallFormat("required", tools, t);
+        if (format === undefined) continue;
+        const spec = compileLlamaFormat(format);
+        if (spec.kind !== "gbnf") continue;
+        const g = await oracles.oracle.grammar(spec.grammar);
+        let took: string | undefined;
+        if (d.kind === "json") {
+          const pre = format.kind === "schema" ? (format.prefix ?? "") : "";
+          for (const key of ["arguments", "parameters"]) {
+            const text = pre + JSON.stringify({ name, [key]: args });
+            if (oracles.oracle.accepts(g, text)) took = text;
+          }
+        } else {
+          const section = call.slice(call.indexOf(d.start));
+          took = oracles.oracle.longestAccepted(g, section);
+        }
         if (took === undefined) continue;
         for (let m = 0; m < 40; m++) {
           let s = took;
@@ -208,13 +230,15 @@ describe("what a markup model's tool_choice grammar lets it write, the reader re
             const op = r.int(5) < 3 ? 0 : r.int(2) + 1;
             if (op === 0) s = s.slice(0, at) + r.pick(MUT) + s.slice(at);
             else if (op === 1) s = s.slice(0, at) + s.slice(at + 1 + r.int(3));
-            else { const n = 1 + r.int(6); s = s.slice(0, at) + s.slice(at, at + n) + s.slice(at); }
+            else s = s.slice(0, at) + s.slice(at, at + 1 + r.int(6)) + s.slice(at);
           }
           tried++;
           if (!oracles.oracle.accepts(g, s)) continue;
           taken++;
           const got = stream(d, tools, s, r);
-          const ok = got.calls.length === 1 && got.calls[0]!.function.name === name && typed(parameters, got.calls[0]!.function.arguments) && got.content.trim() === "";
+          const c = got.calls[0]?.function;
+          const fits = c !== undefined && (c.name === name ? typed(parameters, c.arguments) : c.name === "zz_other" && typed(p2, c.arguments));
+          const ok = got.calls.length === 1 && fits && got.content.trim() === "";
           if (!ok) bad.push(`${f}: ${JSON.stringify(s)} → ${JSON.stringify(got)}`);
         }
       }

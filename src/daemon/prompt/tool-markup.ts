@@ -502,11 +502,12 @@ function readElements(ns: string, schema: ToolSchemas): Reader {
     const name = u.body.slice(0, q).replaceAll(ns, "");
     const rest = u.body.slice(q + 2);
     // The template writes `ns` before every tag and never inside a value, so a value may hold
-    // `<key>` text of its own (code, markup): tags are read only after `ns` where the model wrote
-    // it; a model that left the token out is read by the tags alone.
-    const prefix = rest.includes(`${ns}<`) ? ns : "";
+    // `<key>` text of its own (code, markup): tags are read only after `ns`; a model that left
+    // the token out somewhere is read by the tags alone.
+    const tagged = elements(rest, ns);
+    const [found, prefix] = tagged.length > 0 ? [tagged, ns] : [elements(rest.replaceAll(ns, ""), ""), ""];
     const args: Record<string, unknown> = {};
-    for (const [key, inner] of elements(rest, prefix)) setArgument(args, key, elementValue(inner, schema.param(name, key), schema, 0, prefix));
+    for (const [key, inner] of found) setArgument(args, key, elementValue(inner, schema.param(name, key), schema, 0, prefix));
     return { calls: name ? [{ name, arguments: args }] : [], end: u.end };
   };
 }

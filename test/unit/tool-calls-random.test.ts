@@ -325,6 +325,11 @@ describe("values as templates write them", () => {
     const { call, got } = roundTrip("MiniMax-M3.jinja", props, args);
     expect(call).toContain("<html><p>x</p></html> and <html> again]<]minimax[>[</html>");
     expect(got).toEqual([args]);
+    // a model that left the token out before some tags is read by the tags alone
+    const { d } = load("MiniMax-M3.jinja");
+    const ns = "]<]minimax[>[";
+    const mixed = `${ns}<tool_call>\n${ns}<invoke name="write_file">${ns}<html>x${ns}</html><n>3</n>${ns}</invoke>\n${ns}</tool_call>`;
+    expect(stream(d, TOOL(props), mixed, random(1)).calls.map((c) => c.function.arguments)).toEqual([{ html: "x", n: 3 }]);
   });
 });
 

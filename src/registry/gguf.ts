@@ -176,6 +176,18 @@ class Cursor {
   u64() { return this.buf.readBigUInt64LE(this.at(8)); }
   i64() { return this.buf.readBigInt64LE(this.at(8)); }
   text(n: number) { const o = this.at(n); return this.buf.toString("utf8", o, o + n); }
+  /** A 53-bit hash of the next n bytes (two 32-bit FNV-1a), which it moves past. */
+  hash(n: number): number {
+    const o = this.at(n);
+    let a = 0x811c9dc5;
+    let b = 0x01000193 ^ n;
+    for (let k = o; k < o + n; k++) {
+      const x = this.buf[k]!;
+      a = Math.imul(a ^ x, 0x01000193);
+      b = Math.imul(b ^ x, 0x5bd1e995);
+    }
+    return (a >>> 0) * 0x200000 + ((b >>> 0) & 0x1fffff);
+  }
 
   async string(what: string, max = MAX_STRING): Promise<string> {
     if (!this.has(8)) await this.need(8, `length of ${what}`);
@@ -269,7 +281,8 @@ async function readValue(c: Cursor, type: number, key: string, depth: number, po
   if (fixed && n * fixed > MAX_METADATA_BYTES) throw bad(`metadata array "${key}" is larger than ${MAX_METADATA_BYTES} bytes`);
   if (policy.slim && n > SLIM_ARRAY_MAX && depth === 0) {
     policy.skipped.set(key, [itemType, n, c.pos]);
-    await skipItems(c, itemType, n, key, depth + 1);
+    if (key === VOCABULARY && itemType === VT.STRING) await skipVocabulary(c, n);
+    else await skipItems(c, itemType, n, key, depth + 1);
     return [];
   }
   const out: GgufValue[] = new Array(n);
@@ -303,6 +316,43 @@ async function skipItems(c: Cursor, itemType: number, n: number, key: string, de
       const m = await c.count(`array "${key}" (${VT_NAMES[inner]}) element count`, MIN_SIZE[inner]!, MAX_ARRAY);
       await skipItems(c, inner, m, key, depth + 1);
     }
+  }
+}
+
+const VOCABULARY = "tokenizer.ggml.tokens";
+
+/** Walks past a vocabulary as skipItems does, and refuses one that holds a token text twice:
+ *  llama-vocab.cpp aborts the process on it (GGML_ASSERT that ids and texts map one to one).
+ *  Hashes first (8 bytes a token, not the texts), then the texts of tokens whose hashes repeat. */
+async function skipVocabulary(c: Cursor, n: number): Promise<void> {
+  const start = c.pos;
+  const hashes = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    if (!c.has(8)) await c.need(8, `length of token ${i}`);
+    const len = c.stringLength(`token ${i}`, MAX_ITEM_STRING);
+    if (!c.has(len)) await c.need(len, `token ${i}`);
+    hashes[i] = c.hash(len);
+    if ((i & 1023) === 0) checkMetadataSize(c, VOCABULARY);
+  }
+  const sorted = hashes.slice().sort();
+  const repeated = new Set<number>();
+  for (let i = 1; i < n; i++) if (sorted[i] === sorted[i - 1]) repeated.add(sorted[i]!);
+  if (repeated.size === 0) return;
+  const end = c.pos;
+  const ids = new Set<number>();
+  for (let i = 0; i < n; i++) if (repeated.has(hashes[i]!)) ids.add(i);
+  const texts = await tokenTexts(c, n, start, ids);
+  c.pos = end;
+  duplicateToken(Object.entries(texts).map(([id, text]) => [Number(id), text]));
+}
+
+/** Throws on the first token text that two ids share. */
+export function duplicateToken(tokens: Iterable<[number, string]>): void {
+  const first = new Map<string, number>();
+  for (const [id, text] of tokens) {
+    const before = first.get(text);
+    if (before !== undefined) throw bad(`"${VOCABULARY}" holds the token ${JSON.stringify(text.slice(0, 40))} twice (ids ${before} and ${id}); llama.cpp refuses a vocabulary with a repeated token`);
+    first.set(text, id);
   }
 }
 

@@ -224,6 +224,19 @@ describe("readGgufInfo rejects bad files", () => {
     await rejects(await write("add-bos-u32.gguf", flag), /^invalid GGUF file: "tokenizer\.ggml\.add_bos_token" is stored as uint32; llama\.cpp reads it only as bool$/);
   });
 
+  it("a vocabulary with a token twice, which llama.cpp aborts on: read whole, and skipped in a slim read", async () => {
+    const vocab = (tokens: string[]) => {
+      const b = new B().head(0, 2).str("general.architecture").u32(8).str("llama").str("tokenizer.ggml.tokens").u32(9).u32(8).u64(tokens.length);
+      for (const t of tokens) b.str(t);
+      return b;
+    };
+    await rejects(await write("dup-small.gguf", vocab(["a", "▁call", "b", "▁call"])), /^invalid GGUF file: "tokenizer\.ggml\.tokens" holds the token "▁call" twice \(ids 1 and 3\); llama\.cpp refuses a vocabulary with a repeated token$/);
+    const many = Array.from({ length: 6000 }, (_, i) => `t${i}`);
+    expect((await readGgufInfo(await write("vocab-large.gguf", vocab(many)))).arrayLengths?.["tokenizer.ggml.tokens"]).toBe(6000);
+    many[5999] = "t7";
+    await rejects(await write("dup-large.gguf", vocab(many)), /^invalid GGUF file: "tokenizer\.ggml\.tokens" holds the token "t7" twice \(ids 7 and 5999\)/);
+  });
+
   it("truncated files: 100 bytes, 50%, size-1", async () => {
     const full = await readFile(await makeTestModel({ type: "Q4_0" }));
     const info = await readGgufInfo(await makeTestModel({ type: "Q4_0" }));

@@ -2,10 +2,10 @@
 // engine's where they differ and beside them where it has none.
 import { Environment } from "@huggingface/jinja";
 import {
-  escapeHtml, is, isDict, isList, isMarkup, isMissing, isNum, isStr, keyValue, markup, NamespaceClass, pyEquals, pyJson, pyRepr, pyStr, V, type RValue,
+  escapeHtml, is, isDict, isList, isMarkup, isMissing, isNum, isStr, keyValue, markup, NamespaceClass, pyEquals, pyJson, pyRepr, pyStr, pyType, V, type RValue,
 } from "./jinja-values.js";
 import {
-  type Node, type Interp, type Kwargs, proto, undef, str, tuple, pre, arg, iterate, pyType, attribute, compare, order, numeric, dictItems, nonNull,
+  type Node, type Interp, type Kwargs, proto, undef, str, tuple, pre, arg, iterate, attribute, compare, order, numeric, dictItems, nonNull,
 } from "./jinja-runtime.js";
 import { DICT_METHODS, strip } from "./jinja-methods.js";
 import { percentFormat, pyRound } from "./jinja-format.js";

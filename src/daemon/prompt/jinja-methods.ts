@@ -1,7 +1,7 @@
 // Python's str, list and dict methods on the engine's values (`s.split(",")`, `l.append(x)`,
 // `d.items()`): what `value.name(...)` finds, Python's where the engine has its own.
-import { dictView, is, isDict, isList, isMissing, keyValue, pyEquals, pyRepr, pyStr, V, type RValue } from "./jinja-values.js";
-import { type Kwargs, fn, undef, str, tuple, splitArgs, arg, iterate, pyType, attribute, dictItems, keyOf } from "./jinja-runtime.js";
+import { dictView, is, isDict, isList, isMissing, keyValue, pyEquals, pyRepr, pyStr, pyType, V, type RValue } from "./jinja-values.js";
+import { type Kwargs, fn, undef, str, tuple, splitArgs, arg, iterate, attribute, dictItems, keyOf } from "./jinja-runtime.js";
 import { formatSpec } from "./jinja-format.js";
 import { center, expandTabs, isTitle, splitLines, title } from "./jinja-text.js";
 

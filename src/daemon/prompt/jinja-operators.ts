@@ -1,8 +1,8 @@
 // Python's operators on the engine's values: `~` and `+` of strings, repetition, printf-style `%`,
 // Python's modulo and floor division, zero division, ordering of strings and sequences, `in`.
 import { Environment } from "@huggingface/jinja";
-import { escapeHtml, is, isDict, isList, isMarkup, isMissing, isStr, markup, pyEquals, pyStr, TupleClass, V, type RValue } from "./jinja-values.js";
-import { type Node, type Interp, proto, str, tuple, pre, pyType, order, numeric, keyOf } from "./jinja-runtime.js";
+import { escapeHtml, is, isDict, isList, isMarkup, isMissing, isStr, markup, pyEquals, pyStr, pyType, TupleClass, V, type RValue } from "./jinja-values.js";
+import { type Node, type Interp, proto, str, tuple, pre, order, numeric, keyOf } from "./jinja-runtime.js";
 import { percentFormat } from "./jinja-format.js";
 import { renderLimits, TemplateSizeError, tooLong } from "./render-budget.js";
 

@@ -38,7 +38,6 @@ export function iterate(v: RValue, what: string): RValue[] {
   if (is(v, V.Undefined)) return [];
   throw new Error(`'${pyType(v)}' object is not iterable (${what})`);
 }
-export { pyType };
 
 /** Jinja2's attribute lookup for filters (`attribute="a.b"`, integer parts index lists). */
 export function attribute(item: RValue, path: string): RValue {

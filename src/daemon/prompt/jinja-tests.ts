@@ -1,7 +1,7 @@
 // Jinja2's tests (`value is name`, `value is divisibleby 3`) as Python evaluates them.
 import { Environment } from "@huggingface/jinja";
-import { is, isDict, KwargsClass, isList, isMarkup, isNum, isStr, pyEquals, pyStr, V, type RValue } from "./jinja-values.js";
-import { type Node, type Interp, type Kwargs, proto, str, iterate, pyType, compare, numeric, keyOf } from "./jinja-runtime.js";
+import { is, isDict, KwargsClass, isList, isMarkup, isNum, isStr, pyEquals, pyStr, pyType, V, type RValue } from "./jinja-values.js";
+import { type Node, type Interp, type Kwargs, proto, str, iterate, compare, numeric, keyOf } from "./jinja-runtime.js";
 import { pyCase } from "./jinja-methods.js";
 import { percentFormat } from "./jinja-format.js";
 

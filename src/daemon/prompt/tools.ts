@@ -255,13 +255,15 @@ export class ToolCallParser {
     const marker = "\n\n[";
     for (;;) {
       // a `[` seen after a blank line and still undecided waits at the start of the buffer
-      const i = this.bracketAhead ? -2 : this.buf.indexOf(marker);
-      if (i === -1) {
-        this.emitShortOf(out, marker);
-        return false;
+      if (!this.bracketAhead) {
+        const i = this.buf.indexOf(marker);
+        if (i === -1) {
+          this.emitShortOf(out, marker);
+          return false;
+        }
+        out.content += this.buf.slice(0, i + 2);
+        this.buf = this.buf.slice(i + 2);
       }
-      out.content += this.buf.slice(0, i + 2);
-      this.buf = this.buf.slice(i + 2);
       const verdict = this.classifyBracket(this.buf);
       this.bracketAhead = verdict === "wait";
       if (verdict === "wait") return false;

@@ -148,8 +148,9 @@ function valuePieces(d: Markup, schema: unknown, root: unknown): MarkupPiece[] {
     // (tool-call-syntax.ts reads them to a quote that ends the argument), so a raw one holds no
     // quote that the reader would take as its end, nor the list's closing tag
     const end = pythonEnd(d.start);
-    const raw: MarkupPiece = end === "" ? { free: ["'", "\\", "\n"] } : { free: [end], patterns: RAW_STRING_ENDS };
-    const fits = (w: string) => (end === "" ? !/['\\\n]/.test(w) : !w.includes(end) && !RAW_STRING_ENDS.some((p) => new RegExp(p).test(w)));
+    const raw = end === "" ? { free: ["'", "\\", "\n"] } : { free: [end], patterns: RAW_STRING_ENDS };
+    // an enum's word goes between the quotes only where the raw text itself could
+    const fits = (w: string) => !raw.free.some((a) => w.includes(a)) && !(raw.patterns ?? []).some((p) => new RegExp(p).test(w));
     const single = words ? words.filter(fits).map((w) => [text(`'${w}'`)]) : [[text("'"), raw, text("'")]];
     return [{ choice: [[json], ...single] }];
   }

@@ -78,11 +78,12 @@ function atoms(sets: readonly CharSet[]): CharSet[] {
 export function textAvoiding(rules: RuleSet, avoid: readonly Rx[]): string {
   const nfa = new Nfa();
   for (const rx of avoid) nfa.accept.add(nfa.add(rx, 0));
-  if (nfa.accept.has(0) || [...nfa.closure([0])].some((s) => nfa.accept.has(s))) throw new Error("an avoided pattern matches the empty text");
-  const classes = atoms(nfa.edges.flatMap((e) => e.map(([set]) => set)));
-  const key = (s: Set<number>) => [...s].sort((a, b) => a - b).join(",");
+  const matched = (states: Set<number>) => [...states].some((n) => nfa.accept.has(n));
   // a match may begin at any character: the start state is in every state of the automaton
   const start = nfa.closure([0]);
+  if (matched(start)) throw new Error("an avoided pattern matches the empty text");
+  const classes = atoms(nfa.edges.flatMap((e) => e.map(([set]) => set)));
+  const key = (s: Set<number>) => [...s].sort((a, b) => a - b).join(",");
   const names = new Map<string, string>();
   const todo: Set<number>[] = [];
   const nameOf = (s: Set<number>): string => {
@@ -102,9 +103,9 @@ export function textAvoiding(rules: RuleSet, avoid: readonly Rx[]): string {
     const byTarget = new Map<string, CharSet>();
     for (const c of classes) {
       const moved: number[] = [0];
-      for (const n of state) for (const [set, to] of nfa.edges[n]!) if (set.intersect(c).isEmpty === false) moved.push(to);
+      for (const n of state) for (const [set, to] of nfa.edges[n]!) if (!set.intersect(c).isEmpty) moved.push(to);
       const next = nfa.closure(moved);
-      if ([...next].some((s) => nfa.accept.has(s))) continue; // it would complete a match
+      if (matched(next)) continue; // it would complete a match
       const target = nameOf(next);
       byTarget.set(target, (byTarget.get(target) ?? CharSet.EMPTY).union(c));
     }

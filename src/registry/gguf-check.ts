@@ -2,7 +2,7 @@
 // so that nothing sized from a header (per-layer tables, KV cache plans, the engine's own arrays)
 // can be asked for more than the file backs, and nothing the engine asserts on (zero heads, a head
 // count the KV heads do not divide) reaches a runner.
-import { duplicateToken, GgufError, type GgufInfo, type GgufValue } from "./gguf.js";
+import { GgufError, type GgufInfo, type GgufValue } from "./gguf.js";
 
 /** Heads, key/value widths: the largest real models use a few hundred; 2^16 leaves room. */
 const MAX_HEADS = 1 << 16;
@@ -98,11 +98,6 @@ function checkTypes(info: GgufInfo, arch: string): void {
   expect("tokenizer.ggml.scores", ["array of float32", "array of int32"]);
   expect("tokenizer.ggml.token_type", ["array of int32"]);
   expect("tokenizer.ggml.merges", ["array of string"]);
-  // a vocabulary read whole (a slim read checks the ones it skips as it goes, gguf.ts)
-  const tokens = info.metadata["tokenizer.ggml.tokens"];
-  if (Array.isArray(tokens) && tokens.length === arrayLength(info, "tokenizer.ggml.tokens")) {
-    duplicateToken(tokens.map((t, i): [number, string] => [i, String(t)]));
-  }
 }
 
 /** Throws GgufError when the metadata describes a model the tensors do not. */

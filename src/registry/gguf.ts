@@ -297,6 +297,7 @@ async function readValue(c: Cursor, type: number, key: string, depth: number, po
       out[i] = await readValue(c, itemType, key, depth + 1, policy);
     }
   }
+  if (key === VOCABULARY && itemType === VT.STRING && depth === 0) duplicateToken(out.map((t, i): [number, string] => [i, t as string]));
   return out;
 }
 
@@ -321,8 +322,9 @@ async function skipItems(c: Cursor, itemType: number, n: number, key: string, de
 
 const VOCABULARY = "tokenizer.ggml.tokens";
 
-/** Walks past a vocabulary as skipItems does, and refuses one that holds a token text twice:
- *  llama-vocab.cpp aborts the process on it (GGML_ASSERT that ids and texts map one to one).
+/** Walks past a vocabulary as skipItems does, and refuses one that holds a token text twice, as
+ *  readValue does with one it reads whole: llama-vocab.cpp aborts the process on it (GGML_ASSERT
+ *  that ids and texts map one to one).
  *  Hashes first (8 bytes a token, not the texts), then the texts of tokens whose hashes repeat. */
 async function skipVocabulary(c: Cursor, n: number): Promise<void> {
   const start = c.pos;
@@ -347,7 +349,7 @@ async function skipVocabulary(c: Cursor, n: number): Promise<void> {
 }
 
 /** Throws on the first token text that two ids share. */
-export function duplicateToken(tokens: Iterable<[number, string]>): void {
+function duplicateToken(tokens: Iterable<[number, string]>): void {
   const first = new Map<string, number>();
   for (const [id, text] of tokens) {
     const before = first.get(text);
@@ -439,7 +441,8 @@ async function readGgufFile(path: string, opts: ReadOptions): Promise<GgufInfo> 
       const name = await c.string(`name of tensor #${i}`, 1024);
       if (names.has(name)) throw bad(`duplicate tensor name "${name}"`);
       // ggml keeps a name in 64 bytes with its terminating NUL
-      if (Buffer.byteLength(name) > MAX_TENSOR_NAME) throw bad(`tensor name "${name.slice(0, 80)}" is ${Buffer.byteLength(name)} bytes; llama.cpp takes at most ${MAX_TENSOR_NAME}`);
+      const nameBytes = Buffer.byteLength(name);
+      if (nameBytes > MAX_TENSOR_NAME) throw bad(`tensor name "${name.slice(0, 80)}" is ${nameBytes} bytes; llama.cpp takes at most ${MAX_TENSOR_NAME}`);
       names.add(name);
       if (!c.has(4)) await c.need(4, `dimension count of tensor "${name}"`);
       const nDims = c.u32();
